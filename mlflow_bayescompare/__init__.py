@@ -1,0 +1,11 @@
+"""mlflow-bayescompare: is model A really better than model B across datasets, or practically the same?
+
+The Bayesian hierarchical correlated t-test of Corani, Benavoli, Demšar, Mangili & Zaffalon (Machine Learning,
+2017), run on per-fold cross-validation scores read from MLflow and logged back as a comparison run.
+"""
+
+from .errors import BayesCompareError, InputError, SamplingError
+from .hierarchical import hierarchical_test
+from .result import HierarchicalResult
+
+__all__ = ["hierarchical_test", "HierarchicalResult", "BayesCompareError", "InputError", "SamplingError"]

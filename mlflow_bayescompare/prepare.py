@@ -1,0 +1,124 @@
+"""Turn the CV differences into the Stan data block, as the authors' R driver does (``hierarchical_test.R``).
+
+1. ρ_i = 1/folds_i (eq. 2; the Nadeau-Bengio correlation n_test/n_total), or the ρ given.
+2. Scale every difference and the rope by the mean per-dataset standard deviation (ddof = 1, as R's ``sd``).
+3. A dataset whose differences are all equal gets noise U(-rope, rope) added to its first half and subtracted
+   from its second half, so its mean is kept (a middle element of odd n is left alone; baycomp instead replaces
+   the row and breaks on odd n).
+4. Data-derived prior bounds: δ0 ~ U(±max|x|), σ_i ~ U(0, 1000·s̄), σ0 ~ U(0, 1000·sd(x̄_i)) (Sec. 3).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import InputError
+
+
+@dataclass
+class Prepared:
+    stan_data: dict
+    scale: float  # the mean per-dataset sd the data were divided by
+    rope_scaled: float
+    perturbed: list[str]  # datasets whose zero variance was perturbed
+    rho: np.ndarray
+    n: np.ndarray
+
+
+def correlations(datasets: list[str], folds, rho) -> np.ndarray:
+    """ρ per dataset: ``rho`` if given (scalar or per dataset), else 1/folds."""
+    q = len(datasets)
+    if rho is not None:
+        values = np.broadcast_to(np.asarray(rho, dtype=float), (q,)).copy()
+        bad = [d for d, r in zip(datasets, values) if not 0 <= r < 1]
+        if bad:
+            raise InputError(f"rho must lie in [0, 1); got {values[datasets.index(bad[0])]} for dataset {bad[0]!r}")
+        return values
+    if folds is None or (isinstance(folds, (list, tuple)) and any(f is None for f in folds)):
+        missing = [d for d, f in zip(datasets, folds or [None] * q) if f is None]
+        raise InputError(
+            "the number of cross-validation folds is unknown for dataset(s) "
+            + ", ".join(repr(d) for d in missing[:10])
+            + ": pass folds=K (or rho=ρ directly); ρ = 1/K is the correlation between folds"
+        )
+    values = np.broadcast_to(np.asarray(folds, dtype=float), (q,))
+    for d, k in zip(datasets, values):
+        if k == 1:
+            raise InputError(
+                f"dataset {d!r} has folds = 1, which makes ρ = 1/folds = 1: the scores would be perfectly correlated "
+                "and carry no information about variability. The hierarchical test needs k-fold cross-validation "
+                "(k >= 2); for independent repeated hold-out splits pass rho explicitly (e.g. rho=0 or n_test/n_total)"
+            )
+        if k < 1 or k != int(k):
+            raise InputError(f"folds must be a whole number >= 2; got {k} for dataset {d!r}")
+    return 1.0 / values
+
+
+def prepare(
+    datasets: list[str],
+    diffs: list[np.ndarray],
+    *,
+    rope: float,
+    rho: np.ndarray,
+    prior_code: int,
+    rng: np.random.Generator,
+    std_upper_bound: float = 1000.0,
+    alpha_bounds: tuple[float, float] = (0.5, 5.0),
+    beta_bounds: tuple[float, float] = (0.05, 0.15),
+    exact_sigma_bound: bool = False,
+) -> Prepared:
+    """The Stan data for ``stan/hierarchical.stan`` (sufficient statistics of the scaled, patched differences)."""
+    if not rope > 0:
+        raise InputError(f"rope must be a positive half-width (the region is (-rope, rope)); got {rope}")
+    n = np.array([len(x) for x in diffs])
+    sds = np.array([np.std(x, ddof=1) for x in diffs])
+    largest = max(float(np.max(np.abs(x))) for x in diffs)
+    if largest > 1 and rope < 0.02:
+        warnings.warn(
+            f"differences reach {largest:.3g} but the rope is ±{rope}: the scores look like they are on a 0-100 "
+            "scale while the rope is on a 0-1 scale; pass a rope in the scores' units (e.g. rope=1 for percent)",
+            UserWarning,
+            stacklevel=3,
+        )
+    # All datasets constant: there is no spread to scale by; use the rope as the unit instead.
+    scale = float(np.mean(sds)) if np.mean(sds) > 0 else rope
+    rope_s = rope / scale
+    scaled, perturbed = [], []
+    for name, x in zip(datasets, diffs):
+        x = np.asarray(x, dtype=float) / scale
+        if np.ptp(x) == 0:
+            half = len(x) // 2
+            noise = rng.uniform(-rope_s, rope_s, half)
+            x = x.copy()
+            x[:half] += noise
+            x[half : 2 * half] -= noise
+            perturbed.append(name)
+        scaled.append(x)
+    xbar = np.array([x.mean() for x in scaled])
+    ssd = np.array([np.sum((x - x.mean()) ** 2) for x in scaled])
+    std_within = float(np.mean([np.std(x, ddof=1) for x in scaled]))
+    std_among = float(np.std(xbar, ddof=1)) if len(scaled) > 1 else std_within
+    if std_among == 0:  # every dataset has the same mean: fall back as for q = 1
+        std_among = std_within
+    bound = max(float(np.max(np.abs(x))) for x in scaled)
+    stan_data = {
+        "q": len(scaled),
+        "n": n.tolist(),
+        "rho": rho.tolist(),
+        "xbar": xbar.tolist(),
+        "ssd": ssd.tolist(),
+        "delta0_low": -bound,
+        "delta0_high": bound,
+        "sigma0_high": std_upper_bound * std_among,
+        "sigma_high": std_upper_bound * std_within,
+        "exact_sigma_bound": int(exact_sigma_bound),
+        "nu_prior": prior_code,
+        "alpha_low": alpha_bounds[0],
+        "alpha_high": alpha_bounds[1],
+        "beta_low": beta_bounds[0],
+        "beta_high": beta_bounds[1],
+    }
+    return Prepared(stan_data, scale, rope_s, perturbed, rho, n)

@@ -1,0 +1,145 @@
+"""The result of a hierarchical comparison: what the test concluded and everything needed to report it.
+
+Orientation.  ``x = score_a - score_b`` throughout (the paper's x_i, eq. 3).  In the paper's words *left* is
+``delta < -rope`` and *right* is ``delta > rope``; with ``greater_is_better=True`` right means "A is better" and
+left "B is better", with ``greater_is_better=False`` the other way round.  ``p_a_better`` / ``p_b_better`` already
+apply that orientation; ``p_left`` / ``p_right`` keep the paper's.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+OUTCOMES = ("left", "rope", "right")
+
+
+@dataclass
+class HierarchicalResult:
+    """Summary of one hierarchical test of model A against model B on q datasets.
+
+    Attributes (probabilities refer to the *next* dataset, Sec. "The inference of the test"):
+        p_left, p_rope, p_right: the paper's P(left), P(rope), P(right); they sum to 1.
+        p_a_better, p_b_better: the same, oriented by ``greater_is_better``.
+        next_probs: (draws, 3) array of the per-draw Student-t areas left of / inside / right of the rope,
+            the points of the probability simplex.
+        verdict: one sentence, e.g. "A is practically better (strong evidence)".
+        decision: "a_better", "b_better", "equivalent" or "inconclusive" under the threshold rule.
+        odds: posterior odds between the outcomes, e.g. ``{"a_better/b_better": 12.0, ...}`` (Sec. "Interpreting
+            posterior odds"); ``evidence`` grades each one weak / positive / strong (Table "odds").
+        shrinkage: one row per dataset in input order: dataset, n, rho, mle, shrunk, hdi_low, hdi_high,
+            p_left, p_rope, p_right, p_a_better, p_b_better, and the per-dataset baselines
+            nb_t_p (Nadeau-Bengio corrected t-test p-value), bct_p_left, bct_p_rope, bct_p_right (Bayesian
+            correlated t-test).
+        delta0, sigma0, nu: posterior summaries (mean, sd, median, hdi_low, hdi_high), in score units.
+        signed_rank_p: two-sided Wilcoxon signed-rank p-value on the per-dataset mean differences.
+        diagnostics: rhat_max, ess_bulk_min, ess_tail_min, divergences, treedepth_hits, sampling_seconds,
+            warnings (list of str).
+        settings: everything needed to reproduce the run (rope, rho, prior, chains, draws, seed, backend, ...).
+        draws: posterior draws in score units, ``name -> array (chains, draws, ...)``: delta0, sigma0, nu
+            (absent for the Gaussian prior), delta (chains, draws, q).
+        stan_data: the data block passed to ``stan/hierarchical.stan`` (scaled units).
+        sensitivity: optional table of the conclusion under other ropes and priors (``None`` if not asked):
+            prior, rope, p_a_better, p_rope, p_b_better, decision; ``sensitivity_note`` says in one sentence
+            whether the conclusion is stable.
+    """
+
+    model_a: str
+    model_b: str
+    greater_is_better: bool
+    rope: float
+    p_left: float
+    p_rope: float
+    p_right: float
+    next_probs: np.ndarray
+    verdict: str
+    decision: str
+    odds: dict[str, float]
+    evidence: dict[str, str]
+    shrinkage: pd.DataFrame
+    delta0: dict[str, float]
+    sigma0: dict[str, float]
+    nu: dict[str, float] | None
+    signed_rank_p: float
+    diagnostics: dict[str, Any]
+    settings: dict[str, Any]
+    draws: dict[str, np.ndarray] = field(repr=False)
+    stan_data: dict[str, Any] = field(repr=False)
+    sensitivity: pd.DataFrame | None = None
+    sensitivity_note: str | None = None
+
+    @property
+    def p_a_better(self) -> float:
+        return self.p_right if self.greater_is_better else self.p_left
+
+    @property
+    def p_b_better(self) -> float:
+        return self.p_left if self.greater_is_better else self.p_right
+
+    @property
+    def probabilities(self) -> dict[str, float]:
+        """``{"a_better": .., "rope": .., "b_better": ..}``."""
+        return {"a_better": self.p_a_better, "rope": self.p_rope, "b_better": self.p_b_better}
+
+    def to_inference_data(self):
+        """The posterior draws as an :class:`arviz.InferenceData` (score units)."""
+        import arviz as az
+
+        return az.from_dict(
+            posterior=self.draws,
+            coords={"dataset": list(self.shrinkage["dataset"].astype(str))},
+            dims={"delta": ["dataset"]},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable summary (no draws)."""
+        out = {
+            "model_a": self.model_a,
+            "model_b": self.model_b,
+            "greater_is_better": self.greater_is_better,
+            "rope": self.rope,
+            "p_a_better": self.p_a_better,
+            "p_rope": self.p_rope,
+            "p_b_better": self.p_b_better,
+            "p_left": self.p_left,
+            "p_right": self.p_right,
+            "verdict": self.verdict,
+            "decision": self.decision,
+            "odds": self.odds,
+            "evidence": self.evidence,
+            "delta0": self.delta0,
+            "sigma0": self.sigma0,
+            "nu": self.nu,
+            "signed_rank_p": self.signed_rank_p,
+            "diagnostics": self.diagnostics,
+            "settings": self.settings,
+            "shrinkage": self.shrinkage.to_dict(orient="records"),
+            "sensitivity": None if self.sensitivity is None else self.sensitivity.to_dict(orient="records"),
+            "sensitivity_note": self.sensitivity_note,
+        }
+        return _finite(json.loads(json.dumps(out, default=_jsonable)))
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return None if not np.isfinite(value) else float(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)
+
+
+def _finite(value: Any) -> Any:
+    """Replace NaN and infinities (not valid JSON) by None."""
+    if isinstance(value, float):
+        return value if np.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value

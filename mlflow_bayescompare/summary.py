@@ -1,0 +1,152 @@
+"""From posterior draws to the test's answers: next-dataset probabilities, per-dataset shrinkage, odds, verdict
+and MCMC diagnostics.  Everything here works on draws in the *scaled* units of :mod:`.prepare`."""
+
+from __future__ import annotations
+
+import arviz as az
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .fit import Fit
+
+HDI_PROB = 0.95
+RHAT_LIMIT = 1.01
+
+
+def next_dataset_areas(draws: dict[str, np.ndarray], rope: float) -> np.ndarray:
+    """Per posterior draw of (δ0, σ0, ν), the areas of t_ν(δ0, σ0) left of, inside and right of (-rope, rope).
+
+    Sec. "The inference of the test", step 2.  Returns an array (draws, 3); the Gaussian prior uses N(δ0, σ0).
+    """
+    loc, scale = draws["delta0"].ravel(), draws["sigma0"].ravel()
+    dist = stats.norm if "nu_minus_one" not in draws else stats.t(df=1 + draws["nu_minus_one"].ravel())
+    left = dist.cdf((-rope - loc) / scale)
+    right = dist.sf((rope - loc) / scale)
+    return np.column_stack([left, 1 - left - right, right])
+
+
+def winner_fractions(areas: np.ndarray) -> tuple[float, float, float]:
+    """P(left), P(rope), P(right): the fraction of draws in which each area is the largest (steps 2-3).
+
+    Ties follow the authors' R driver: rope wins only if strictly largest, then left if strictly largest, and
+    every remaining case (a tie) counts as right.  Ties have probability zero except under numerical saturation.
+    """
+    left, rope, right = areas.T
+    rope_wins = (rope > left) & (rope > right)
+    left_wins = ~rope_wins & (left > rope) & (left > right)
+    n = len(areas)
+    p_left, p_rope = left_wins.sum() / n, rope_wins.sum() / n
+    return float(p_left), float(p_rope), float(1 - p_left - p_rope)
+
+
+def grade(odds: float) -> str:
+    """Evidence grade of posterior odds ≥ 1 (Table "odds", after Raftery 1995)."""
+    return "strong" if odds > 20 else "positive" if odds > 3 else "weak"
+
+
+def posterior_odds(probs: dict[str, float], draws: int) -> dict[str, float]:
+    """Odds between the three outcomes.  A half-draw correction keeps them finite when an outcome never occurs."""
+    count = {k: v * draws + 0.5 for k, v in probs.items()}
+    return {
+        "a_better/b_better": count["a_better"] / count["b_better"],
+        "a_better/rope": count["a_better"] / count["rope"],
+        "rope/b_better": count["rope"] / count["b_better"],
+    }
+
+
+def evidence(odds: dict[str, float]) -> dict[str, str]:
+    """``"strong for a_better"`` etc. for each pair of :func:`posterior_odds`."""
+    out = {}
+    for key, value in odds.items():
+        first, second = key.split("/")
+        favoured, ratio = (first, value) if value >= 1 else (second, 1 / value)
+        out[key] = f"{grade(ratio)} for {favoured}"
+    return out
+
+
+def verdict(probs: dict[str, float], odds: dict[str, float], model_a: str, model_b: str, threshold: float):
+    """(decision, sentence).  The decision rule of step 4: an outcome is declared when its probability exceeds
+    ``threshold``; otherwise the result is inconclusive and the odds say which way it leans."""
+    ranked = sorted(probs, key=probs.get, reverse=True)
+    best, runner_up = ranked[0], ranked[1]
+    ratio = {**odds, **{f"{b}/{a}": 1 / v for k, v in odds.items() for a, b in [k.split("/")]}}[f"{best}/{runner_up}"]
+    phrase = {
+        "a_better": f"{model_a} is practically better",
+        "b_better": f"{model_b} is practically better",
+        "rope": f"{model_a} and {model_b} are practically equivalent",
+    }
+    if probs[best] >= threshold:
+        return best, f"{phrase[best]} ({grade(ratio)} evidence)"
+    outcome = {"a_better": f"{model_a} better", "b_better": f"{model_b} better", "rope": "practical equivalence"}
+    return "inconclusive", (
+        f"inconclusive: {outcome[best]} is the most probable outcome (P = {probs[best]:.2f} < {threshold:g}), "
+        f"{grade(ratio)} evidence over {outcome[runner_up]} (odds {ratio:.1f})"
+    )
+
+
+def describe(values: np.ndarray) -> dict[str, float]:
+    """mean, sd, median and 95% HDI of draws."""
+    flat = values.ravel()
+    low, high = az.hdi(flat, hdi_prob=HDI_PROB)
+    return {
+        "mean": float(flat.mean()),
+        "sd": float(flat.std()),
+        "median": float(np.median(flat)),
+        "hdi_low": float(low),
+        "hdi_high": float(high),
+    }
+
+
+def shrinkage_table(delta: np.ndarray, rope: float) -> pd.DataFrame:
+    """Per dataset: posterior mean of δ_i (the shrinkage estimate, Sec. "shrinkage"), its 95% HDI and the
+    fractions of draws left of, inside and right of the rope.  ``delta`` is (chains, draws, q)."""
+    flat = delta.reshape(-1, delta.shape[-1])
+    hdi = az.hdi(delta, hdi_prob=HDI_PROB)  # (chains, draws, q) -> (q, 2)
+    return pd.DataFrame(
+        {
+            "shrunk": flat.mean(axis=0),
+            "hdi_low": hdi[:, 0],
+            "hdi_high": hdi[:, 1],
+            "p_left": (flat < -rope).mean(axis=0),
+            "p_rope": ((flat >= -rope) & (flat <= rope)).mean(axis=0),
+            "p_right": (flat > rope).mean(axis=0),
+        }
+    )
+
+
+def diagnostics(fit: Fit) -> dict:
+    """R-hat (rank-normalised), bulk and tail ESS over all parameters, divergences and tree-depth saturation."""
+    dataset = az.convert_to_dataset({k: v for k, v in fit.draws.items()})
+    rhat = float(az.rhat(dataset).to_array().max())
+    ess_bulk = float(az.ess(dataset, method="bulk").to_array().min())
+    ess_tail = float(az.ess(dataset, method="tail").to_array().min())
+    divergences = int(fit.sampler["divergent__"].sum())
+    saturated = int((fit.sampler["treedepth__"] >= fit.max_treedepth).sum())
+    warnings = []
+    if not rhat <= RHAT_LIMIT:
+        warnings.append(f"R-hat {rhat:.3f} > {RHAT_LIMIT}: the chains disagree; run more draws")
+    if divergences:
+        warnings.append(f"{divergences} divergent transitions: the posterior may be biased")
+    if saturated:
+        warnings.append(f"{saturated} transitions hit the maximum tree depth {fit.max_treedepth}")
+    return {
+        "rhat_max": rhat,
+        "ess_bulk_min": ess_bulk,
+        "ess_tail_min": ess_tail,
+        "divergences": divergences,
+        "treedepth_hits": saturated,
+        "leapfrog_per_draw": float(fit.sampler["n_leapfrog__"].mean()),
+        "sampling_seconds": fit.seconds,
+        "backend": fit.backend,
+        "warnings": warnings,
+    }
+
+
+def sensitivity_note(table: pd.DataFrame, decision: str) -> str:
+    """One sentence: is the decision the same under every prior and rope of the sensitivity table?"""
+    changed = table[table["decision"] != decision]
+    if changed.empty:
+        return f"conclusion stable: '{decision}' under every prior and rope tried"
+    cases = "; ".join(f"prior {r.prior}, rope {r.rope:g} -> {r.decision}" for r in changed.itertuples())
+    return f"conclusion changes in {len(changed)} of {len(table)} settings: {cases}"
