@@ -16,7 +16,7 @@ import numpy as np
 from . import model as stan_model
 from .errors import SamplingError
 
-PARAMETERS = ("delta0", "sigma0", "nu_minus_one", "gamma_alpha", "gamma_beta", "delta")
+PARAMETERS = ("delta0", "sigma0", "nu_minus_one", "gamma_alpha", "gamma_beta", "delta")  # saved and returned
 SAMPLER_STATS = ("divergent__", "treedepth__", "n_leapfrog__")
 MAX_TREEDEPTH = 10
 

@@ -128,8 +128,6 @@ def diagnostics(fit: Fit) -> dict:
         warnings.append(f"R-hat {rhat:.3f} > {RHAT_LIMIT}: the chains disagree; run more draws")
     if divergences:
         warnings.append(f"{divergences} divergent transitions: the posterior may be biased")
-    if saturated:
-        warnings.append(f"{saturated} transitions hit the maximum tree depth {fit.max_treedepth}")
     return {
         "rhat_max": rhat,
         "ess_bulk_min": ess_bulk,

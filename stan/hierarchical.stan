@@ -44,6 +44,11 @@ data {
   real<lower=0> sigma0_high;                        // sigma0 ~ U(0, sigma0_high)
   real<lower=0> sigma_high;                         // sigma_i ~ U(0, sigma_high), integrated out
   int<lower=0, upper=1> exact_sigma_bound;          // 1: keep the incomplete-gamma factor of rewrite 2
+  // Datasets whose delta_i is sampled non-centred (delta_i = delta0 + sigma0 z_i): those the data say little
+  // about, such as the constant datasets patched with noise, where the centred form makes a funnel.
+  int<lower=0, upper=q> q_nc;
+  array[q_nc] int<lower=1, upper=q> idx_nc;
+  array[q - q_nc] int<lower=1, upper=q> idx_c;
   // nu prior: 0 hierarchical (alpha, beta uniform), 1 Gamma(2, 0.1) (Juarez-Steel),
   //           2 Gamma(1, 0.0345) (Kruschke), 3 Gaussian delta_i (no nu)
   int<lower=0, upper=3> nu_prior;
@@ -70,7 +75,13 @@ parameters {
   array[nu_prior == 3 ? 0 : 1] real<lower=0> nu_minus_one;
   array[nu_prior == 0 ? 1 : 0] real<lower=alpha_low, upper=alpha_high> gamma_alpha;
   array[nu_prior == 0 ? 1 : 0] real<lower=beta_low, upper=beta_high> gamma_beta;
+  vector[q - q_nc] delta_c;                          // centred delta_i
+  vector[q_nc] z_nc;                                 // non-centred standardised delta_i
+}
+transformed parameters {
   vector[q] delta;
+  delta[idx_c] = delta_c;
+  delta[idx_nc] = delta0 + sigma0 * z_nc;
 }
 model {
   // eq. 6 and its sensitivity variants (paper, Table "prior-nu")
@@ -81,11 +92,13 @@ model {
   } else if (nu_prior == 2) {
     nu_minus_one[1] ~ gamma(1, 0.0345);
   }
-  // eq. 4 (centred: each delta_i is pinned by ~100 correlated scores, so the data dominate)
+  // eq. 4: centred where ~100 correlated scores pin delta_i down, non-centred where the data say little
   if (nu_prior == 3) {
-    delta ~ normal(delta0, sigma0);
+    delta_c ~ normal(delta0, sigma0);
+    z_nc ~ std_normal();
   } else {
-    delta ~ student_t(1 + nu_minus_one[1], delta0, sigma0);
+    delta_c ~ student_t(1 + nu_minus_one[1], delta0, sigma0);
+    z_nc ~ student_t(1 + nu_minus_one[1], 0, 1);
   }
   // eq. 3 with sigma_i integrated out
   delta ~ marginal(xbar, ssd_term, mean_term, half_dof, two_u2);
