@@ -54,7 +54,7 @@ def hierarchical_test(
             repeat, fold, score (``model_a``/``model_b`` pick the models); or a :class:`CVTensor`.
         diffs: the differences ``a - b`` instead of the scores.
         rope: half-width of the region of practical equivalence, in score units (Sec. 3.1; default ±0.01).
-        folds: folds of the cross-validation (ρ = 1/folds, eq. 2), one number or one per dataset.
+        folds: folds of the cross-validation (ρ = 1/folds, Nadeau & Bengio; Sec. 2), one number or one per dataset.
         rho: the correlation given directly instead of ``folds``.
         greater_is_better: False for losses and errors: then a *lower* score of A counts as A better.
         prior: ν prior, ``hierarchical`` (paper default), ``gamma(2,0.1)``, ``gamma(1,0.0345)`` or ``gaussian``.

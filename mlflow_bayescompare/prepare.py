@@ -1,6 +1,6 @@
 """Turn the CV differences into the Stan data block, as the authors' R driver does (``hierarchical_test.R``).
 
-1. ρ_i = 1/folds_i (eq. 2; the Nadeau-Bengio correlation n_test/n_total), or the ρ given.
+1. ρ_i = 1/folds_i (the Nadeau-Bengio correlation n_test/n_total, eq. ttest-nadeau), or the ρ given.
 2. Scale every difference and the rope by the mean per-dataset standard deviation (ddof = 1, as R's ``sd``).
 3. A dataset whose differences are all equal gets noise U(-rope, rope) added to its first half and subtracted
    from its second half, so its mean is kept (a middle element of odd n is left alone; baycomp instead replaces

@@ -1,6 +1,6 @@
 """The result of a hierarchical comparison: what the test concluded and everything needed to report it.
 
-Orientation.  ``x = score_a - score_b`` throughout (the paper's x_i, eq. 3).  In the paper's words *left* is
+Orientation.  ``x = score_a - score_b`` throughout (the paper's x_i, eq. mvn).  In the paper's words *left* is
 ``delta < -rope`` and *right* is ``delta > rope``; with ``greater_is_better=True`` right means "A is better" and
 left "B is better", with ``greater_is_better=False`` the other way round.  ``p_a_better`` / ``p_b_better`` already
 apply that orientation; ``p_left`` / ``p_right`` keep the paper's.

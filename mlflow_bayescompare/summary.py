@@ -77,7 +77,7 @@ def verdict(probs: dict[str, float], odds: dict[str, float], model_a: str, model
         "rope": f"{model_a} and {model_b} are practically equivalent",
     }
     if probs[best] >= threshold:
-        return best, f"{phrase[best]} ({grade(ratio)} evidence)"
+        return ("equivalent" if best == "rope" else best), f"{phrase[best]} ({grade(ratio)} evidence)"
     outcome = {"a_better": f"{model_a} better", "b_better": f"{model_b} better", "rope": "practical equivalence"}
     return "inconclusive", (
         f"inconclusive: {outcome[best]} is the most probable outcome (P = {probs[best]:.2f} < {threshold:g}), "

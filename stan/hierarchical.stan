@@ -1,11 +1,12 @@
 // Bayesian hierarchical correlated t-test
 // Corani, Benavoli, Demšar, Mangili, Zaffalon (2017), "Statistical comparison of classifiers through
-// Bayesian hierarchical modelling", Machine Learning 106:1817-1837.  Equation numbers refer to that paper.
+// Bayesian hierarchical modelling", Machine Learning 106:1817-1837, Sec. 3.  [eq:...] are the paper's
+// equation labels (shared/reference/paper.tex).
 //
-//   x_i | delta_i, sigma_i ~ MVN(delta_i 1, sigma_i^2 M_i),  M_i = (1 - rho_i) I + rho_i 1 1'      (eq. 3)
-//   delta_i | delta0, sigma0, nu ~ t_nu(delta0, sigma0)                                         (eq. 4)
-//   sigma_i ~ U(0, sigma_high)                                                                  (eq. 5)
-//   nu = 1 + nu',  nu' ~ Gamma(alpha, beta) (shape, rate),  alpha ~ U, beta ~ U                 (eq. 6)
+//   x_i | delta_i, sigma_i ~ MVN(delta_i 1, sigma_i^2 M_i),  M_i = (1 - rho_i) I + rho_i 1 1'   [eq:mvn]
+//   delta_i | delta0, sigma0, nu ~ t_nu(delta0, sigma0)                                    [eq:delta_i]
+//   sigma_i ~ U(0, sigma_high)                                                             [eq:sigma_i]
+//   nu = 1 + nu',  nu' ~ Gamma(alpha, beta) (shape, rate),  alpha ~ U, beta ~ U  (Sec. 3, as the authors' code)
 //   delta0 ~ U(delta0_low, delta0_high),  sigma0 ~ U(0, sigma0_high)
 //
 // Two exact rewrites make the model O(1) per dataset and remove the sigma_i funnel:
@@ -19,6 +20,9 @@
 //     where P_upper is the regularised upper incomplete gamma function (Stan's gamma_q).
 //     sigma_i can be recovered exactly afterwards: 1/sigma_i^2 | delta_i, x_i ~ Gamma((n_i-1)/2, Q_i/2)
 //     truncated to sigma_i < U.
+// Sampling: delta_i is centred where ~100 correlated scores pin it down and non-centred
+// (delta_i = delta0 + sigma0 z_i) where the data say little next to the spread of the datasets; the split is
+// chosen from the data before sampling (prepare._weakly_informed) and leaves the posterior unchanged.
 functions {
   // log p(x_i | delta_i) with sigma_i integrated out, up to a constant (rewrite 2 above).
   real marginal_lpdf(vector delta, vector xbar, vector ssd_term, vector mean_term, vector half_dof,
@@ -36,7 +40,7 @@ functions {
 data {
   int<lower=1> q;                                   // number of datasets
   array[q] int<lower=2> n;                          // scores per dataset (runs x folds)
-  vector<lower=0, upper=1>[q] rho;                  // correlation between folds, 1/folds (eq. 2)
+  vector<lower=0, upper=1>[q] rho;                  // correlation between folds, 1/folds (Nadeau-Bengio)
   vector[q] xbar;                                   // mean difference per dataset
   vector<lower=0>[q] ssd;                           // sum of squared deviations per dataset
   real delta0_low;                                  // bounds of the uniform prior on delta0
@@ -84,7 +88,7 @@ transformed parameters {
   delta[idx_nc] = delta0 + sigma0 * z_nc;
 }
 model {
-  // eq. 6 and its sensitivity variants (paper, Table "prior-nu")
+  // prior on nu and its sensitivity variants (paper, Table tab:prior-nu)
   if (nu_prior == 0) {
     nu_minus_one[1] ~ gamma(gamma_alpha[1], gamma_beta[1]);
   } else if (nu_prior == 1) {
@@ -92,7 +96,7 @@ model {
   } else if (nu_prior == 2) {
     nu_minus_one[1] ~ gamma(1, 0.0345);
   }
-  // eq. 4: centred where ~100 correlated scores pin delta_i down, non-centred where the data say little
+  // [eq:delta_i]: centred where ~100 correlated scores pin delta_i down, non-centred where the data say little
   if (nu_prior == 3) {
     delta_c ~ normal(delta0, sigma0);
     z_nc ~ std_normal();
@@ -100,6 +104,6 @@ model {
     delta_c ~ student_t(1 + nu_minus_one[1], delta0, sigma0);
     z_nc ~ student_t(1 + nu_minus_one[1], 0, 1);
   }
-  // eq. 3 with sigma_i integrated out
+  // [eq:mvn] with sigma_i integrated out
   delta ~ marginal(xbar, ssd_term, mean_term, half_dof, two_u2);
 }

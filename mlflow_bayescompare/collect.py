@@ -1,0 +1,421 @@
+"""Read per-fold scores from MLflow runs in any of three layouts (steps, keys, children) into a tidy table."""
+
+from __future__ import annotations
+
+import re
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import pandas as pd
+from mlflow import MlflowClient
+from mlflow.exceptions import MlflowException
+from mlflow.utils.search_utils import SearchUtils
+
+from .errors import BayesCompareError, InputError
+from .tensor import CVTensor, from_tidy
+
+LAYOUTS = ("steps", "keys", "children")
+KIND_TAG = "bayescompare.kind"
+PARENT_TAG = "mlflow.parentRunId"
+PAGE = 10_000
+BULK_ENDPOINT = "/ajax-api/2.0/mlflow/metrics/get-history-bulk"
+BULK_MAX_RUNS = 100
+BULK_MAX_POINTS = 25_000
+BULK_THREADS = 4  # parallel bulk requests (the server's default is 4 workers)
+SCORE_COLUMNS = ["dataset", "model", "repeat", "fold", "score", "run_id", "start_time", "folds"]
+
+
+@dataclass
+class CollectedScores:
+    """Tidy per-fold scores (columns ``SCORE_COLUMNS``; ``folds`` is the run's fold count) and how they were read."""
+
+    scores: pd.DataFrame
+    layout: str
+    folds: dict[str, int]
+    experiment_ids: list[str]
+    runs_by_model: dict[str, list[str]]
+    metric: str
+    fetch_method: str  # "bulk" (server endpoint), "store" (store bulk call), "threads", "search" (no history)
+
+    def tensor(self, model_a: str, model_b: str, **kwargs) -> CVTensor:
+        """Pair two models' scores (keyword arguments go to ``from_tidy``, e.g. ``on_duplicate``)."""
+        tensor = from_tidy(self.scores, model_a, model_b, time_col="start_time", **kwargs)
+        tensor.metric = self.metric
+        return tensor
+
+
+# ---------------------------------------------------------------------------------------------- public
+
+
+def resolve_experiments(client: MlflowClient, names=(), ids=()) -> list[str]:
+    """Experiment ids for the given names and ids, in order; unknown or deleted ones raise one InputError."""
+    out, problems = [], []
+    for name in names:
+        with _guard(client):
+            exp = client.get_experiment_by_name(name)
+        if exp is None or exp.lifecycle_stage != "active":
+            problems.append(f"no experiment named '{name}'")
+        else:
+            out.append(exp.experiment_id)
+    for eid in ids:
+        try:
+            exp = client.get_experiment(str(eid))
+        except MlflowException as e:
+            if e.error_code not in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"):
+                raise _unreachable(client, e) from e
+            exp = None
+        if exp is None or exp.lifecycle_stage != "active":
+            problems.append(f"no experiment with id '{eid}'")
+        else:
+            out.append(exp.experiment_id)
+    if problems:
+        raise InputError(problems, header=f"Unknown experiment(s) at {client.tracking_uri}:")
+    if not out:
+        raise InputError("name at least one experiment (by name or id)")
+    return list(dict.fromkeys(out))
+
+
+def discover(client: MlflowClient, experiment_ids: list[str], *, model_tag="model", dataset_tag="dataset") -> dict:
+    """Models, datasets and metric names (fold keys folded into their base name) found in the experiments."""
+    flt = f"{_tag(model_tag)} IS NOT NULL AND {_tag(dataset_tag)} IS NOT NULL"
+    runs = _top_level([r for r in _search(client, experiment_ids, flt) if not _is_comparison(r)])
+    children = _search(client, experiment_ids, f"{_tag(PARENT_TAG)} IS NOT NULL AND {_tag('fold')} IS NOT NULL",
+                       limit=1000)
+    metrics = {re.sub(r"_fold_\d+$", "", k) for r in [*runs, *children] for k in r.data.metrics}
+    return {
+        "models": sorted({r.data.tags[model_tag] for r in runs}),
+        "datasets": sorted({r.data.tags[dataset_tag] for r in runs}),
+        "metrics": sorted(metrics),
+        "runs": len(runs),
+    }
+
+
+def collect_scores(client: MlflowClient, experiment_ids: list[str], metric: str, models: list[str] | None = None,
+                   *, filter_string: str = "", layout: str = "auto", model_tag: str = "model",
+                   dataset_tag: str = "dataset", folds: int | None = None, progress: bool = False) -> CollectedScores:
+    """Read every per-fold score of ``metric`` for ``models`` (all tagged models if None).
+
+    Runs count when tagged with both ``model_tag`` and ``dataset_tag``; comparison runs are skipped.
+    ``folds`` overrides the runs' ``cv_folds`` param.
+    """
+    if layout not in ("auto", *LAYOUTS):
+        raise InputError(f"layout must be one of auto, {', '.join(LAYOUTS)}; got {layout!r}")
+    if folds is not None and (not float(folds).is_integer() or int(folds) < 2):
+        raise InputError(f"folds must be an integer >= 2, got {folds!r}")
+    _check_filter(filter_string)
+    runs = _model_runs(client, experiment_ids, models, filter_string, model_tag, dataset_tag)
+    run_folds = _run_folds(runs, folds)
+    if layout == "auto":
+        layout = _detect(client, experiment_ids, runs, metric, model_tag)
+    fetch = {"steps": _read_steps, "keys": _read_keys, "children": _read_children}[layout]
+    raw, method = fetch(client, experiment_ids, runs, metric, run_folds, progress)
+    if raw.empty:
+        raise InputError(f"metric '{metric}' not found in the {layout} layout; metrics present: "
+                         f"{', '.join(_metrics_present(runs)) or 'none'}")
+    scores = _tidy(raw, runs, run_folds, model_tag, dataset_tag)
+    by_model: dict[str, list[str]] = {}
+    for r in runs:
+        by_model.setdefault(r.data.tags[model_tag], []).append(r.info.run_id)
+    ds_folds = scores.drop_duplicates("dataset").set_index("dataset")["folds"].astype(int).to_dict()
+    return CollectedScores(scores, layout, ds_folds, list(experiment_ids), by_model, metric, method)
+
+
+# ---------------------------------------------------------------------------------------------- runs
+
+
+def _model_runs(client, experiment_ids, models, filter_string, model_tag, dataset_tag) -> list:
+    """Top-level runs of the wanted models having both tags; errors for missing models or tags."""
+    if models is None:
+        runs = _search(client, experiment_ids, _and(filter_string, f"{_tag(model_tag)} IS NOT NULL"))
+    else:
+        runs = [r for m in dict.fromkeys(models) for r in _search(client, experiment_ids,
+                                                                  _and(filter_string, _tag_equals(model_tag, m)))]
+        runs = [r for r in runs if r.data.tags.get(model_tag) in models]  # names with both quote kinds
+    runs = _top_level([r for r in runs if not _is_comparison(r)])
+    untagged = [r.info.run_id for r in runs if dataset_tag not in r.data.tags]
+    problems = []
+    if untagged:
+        problems.append(f"{len(untagged)} run(s) have tag '{model_tag}' but no tag '{dataset_tag}' "
+                        f"(e.g. {', '.join(untagged[:5])}); tag them or filter them out")
+    found = {r.data.tags[model_tag] for r in runs}
+    absent = [m for m in (models or []) if m not in found]
+    if absent:
+        present = discover(client, experiment_ids, model_tag=model_tag, dataset_tag=dataset_tag)["models"]
+        problems += [f"model '{m}' is in no run tagged '{model_tag}'; models present: "
+                     f"{', '.join(present) or 'none'}" for m in absent]
+    if not runs and not problems:
+        problems.append(f"no run in experiment(s) {', '.join(experiment_ids)} has tags '{model_tag}' and "
+                        f"'{dataset_tag}'" + (f" and matches {filter_string!r}" if filter_string else ""))
+    if problems:
+        raise InputError(problems, header="Cannot collect scores:")
+    return runs
+
+
+def _run_folds(runs, folds) -> dict[str, tuple[int, int]]:
+    """run id -> (folds, repeats) from ``folds`` or the params ``cv_folds`` / ``cv_repeats``."""
+    out, problems, unknown = {}, [], []
+    for r in runs:
+        p, rid = r.data.params, r.info.run_id
+        k = folds if folds is not None else _int_param(p, "cv_folds", rid, problems)
+        reps = _int_param(p, "cv_repeats", rid, problems) or 1
+        if k is None and "cv_folds" not in p:
+            unknown.append(rid)
+        elif k is not None:
+            out[rid] = (int(k), reps)
+    if unknown:
+        problems.append(f"the number of folds is unknown for {len(unknown)} run(s) (e.g. {', '.join(unknown[:5])}): "
+                        "pass --folds K (folds=K) or log the run param 'cv_folds'")
+    if problems:
+        raise InputError(problems, header="Cannot tell the cross-validation folds:")
+    return out
+
+
+def _int_param(params: dict, key: str, run_id: str, problems: list[str]) -> int | None:
+    if key not in params:
+        return None
+    try:
+        value = float(params[key])
+    except ValueError:
+        value = None
+    if value is None or not value.is_integer() or value < (2 if key == "cv_folds" else 1):
+        problems.append(f"run {run_id}: param '{key}' is {params[key]!r}, not a whole number")
+        return None
+    return int(value)
+
+
+def _detect(client, experiment_ids, runs, metric, model_tag) -> str:
+    """keys if fold keys exist, else children if runs have child runs, else steps if the metric exists."""
+    fold_key = re.compile(rf"{re.escape(metric)}_fold_\d+")
+    if any(fold_key.fullmatch(k) for r in runs for k in r.data.metrics):
+        return "keys"
+    first_per_model = {r.data.tags[model_tag]: r for r in runs}.values()
+    for r in first_per_model:
+        if _search(client, experiment_ids, _tag_equals(PARENT_TAG, r.info.run_id), limit=1):
+            return "children"
+    if any(metric in r.data.metrics for r in runs):
+        return "steps"
+    raise InputError(f"metric '{metric}' not found (as steps, '{metric}_fold_<i>' keys or child runs); "
+                     f"metrics present: {', '.join(_metrics_present(runs)) or 'none'}")
+
+
+def _metrics_present(runs) -> list[str]:
+    return sorted({re.sub(r"_fold_\d+$", "", k) for r in runs for k in r.data.metrics})
+
+
+def _top_level(runs) -> list:
+    """Drop runs whose parent is also in the list (per-fold children that copy the tags)."""
+    ids = {r.info.run_id for r in runs}
+    return [r for r in runs if r.data.tags.get(PARENT_TAG) not in ids]
+
+
+def _is_comparison(run) -> bool:
+    return run.data.tags.get(KIND_TAG) == "comparison"
+
+
+# ---------------------------------------------------------------------------------------------- layouts
+# each returns (DataFrame[run_id, repeat, fold, score], fetch method); fold is global when repeat is -1
+
+
+def _read_keys(client, experiment_ids, runs, metric, run_folds, progress):
+    pattern = re.compile(rf"{re.escape(metric)}_fold_(\d+)")
+    rows = [(r.info.run_id, int(m.group(1)), v) for r in runs for k, v in r.data.metrics.items()
+            if (m := pattern.fullmatch(k))]
+    return pd.DataFrame(rows, columns=["run_id", "fold", "score"]), "search"
+
+
+def _read_children(client, experiment_ids, runs, metric, run_folds, progress):
+    parents = {r.info.run_id for r in runs}
+    children = _search(client, experiment_ids, f"{_tag(PARENT_TAG)} IS NOT NULL AND {_tag('fold')} IS NOT NULL",
+                       progress=progress)
+    rows, problems = [], []
+    for c in children:
+        tags = c.data.tags
+        if tags[PARENT_TAG] not in parents or metric not in c.data.metrics:
+            continue
+        try:
+            rows.append((tags[PARENT_TAG], int(tags.get("repeat", -1)), int(tags["fold"]), c.data.metrics[metric]))
+        except ValueError:
+            problems.append(f"child run {c.info.run_id} of run {tags[PARENT_TAG]}: tags fold={tags['fold']!r}"
+                            f" / repeat={tags.get('repeat')!r} are not integers")
+    if problems:
+        raise InputError(problems, header="Cannot read the per-fold child runs:")
+    return pd.DataFrame(rows, columns=["run_id", "repeat", "fold", "score"]), "search"
+
+
+def _read_steps(client, experiment_ids, runs, metric, run_folds, progress):
+    run_ids = [r.info.run_id for r in runs if metric in r.data.metrics]
+    sizes = {rid: k * reps for rid, (k, reps) in run_folds.items()}
+    with _guard(client):
+        hist, method = fetch_histories(client, run_ids, metric, sizes, progress=progress)
+    return hist.rename(columns={"step": "fold", "value": "score"})[["run_id", "fold", "score"]], method
+
+
+def _tidy(raw: pd.DataFrame, runs, run_folds, model_tag, dataset_tag) -> pd.DataFrame:
+    """Attach dataset, model, start time and folds to the raw scores; split global fold indexes; sort by dataset."""
+    info = pd.DataFrame([(r.info.run_id, r.data.tags[dataset_tag], r.data.tags[model_tag], r.info.start_time,
+                          run_folds[r.info.run_id][0]) for r in runs],
+                        columns=["run_id", "dataset", "model", "start_time", "folds"])
+    df = raw.merge(info, on="run_id", how="inner")
+    if "repeat" not in df:
+        df["repeat"] = -1
+    is_global = df["repeat"] < 0
+    df.loc[is_global, "repeat"] = df.loc[is_global, "fold"] // df.loc[is_global, "folds"]
+    df.loc[is_global, "fold"] = df.loc[is_global, "fold"] % df.loc[is_global, "folds"]
+    df = df.sort_values(["dataset", "model", "repeat", "fold"], kind="stable", ignore_index=True)
+    return df[SCORE_COLUMNS].astype({"repeat": "int64", "fold": "int64", "score": "float64"})
+
+
+# ---------------------------------------------------------------------------------------------- histories
+
+
+def fetch_histories(client, run_ids: list[str], metric: str, sizes: dict[str, int] | None = None, *,
+                    method: str = "auto", progress: bool = False) -> tuple[pd.DataFrame, str]:
+    """Metric histories of many runs as DataFrame[run_id, step, value, timestamp] (latest value per step).
+
+    ``method``: "bulk" (the server's get-history-bulk endpoint), "store" (a local store's bulk call),
+    "threads" (``get_metric_history`` in a thread pool), "sequential", or "auto" (the fastest available;
+    "bulk" falls back to "threads" when the server lacks the endpoint).  ``sizes`` estimates points per run.
+    """
+    store = client._tracking_client.store
+    if method == "auto":
+        method = "bulk" if hasattr(store, "get_host_creds") else "store" if hasattr(
+            store, "get_metric_history_bulk") else "threads"
+    if method == "bulk":
+        rows = _bulk_rest(client, store.get_host_creds(), run_ids, metric, sizes or {}, progress)
+        if rows is None:
+            method, rows = "threads", _per_run(client, run_ids, metric, 8, progress)
+    elif method == "store":
+        rows = []
+        for i in range(0, len(run_ids), 500):
+            chunk = run_ids[i:i + 500]
+            rows += [m.to_dict() for m in store.get_metric_history_bulk(chunk, metric, max_results=2**62)]
+            _report(progress, i + len(chunk), len(run_ids))
+    else:
+        rows = _per_run(client, run_ids, metric, 1 if method == "sequential" else 8, progress)
+    hist = pd.DataFrame(rows, columns=["run_id", "step", "value", "timestamp"])
+    hist = hist.sort_values(["run_id", "step", "timestamp"], kind="stable")
+    return hist.drop_duplicates(["run_id", "step"], keep="last").reset_index(drop=True), method
+
+
+class _NoBulkEndpoint(Exception):
+    """The server answered 404 for the bulk endpoint (another server, or a proxy in front of MLflow)."""
+
+
+def _bulk_rest(client, creds, run_ids, metric, sizes, progress) -> list[dict] | None:
+    """Rows from the ajax bulk endpoint, a few chunks in parallel; None if the server lacks the endpoint."""
+    from mlflow.utils.rest_utils import http_request, verify_rest_response
+
+    def fetch(chunk: list[str]) -> list[dict]:
+        params = [("run_id", rid) for rid in chunk] + [("metric_key", metric), ("max_results", BULK_MAX_POINTS)]
+        resp = http_request(creds, BULK_ENDPOINT, "GET", params=params)
+        if resp.status_code == 404:
+            raise _NoBulkEndpoint
+        got = verify_rest_response(resp, BULK_ENDPOINT).json().get("metrics", [])
+        if len(got) < BULK_MAX_POINTS:
+            return got
+        if len(chunk) > 1:  # may be cut off: halve the chunk
+            return fetch(chunk[: len(chunk) // 2]) + fetch(chunk[len(chunk) // 2:])
+        return _per_run(client, chunk, metric, 1, False)  # one run beyond the cap: page it the usual way
+
+    rows, done = [], 0
+    per_chunk = min(BULK_MAX_RUNS, max(10, -(-len(run_ids) // BULK_THREADS)))
+    try:
+        with ThreadPoolExecutor(BULK_THREADS) as pool:
+            for chunk, got in pool.map(lambda c: (c, fetch(c)), _chunks(run_ids, sizes, per_chunk)):
+                rows += got
+                done += len(chunk)
+                _report(progress, done, len(run_ids))
+    except _NoBulkEndpoint:
+        return None
+    return rows
+
+
+def _chunks(run_ids, sizes, max_runs=BULK_MAX_RUNS) -> list[list[str]]:
+    """Groups of at most ``max_runs`` runs whose expected points add up to at most ``BULK_MAX_POINTS``."""
+    out, cur, points = [], [], 0
+    for rid in run_ids:
+        n = sizes.get(rid, 100)
+        if cur and (len(cur) == max_runs or points + n > BULK_MAX_POINTS):
+            out.append(cur)
+            cur, points = [], 0
+        cur.append(rid)
+        points += n
+    return out + [cur] if cur else out
+
+
+def _per_run(client, run_ids, metric, workers, progress) -> list[dict]:
+    def one(rid):
+        return [{"run_id": rid, "step": m.step, "value": m.value, "timestamp": m.timestamp}
+                for m in client.get_metric_history(rid, metric)]
+
+    rows = []
+    with ThreadPoolExecutor(workers) as pool:
+        for i, got in enumerate(pool.map(one, run_ids), 1):
+            rows += got
+            if i % 100 == 0 or i == len(run_ids):
+                _report(progress, i, len(run_ids))
+    return rows
+
+
+def _report(progress: bool, done: int, total: int):
+    if progress:
+        print(f"bayescompare: read metric histories of {done}/{total} runs", file=sys.stderr)
+
+
+# ---------------------------------------------------------------------------------------------- search
+
+
+def _search(client, experiment_ids, filter_string, limit=None, progress=False) -> list:
+    """Every run matching the filter (paged ``PAGE`` at a time), or the first ``limit``."""
+    runs, token = [], None
+    with _guard(client):
+        while True:
+            page = client.search_runs(list(experiment_ids), filter_string, max_results=limit or PAGE,
+                                      page_token=token)
+            runs += page
+            token = page.token
+            if progress and token:
+                print(f"bayescompare: listed {len(runs)} runs", file=sys.stderr)
+            if not token or limit:
+                return runs
+
+
+def _check_filter(filter_string: str):
+    try:
+        SearchUtils.parse_search_filter(filter_string)
+    except MlflowException as e:
+        raise InputError(f"invalid filter string {filter_string!r}: {e.message}") from e
+
+
+def _tag(key: str) -> str:
+    if "`" in key:
+        raise InputError(f"tag key {key!r} contains a backtick, which MLflow filters cannot express")
+    return f"tags.`{key}`"
+
+
+def _tag_equals(key: str, value: str) -> str:
+    """``tags.`key` = 'value'``, quoted with whichever quote the value lacks (MLflow has no escapes)."""
+    if "'" not in value:
+        return f"{_tag(key)} = '{value}'"
+    if '"' not in value:
+        return f'{_tag(key)} = "{value}"'
+    return f"{_tag(key)} IS NOT NULL"  # both quotes: match client-side
+
+
+def _and(*clauses: str) -> str:
+    return " AND ".join(c for c in clauses if c.strip())
+
+
+@contextmanager
+def _guard(client):
+    """Turn a failing MLflow call (e.g. an unreachable server) into a message naming the tracking URI."""
+    try:
+        yield
+    except MlflowException as e:
+        raise _unreachable(client, e) from e
+
+
+def _unreachable(client, e: MlflowException) -> BayesCompareError:
+    return BayesCompareError(f"MLflow at {client.tracking_uri} failed: {e.message}")

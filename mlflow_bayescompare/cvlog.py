@@ -1,0 +1,70 @@
+"""Log one model's per-fold CV scores on one dataset as an MLflow run that ``collect`` reads (steps layout)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param, RunStatus
+
+from .errors import InputError
+
+
+def log_cv_scores(model: str, dataset: str, scores, *, metric: str = "accuracy", folds: int, repeats: int = 1,
+                  experiment_id: str | None = None, run_name: str | None = None, params: dict | None = None,
+                  tags: dict | None = None, client: MlflowClient | None = None) -> str:
+    """Log ``scores`` (run-major: repeat * folds + fold) as ``metric`` with step = global fold index.
+
+    The run gets tags ``model`` and ``dataset`` and params ``cv_folds`` and ``cv_repeats``; returns its id.
+    ``experiment_id`` defaults to the active experiment, ``client`` to ``MlflowClient()``.
+    """
+    values = _validated(model, dataset, scores, metric, folds, repeats)
+    client = client or MlflowClient()
+    if experiment_id is None:
+        from mlflow.tracking.fluent import _get_experiment_id
+
+        experiment_id = _get_experiment_id()
+    all_tags = {**(tags or {}), "model": str(model), "dataset": str(dataset)}
+    run = client.create_run(str(experiment_id), tags=all_tags, run_name=run_name or f"{model} on {dataset}")
+    run_id = run.info.run_id
+    try:
+        now = int(time.time() * 1000)
+        all_params = {**(params or {}), "cv_folds": int(folds), "cv_repeats": int(repeats)}
+        client.log_batch(
+            run_id,
+            metrics=[Metric(metric, float(v), now, step) for step, v in enumerate(values)],
+            params=[Param(str(k), str(v)) for k, v in all_params.items()],
+        )
+    except BaseException:
+        client.set_terminated(run_id, RunStatus.to_string(RunStatus.FAILED))
+        raise
+    client.set_terminated(run_id)
+    return run_id
+
+
+def _validated(model, dataset, scores, metric, folds, repeats) -> np.ndarray:
+    """Scores as float64, after checking every argument; all problems in one InputError."""
+    where = f"model '{model}' on dataset '{dataset}'"
+    problems = []
+    for name, value in (("model", model), ("dataset", dataset), ("metric", metric)):
+        if not str(value).strip():
+            problems.append(f"{name} must be a non-empty string")
+    for name, value, low in (("folds", folds, 2), ("repeats", repeats, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            problems.append(f"{name} must be an integer >= {low}, got {value!r}")
+    try:
+        values = np.asarray(scores, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(problems + ["scores must be numbers"], header=f"Cannot log scores of {where}:") from None
+    if values.ndim != 1:
+        problems.append(f"scores must be 1-D (one score per fold), got shape {values.shape}")
+    elif not problems and values.size != folds * repeats:
+        problems.append(f"got {values.size} scores but folds * repeats = {folds} * {repeats} = {folds * repeats}")
+    if values.ndim == 1 and not np.isfinite(values).all():
+        bad = np.flatnonzero(~np.isfinite(values))
+        problems.append("non-finite scores at fold index " + ", ".join(f"{i} ({values[i]})" for i in bad[:20])
+                        + (f" and {bad.size - 20} more" if bad.size > 20 else ""))
+    if problems:
+        raise InputError(problems, header=f"Cannot log scores of {where}:")
+    return values

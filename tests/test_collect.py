@@ -1,0 +1,254 @@
+"""Reading per-fold scores from real MLflow stores: a sqlite store and a real ``mlflow server``."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param
+from mlflow.store.tracking.dbmodels.models import SqlRun, SqlTag
+
+from mlflow_bayescompare import collect as collect_module
+from mlflow_bayescompare.collect import collect_scores, discover, fetch_histories, resolve_experiments
+from mlflow_bayescompare.cvlog import log_cv_scores
+from mlflow_bayescompare.errors import BayesCompareError, InputError
+from mlflow_bayescompare.tensor import from_tidy
+
+MODELS = {1: "nbc", 2: "aode"}
+FOLDS, REPEATS = 10, 2
+
+
+@pytest.fixture(scope="module")
+def paper(uci) -> pd.DataFrame:
+    """nbc and aode on 3 UCI datasets, 2 repeats of 10-fold CV, with the global fold index ``g``."""
+    df = uci[uci.ClassifierID.isin(MODELS) & uci.DatasetID.isin([1, 2, 3]) & (uci["Key.Run"] <= REPEATS)]
+    return pd.DataFrame({
+        "dataset": "uci" + df.DatasetID.astype(str), "model": df.ClassifierID.map(MODELS),
+        "g": (df["Key.Run"] - 1) * FOLDS + df["Key.Fold"] - 1, "score": df["Percent.correct"],
+    }).sort_values(["model", "dataset", "g"]).reset_index(drop=True)
+
+
+def expected_diffs(paper) -> dict[str, np.ndarray]:
+    t = from_tidy(paper.rename(columns={"g": "fold"}), "nbc", "aode", folds=FOLDS)
+    return dict(zip(t.datasets, t.diffs))
+
+
+def groups(df):
+    return df.groupby(["model", "dataset"], sort=False)
+
+
+# ---------------------------------------------------------------------------------------------- logging layouts
+
+
+def log_steps(client, eid, df, **kw):
+    for (model, dataset), g in groups(df):
+        log_cv_scores(model, dataset, g["score"], folds=FOLDS, repeats=REPEATS, experiment_id=eid, client=client, **kw)
+
+
+def log_keys(client, eid, df):
+    for (model, dataset), g in groups(df):
+        run = client.create_run(eid, tags={"model": model, "dataset": dataset})
+        client.log_batch(run.info.run_id, metrics=[Metric(f"accuracy_fold_{i}", v, 0, 0) for i, v in zip(g.g, g.score)],
+                         params=[Param("cv_folds", str(FOLDS)), Param("cv_repeats", str(REPEATS))])
+
+
+def log_children(client, eid, df, split_repeat=False):
+    for (model, dataset), g in groups(df):
+        parent = client.create_run(eid, tags={"model": model, "dataset": dataset})
+        pid = parent.info.run_id
+        client.log_batch(pid, metrics=[Metric("accuracy", g.score.mean(), 0, 0)], params=[Param("cv_folds", str(FOLDS))])
+        for i, v in zip(g.g, g.score):
+            tags = {"mlflow.parentRunId": pid, "model": model, "dataset": dataset}
+            tags.update({"repeat": str(i // FOLDS), "fold": str(i % FOLDS)} if split_repeat else {"fold": str(i)})
+            child = client.create_run(eid, tags=tags)
+            client.log_batch(child.info.run_id, metrics=[Metric("accuracy", v, 0, 0)])
+
+
+def add_unrelated_runs(client, eid, n):
+    """Insert ``n`` runs straight into the sqlite store (fast): untagged, other models, other tag sets."""
+    store = client._tracking_client.store
+    now = int(time.time() * 1000)
+    with store.ManagedSessionMaker(read_only=False) as session:
+        for i in range(n):
+            rid = uuid.uuid4().hex
+            session.add(SqlRun(run_uuid=rid, name=f"noise-{i}", experiment_id=int(eid), user_id="t", status="FINISHED",
+                               start_time=now, lifecycle_stage="active", artifact_uri=f"/tmp/{rid}",
+                               source_type="LOCAL", source_name="", entry_point_name="", source_version=""))
+            if i % 3 == 1:
+                session.add(SqlTag(run_uuid=rid, key="model", value=f"other{i % 7}"))
+                session.add(SqlTag(run_uuid=rid, key="dataset", value="uci1"))
+            elif i % 3 == 2:
+                session.add(SqlTag(run_uuid=rid, key="dataset", value="uci1"))
+
+
+def check(result, paper, layout, method):
+    """The collected scores equal the logged ones, read the expected way."""
+    assert (result.layout, result.fetch_method, result.metric) == (layout, method, "accuracy")
+    assert result.folds == {"uci1": FOLDS, "uci2": FOLDS, "uci3": FOLDS}
+    assert sorted(result.runs_by_model) == ["aode", "nbc"] and all(len(v) == 3 for v in result.runs_by_model.values())
+    assert list(result.scores.columns) == collect_module.SCORE_COLUMNS
+    assert result.scores["repeat"].max() == paper.g.max() // FOLDS and result.scores["fold"].max() == FOLDS - 1
+    t = result.tensor("nbc", "aode")
+    assert t.metric == "accuracy" and t.folds == [FOLDS] * 3
+    expected = expected_diffs(paper)
+    for name, diff in zip(t.datasets, t.diffs):
+        np.testing.assert_allclose(diff, expected[name])
+
+
+# ---------------------------------------------------------------------------------------------- sqlite store
+
+
+@pytest.mark.parametrize("layout, writer, method", [("steps", log_steps, "store"), ("keys", log_keys, "search"),
+                                                    ("children", log_children, "search")])
+def test_layouts_on_sqlite(client, experiment_id, paper, layout, writer, method):
+    if layout == "children":
+        paper = paper[paper.g < FOLDS]  # one run per fold is slow to log: one repeat only
+    writer(client, experiment_id, paper)
+    check(collect_scores(client, [experiment_id], "accuracy", ["nbc", "aode"]), paper, layout, method)
+    check(collect_scores(client, [experiment_id], "accuracy", layout=layout), paper, layout, method)
+
+
+def test_children_with_repeat_tags(client, experiment_id, paper):
+    log_children(client, experiment_id, paper[paper.dataset == "uci1"], split_repeat=True)
+    result = collect_scores(client, [experiment_id], "accuracy")
+    np.testing.assert_allclose(result.tensor("nbc", "aode").diffs[0], expected_diffs(paper)["uci1"])
+
+
+def test_unrelated_runs_are_ignored(client, experiment_id, paper):
+    add_unrelated_runs(client, experiment_id, 3000)
+    log_steps(client, experiment_id, paper)
+    nested = client.create_run(experiment_id, tags={"mlflow.parentRunId": "elsewhere", "fold": "1"})
+    client.log_batch(nested.info.run_id, metrics=[Metric("accuracy", 0.1, 0, 0)])
+    comparison = client.create_run(experiment_id, tags={"model": "nbc", "dataset": "uci1",
+                                                        "bayescompare.kind": "comparison"})
+    client.log_batch(comparison.info.run_id, metrics=[Metric("accuracy", 0.5, 0, 0)])
+    start = time.perf_counter()
+    result = collect_scores(client, [experiment_id], "accuracy", ["nbc", "aode"])
+    assert time.perf_counter() - start < 5
+    check(result, paper, "steps", "store")
+    assert comparison.info.run_id not in result.runs_by_model["nbc"]
+
+
+def test_duplicate_runs(client, experiment_id, paper):
+    log_steps(client, experiment_id, paper)
+    one = paper[(paper.model == "nbc") & (paper.dataset == "uci2")]
+    newer = log_cv_scores("nbc", "uci2", one.score + 0.01, folds=FOLDS, repeats=REPEATS,
+                          experiment_id=experiment_id, client=client)
+    result = collect_scores(client, [experiment_id], "accuracy")
+    with pytest.raises(InputError, match=f"dataset 'uci2': model 'nbc' has 2 runs \\(.*{newer}"):
+        result.tensor("nbc", "aode")
+    t = result.tensor("nbc", "aode", on_duplicate="latest")
+    np.testing.assert_allclose(t.diffs[t.datasets.index("uci2")], expected_diffs(paper)["uci2"] + 0.01)
+
+
+def test_folds_option_and_errors(client, experiment_id, paper):
+    for (model, dataset), g in groups(paper):
+        run = client.create_run(experiment_id, tags={"model": model, "dataset": dataset})
+        client.log_batch(run.info.run_id, metrics=[Metric("accuracy", v, 0, int(i)) for i, v in zip(g.g, g.score)])
+    with pytest.raises(InputError) as e:
+        collect_scores(client, [experiment_id], "accuracy")
+    assert "pass --folds K (folds=K) or log the run param 'cv_folds'" in str(e.value)
+    check(collect_scores(client, [experiment_id], "accuracy", folds=FOLDS), paper, "steps", "store")
+    client.log_param(run.info.run_id, "cv_folds", "ten")
+    with pytest.raises(InputError, match=f"run {run.info.run_id}: param 'cv_folds' is 'ten', not a whole number"):
+        collect_scores(client, [experiment_id], "accuracy")
+
+
+def test_lookup_errors(client, experiment_id, paper):
+    log_keys(client, experiment_id, paper)
+    with pytest.raises(InputError, match="metric 'f1' not found .* metrics present: accuracy"):
+        collect_scores(client, [experiment_id], "f1")
+    with pytest.raises(InputError, match="model 'xgb' is in no run tagged 'model'; models present: aode, nbc"):
+        collect_scores(client, [experiment_id], "accuracy", ["xgb", "nbc"])
+    with pytest.raises(InputError, match="invalid filter string 'params.x = 1 OR params.y = 2'"):
+        collect_scores(client, [experiment_id], "accuracy", filter_string="params.x = 1 OR params.y = 2")
+    with pytest.raises(InputError, match="no run in experiment.* has tags 'algo' and 'dataset'"):
+        collect_scores(client, [experiment_id], "accuracy", model_tag="algo")
+    with pytest.raises(InputError, match="layout must be one of"):
+        collect_scores(client, [experiment_id], "accuracy", layout="rows")
+    untagged = client.create_run(experiment_id, tags={"model": "nbc"}).info.run_id
+    with pytest.raises(InputError, match=f"1 run\\(s\\) have tag 'model' but no tag 'dataset' \\(e.g. {untagged}\\)"):
+        collect_scores(client, [experiment_id], "accuracy")
+
+
+def test_filter_string_and_quoted_names(client, experiment_id, paper):
+    renamed = paper.assign(model=paper.model.map({"nbc": "it's", "aode": 'say "hi"'}))
+    log_steps(client, experiment_id, renamed, params={"round": "1"})
+    log_steps(client, experiment_id, renamed.assign(score=0.5), params={"round": "2"})
+    result = collect_scores(client, [experiment_id], "accuracy", ["it's", 'say "hi"'], filter_string="params.round = '1'")
+    assert sorted(result.runs_by_model) == ['it\'s', 'say "hi"']
+    t = result.tensor("it's", 'say "hi"')
+    np.testing.assert_allclose(t.diffs[0], expected_diffs(paper)[t.datasets[0]])
+
+
+def test_resolve_and_discover(client, experiment_id, paper):
+    log_keys(client, experiment_id, paper)
+    assert resolve_experiments(client, names=["cv"], ids=[experiment_id]) == [experiment_id]
+    with pytest.raises(InputError) as e:
+        resolve_experiments(client, names=["nope"], ids=["12345"])
+    assert e.value.problems == ["no experiment named 'nope'", "no experiment with id '12345'"]
+    found = discover(client, [experiment_id])
+    assert found == {"models": ["aode", "nbc"], "datasets": ["uci1", "uci2", "uci3"], "metrics": ["accuracy"], "runs": 6}
+
+
+def test_progress_on_stderr(client, experiment_id, paper, capsys):
+    log_steps(client, experiment_id, paper)
+    collect_scores(client, [experiment_id], "accuracy", progress=True)
+    assert "read metric histories of 6/6 runs" in capsys.readouterr().err
+
+
+def test_unreachable_server_names_uri(monkeypatch):
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "2")
+    with pytest.raises(BayesCompareError, match="MLflow at http://127.0.0.1:9 failed"):
+        collect_scores(MlflowClient("http://127.0.0.1:9"), ["1"], "accuracy")
+
+
+# ---------------------------------------------------------------------------------------------- real server
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("layout, writer, method", [("steps", log_steps, "bulk"), ("keys", log_keys, "search")])
+def test_layouts_on_server(server_client, server_experiment_id, paper, layout, writer, method):
+    writer(server_client, server_experiment_id, paper)
+    check(collect_scores(server_client, [server_experiment_id], "accuracy", ["nbc", "aode"]), paper, layout, method)
+
+
+@pytest.mark.server
+def test_children_on_server(server_client, server_experiment_id, paper):
+    small = paper[(paper.dataset != "uci3") & (paper.g < 3)]  # each child run costs requests: keep it small
+    log_children(server_client, server_experiment_id, small)
+    result = collect_scores(server_client, [server_experiment_id], "accuracy", folds=3)
+    assert result.layout == "children" and result.fetch_method == "search"
+    t = result.tensor("nbc", "aode")
+    expected = from_tidy(small.rename(columns={"g": "fold"}), "nbc", "aode", folds=3)
+    assert t.datasets == expected.datasets
+    for got, want in zip(t.diffs, expected.diffs):
+        np.testing.assert_allclose(got, want)
+
+
+@pytest.mark.server
+def test_bulk_chunks_and_methods_agree(server_client, server_experiment_id, paper, monkeypatch):
+    log_steps(server_client, server_experiment_id, paper)
+    runs = [r.info.run_id for r in server_client.search_runs([server_experiment_id])]
+    reference, method = fetch_histories(server_client, runs, "accuracy")
+    assert method == "bulk" and len(reference) == len(paper)
+    monkeypatch.setattr(collect_module, "BULK_MAX_POINTS", 20)  # 20 points per run: forces single-run fallback
+    monkeypatch.setattr(collect_module, "BULK_MAX_RUNS", 4)
+    assert collect_module._chunks(runs, {r: 5 for r in runs}, 4) == [runs[:4], runs[4:]]
+    for how in ("bulk", "threads", "sequential"):
+        got, used = fetch_histories(server_client, runs, "accuracy", method=how)
+        assert used == how
+        pd.testing.assert_frame_equal(got.drop(columns="timestamp"), reference.drop(columns="timestamp"))
+
+
+@pytest.mark.server
+def test_resolve_on_server(server_client, server_experiment_id):
+    name = server_client.get_experiment(server_experiment_id).name
+    assert resolve_experiments(server_client, names=[name]) == [server_experiment_id]
+    with pytest.raises(InputError, match="no experiment with id '987654'"):
+        resolve_experiments(server_client, ids=["987654"])

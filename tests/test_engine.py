@@ -1,0 +1,179 @@
+"""The engine on simulated data with known truth, on edge cases, and on bad input."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from mlflow_bayescompare import InputError, fit, hierarchical_test, prepare
+from mlflow_bayescompare import model as stan_model
+
+FAST = dict(chains=2, draws=500, warmup=500)
+
+
+def simulate(deltas, n=100, folds=10, sd=0.03, seed=0):
+    """Per-fold differences with correlation ρ = 1/folds around known δ_i (eq. 3)."""
+    rng = np.random.default_rng(seed)
+    rho = 1 / folds
+    cov = sd**2 * ((1 - rho) * np.eye(n) + rho * np.ones((n, n)))
+    return np.array([rng.multivariate_normal(np.full(n, d), cov) for d in deltas])
+
+
+def test_known_large_difference_is_detected_and_shrinkage_recovers_deltas():
+    deltas = np.linspace(0.03, 0.07, 12)
+    res = hierarchical_test(diffs=simulate(deltas), folds=10, seed=1, **FAST)
+    assert res.p_a_better > 0.95 and res.decision == "a_better"
+    assert res.verdict == "A is practically better (strong evidence)"
+    assert res.delta0["hdi_low"] < deltas.mean() < res.delta0["hdi_high"]
+    inside = (res.shrinkage["hdi_low"] < deltas) & (deltas < res.shrinkage["hdi_high"])
+    assert inside.mean() >= 0.75
+    # shrinkage beats the MLE in squared error (Sec. "The shrinkage estimator for cross-validation")
+    mse = lambda est: float(np.mean((est - deltas) ** 2))
+    assert mse(res.shrinkage["shrunk"]) <= mse(res.shrinkage["mle"]) * 1.05
+
+
+def test_equivalent_models_give_rope():
+    res = hierarchical_test(diffs=simulate(np.zeros(15), sd=0.01), folds=10, seed=2, **FAST)
+    assert res.p_rope > 0.95 and res.decision == "equivalent"
+    assert "practically equivalent" in res.verdict
+
+
+def test_zero_variance_datasets_keep_their_mean_for_even_and_odd_n():
+    rng = np.random.default_rng(0)
+    diffs = [np.full(10, 0.02), np.full(9, -0.01), rng.normal(0.01, 0.02, 11), rng.normal(0.0, 0.02, 10)]
+    rho = np.full(4, 0.1)
+    prepared = prepare.prepare(["even", "odd", "c", "d"], diffs, rope=0.01, rho=rho, prior_code=0, rng=rng)
+    assert prepared.perturbed == ["even", "odd"]
+    means = np.array(prepared.stan_data["xbar"]) * prepared.scale
+    np.testing.assert_allclose(means[:2], [0.02, -0.01], rtol=1e-12)
+    assert min(prepared.stan_data["ssd"]) > 0
+    res = hierarchical_test(diffs=diffs, folds=[5, 3, 11, 10], seed=3, **FAST)
+    assert list(res.shrinkage["perturbed"]) == [True, True, False, False]
+    assert list(res.shrinkage["n"]) == [10, 9, 11, 10]
+
+
+def test_all_differences_zero_is_practical_equivalence():
+    res = hierarchical_test(diffs=np.zeros((6, 20)), folds=10, seed=4, **FAST)
+    assert res.p_rope > 0.95
+    assert res.signed_rank_p == 1.0
+
+
+def test_single_dataset_runs_and_says_why_it_is_weak():
+    res = hierarchical_test(diffs=simulate([0.05], n=50), folds=10, seed=5, **FAST)
+    assert len(res.shrinkage) == 1
+    assert np.isnan(res.signed_rank_p)
+    assert any("one dataset only" in w for w in res.diagnostics["warnings"])
+    json.dumps(res.to_dict())  # NaN became null
+
+
+def test_two_datasets_and_unequal_lengths_and_per_dataset_rho():
+    diffs = [simulate([0.02], n=30, seed=1)[0], simulate([0.03], n=100, seed=2)[0]]
+    res = hierarchical_test(diffs=diffs, rho=[0.2, 0.1], seed=6, **FAST)
+    assert list(res.shrinkage["rho"]) == [0.2, 0.1]
+    assert res.stan_data["n"] == [30, 100]
+
+
+@pytest.mark.parametrize("prior", ["gamma(2,0.1)", "gamma(1,0.0345)", "gaussian"])
+def test_prior_variants(prior):
+    res = hierarchical_test(diffs=simulate(np.linspace(0.02, 0.05, 8)), folds=10, seed=7, prior=prior, **FAST)
+    assert res.p_a_better > 0.9
+    assert (res.nu is None) == (prior == "gaussian")
+    assert res.stan_data["nu_prior"] == stan_model.PRIORS[prior]
+
+
+def test_sensitivity_table():
+    res = hierarchical_test(diffs=simulate(np.linspace(0.005, 0.03, 10)), folds=10, seed=8, sensitivity=True, **FAST)
+    table = res.sensitivity
+    assert len(table) == 9 and set(table["prior"]) == {"hierarchical", "gamma(2,0.1)", "gaussian"}
+    assert set(table["rope"]) == {0.005, 0.01, 0.02}
+    # a wider rope never lowers P(rope) for the same posterior
+    for _, group in table.groupby("prior"):
+        assert group.sort_values("rope")["p_rope"].is_monotonic_increasing
+    assert res.sensitivity_note.startswith("conclusion")
+    assert json.loads(json.dumps(res.to_dict()))["sensitivity"][0]["prior"] == "hierarchical"
+
+
+def test_mixed_parameterisation_gives_the_same_posterior_as_centred():
+    """The non-centred δ_i of weakly informed datasets is a reparameterisation: same posterior."""
+    x = simulate(np.zeros(9), sd=0.02, seed=9)
+    x = x - x.mean(axis=1, keepdims=True) + np.linspace(-0.001, 0.001, 9)[:, None]  # means close together
+    prepared = prepare.prepare([str(i) for i in range(9)], list(x), rope=0.01, rho=np.full(9, 0.1),
+                               prior_code=0, rng=np.random.default_rng(0))
+    assert prepared.stan_data["q_nc"] > 0
+    centred = {**prepared.stan_data, "q_nc": 0, "idx_nc": [], "idx_c": list(range(1, 10))}
+    mixed = fit.sample(prepared.stan_data, chains=4, draws=1500, warmup=1000, seed=1)
+    plain = fit.sample(centred, chains=4, draws=1500, warmup=1000, seed=1)
+    for name in ("delta0", "sigma0"):
+        a, b = mixed.draws[name].ravel(), plain.draws[name].ravel()
+        assert abs(np.median(a) - np.median(b)) < 0.15 * np.std(b)
+        assert np.quantile(a, 0.9) == pytest.approx(np.quantile(b, 0.9), rel=0.15)
+    np.testing.assert_allclose(mixed.draws["delta"].mean(axis=(0, 1)), plain.draws["delta"].mean(axis=(0, 1)),
+                               atol=0.1 * float(np.std(plain.draws["delta"])))
+
+
+def test_pystan_build_leaves_the_working_directory_clean(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    hierarchical_test(diffs=simulate([0.01, 0.02, 0.03]), folds=10, seed=10, chains=1, draws=50, warmup=50)
+    assert os.listdir(tmp_path) == []
+
+
+# --- bad input -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        (dict(diffs=np.zeros((3, 10)), folds=1), "folds"),
+        (dict(diffs=np.zeros((3, 10))), "folds"),
+        (dict(diffs=np.zeros((3, 10)), folds=10, rope=0), "rope must be a positive"),
+        (dict(diffs=np.zeros((3, 10)), folds=10, rope=-0.01), "rope must be a positive"),
+        (dict(diffs=np.zeros((3, 10)), rho=1.0), "rho must lie in [0, 1)"),
+        (dict(diffs=np.zeros((3, 10)), folds=10, prior="cauchy"), "unknown prior"),
+        (dict(diffs=np.zeros((3, 10)), folds=10, backend="jax"), "unknown backend"),
+        (dict(diffs=np.zeros((3, 10)), folds=10, threshold=1.5), "threshold"),
+        (dict(diffs=np.zeros((3, 10)), folds=10, chains=0), "chains"),
+    ],
+)
+def test_bad_settings_are_named(kwargs, message):
+    with pytest.raises(InputError, match=None) as err:
+        hierarchical_test(**kwargs)
+    assert message in str(err.value)
+
+
+def test_nan_names_the_dataset():
+    x = np.zeros((3, 10))
+    x[1, 4] = np.nan
+    with pytest.raises(InputError) as err:
+        hierarchical_test(diffs=x, folds=10, datasets=["iris", "wine", "zoo"])
+    assert "wine" in str(err.value)
+
+
+def test_wrong_shapes_are_named():
+    with pytest.raises(InputError) as err:
+        hierarchical_test(np.zeros((3, 10)), np.zeros((3, 9)), folds=10)
+    assert "10 scores for 'A' but 9 for 'B'" in str(err.value)
+
+
+def test_percent_scale_with_fraction_rope_warns():
+    x = simulate(np.linspace(1, 3, 6), sd=2.0)
+    with pytest.warns(UserWarning, match="0-100 scale"):
+        hierarchical_test(diffs=x, folds=10, seed=11, rope=0.01, chains=1, draws=50, warmup=50)
+
+
+def test_cmdstanpy_backend(monkeypatch):
+    if not stan_model.cmdstan_available():
+        pytest.skip("no CmdStan installation found (cmdstanpy.cmdstan_path() fails); pystan covers the model")
+    x = simulate(np.linspace(0.02, 0.05, 8))
+    a = hierarchical_test(diffs=x, folds=10, seed=12, backend="cmdstanpy", **FAST)
+    b = hierarchical_test(diffs=x, folds=10, seed=12, backend="pystan", **FAST)
+    assert a.settings["backend"] == "cmdstanpy"
+    assert a.draws["delta"].shape == b.draws["delta"].shape
+    assert abs(a.p_a_better - b.p_a_better) < 0.05
+
+
+def test_cmdstanpy_missing_is_a_clear_error():
+    if stan_model.cmdstan_available():
+        pytest.skip("CmdStan is installed here")
+    with pytest.raises(InputError, match="needs a CmdStan installation"):
+        hierarchical_test(diffs=np.zeros((3, 10)), folds=10, backend="cmdstanpy")
