@@ -56,6 +56,8 @@ def _sample_pystan(stan_data, *, chains, draws, warmup, seed):
             fit = posterior.sample(num_chains=chains, num_samples=draws, num_warmup=warmup)
     except RuntimeError as exc:
         raise SamplingError(f"Stan failed to sample: {exc}") from exc
+    finally:
+        stan_model.prune_pystan_fits()
 
     def by_chain(flat: np.ndarray) -> np.ndarray:
         # pystan returns (*dims, draws * chains) with the draw index running fastest

@@ -17,6 +17,7 @@ import os
 import shutil
 import sys
 import threading
+import time
 from functools import cache
 from pathlib import Path
 
@@ -139,6 +140,23 @@ def pystan_model(data: dict, seed: int):
             raise SamplingError(f"pystan could not build {STAN_FILE.name}: {exc}") from exc
         _pystan_seen.add(name)
         return model
+
+
+FIT_CACHE_SECONDS = 300
+
+
+def prune_pystan_fits(max_age: float = FIT_CACHE_SECONDS) -> None:
+    """Delete fits httpstan kept on disk.  With a seed, httpstan caches every fit (a few MB each) forever; files
+    older than ``max_age`` seconds are no longer being read by any sampler and go."""
+    import httpstan.cache
+    import httpstan.models
+
+    fits = httpstan.cache.model_directory(httpstan.models.calculate_model_name(program_code())) / "fits"
+    cutoff = time.time() - max_age
+    for path in fits.glob("*.jsonlines.gz"):
+        with contextlib.suppress(OSError):
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
 
 
 @contextlib.contextmanager

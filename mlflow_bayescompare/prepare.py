@@ -104,7 +104,6 @@ def prepare(
     if std_among == 0:  # every dataset has the same mean: fall back as for q = 1
         std_among = std_within
     bound = max(float(np.max(np.abs(x))) for x in scaled)
-    noncentred = _weakly_informed(xbar, ssd, n, rho)
     stan_data = {
         "q": len(scaled),
         "n": n.tolist(),
@@ -116,9 +115,6 @@ def prepare(
         "sigma0_high": std_upper_bound * std_among,
         "sigma_high": std_upper_bound * std_within,
         "exact_sigma_bound": int(exact_sigma_bound),
-        "q_nc": len(noncentred),
-        "idx_nc": [i + 1 for i in noncentred],
-        "idx_c": [i + 1 for i in range(len(scaled)) if i not in noncentred],
         "nu_prior": prior_code,
         "alpha_low": alpha_bounds[0],
         "alpha_high": alpha_bounds[1],
@@ -127,11 +123,3 @@ def prepare(
     }
     return Prepared(stan_data, scale, rope_s, perturbed, rho, n)
 
-
-def _weakly_informed(xbar: np.ndarray, ssd: np.ndarray, n: np.ndarray, rho: np.ndarray) -> list[int]:
-    """Datasets whose δ_i the hierarchy, not the data, pins down: the standard error of x̄_i (Nadeau-Bengio)
-    exceeds a robust spread of the x̄'s and x̄_i is not an outlier.  They are sampled non-centred."""
-    se = np.sqrt(ssd / (n - 1) * (1 / n + rho / (1 - rho)))
-    centre = np.median(xbar)
-    spread = 1.4826 * np.median(np.abs(xbar - centre))
-    return [i for i in range(len(xbar)) if se[i] > spread and abs(xbar[i] - centre) < 2 * se[i]]

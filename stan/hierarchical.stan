@@ -20,9 +20,8 @@
 //     where P_upper is the regularised upper incomplete gamma function (Stan's gamma_q).
 //     sigma_i can be recovered exactly afterwards: 1/sigma_i^2 | delta_i, x_i ~ Gamma((n_i-1)/2, Q_i/2)
 //     truncated to sigma_i < U.
-// Sampling: delta_i is centred where ~100 correlated scores pin it down and non-centred
-// (delta_i = delta0 + sigma0 z_i) where the data say little next to the spread of the datasets; the split is
-// chosen from the data before sampling (prepare._weakly_informed) and leaves the posterior unchanged.
+// Sampling: delta_i is centred, as the authors write it.  A non-centred form (delta_i = delta0 + sigma0 z_i), for all
+// or for the weakly informed datasets only, was measured on the paper's data and sampled worse (README, "Model").
 functions {
   // log p(x_i | delta_i) with sigma_i integrated out, up to a constant (rewrite 2 above).
   real marginal_lpdf(vector delta, vector xbar, vector ssd_term, vector mean_term, vector half_dof,
@@ -48,11 +47,6 @@ data {
   real<lower=0> sigma0_high;                        // sigma0 ~ U(0, sigma0_high)
   real<lower=0> sigma_high;                         // sigma_i ~ U(0, sigma_high), integrated out
   int<lower=0, upper=1> exact_sigma_bound;          // 1: keep the incomplete-gamma factor of rewrite 2
-  // Datasets whose delta_i is sampled non-centred (delta_i = delta0 + sigma0 z_i): those the data say little
-  // about, such as the constant datasets patched with noise, where the centred form makes a funnel.
-  int<lower=0, upper=q> q_nc;
-  array[q_nc] int<lower=1, upper=q> idx_nc;
-  array[q - q_nc] int<lower=1, upper=q> idx_c;
   // nu prior: 0 hierarchical (alpha, beta uniform), 1 Gamma(2, 0.1) (Juarez-Steel),
   //           2 Gamma(1, 0.0345) (Kruschke), 3 Gaussian delta_i (no nu)
   int<lower=0, upper=3> nu_prior;
@@ -79,13 +73,7 @@ parameters {
   array[nu_prior == 3 ? 0 : 1] real<lower=0> nu_minus_one;
   array[nu_prior == 0 ? 1 : 0] real<lower=alpha_low, upper=alpha_high> gamma_alpha;
   array[nu_prior == 0 ? 1 : 0] real<lower=beta_low, upper=beta_high> gamma_beta;
-  vector[q - q_nc] delta_c;                          // centred delta_i
-  vector[q_nc] z_nc;                                 // non-centred standardised delta_i
-}
-transformed parameters {
   vector[q] delta;
-  delta[idx_c] = delta_c;
-  delta[idx_nc] = delta0 + sigma0 * z_nc;
 }
 model {
   // prior on nu and its sensitivity variants (paper, Table tab:prior-nu)
@@ -96,13 +84,11 @@ model {
   } else if (nu_prior == 2) {
     nu_minus_one[1] ~ gamma(1, 0.0345);
   }
-  // [eq:delta_i]: centred where ~100 correlated scores pin delta_i down, non-centred where the data say little
+  // [eq:delta_i]
   if (nu_prior == 3) {
-    delta_c ~ normal(delta0, sigma0);
-    z_nc ~ std_normal();
+    delta ~ normal(delta0, sigma0);
   } else {
-    delta_c ~ student_t(1 + nu_minus_one[1], delta0, sigma0);
-    z_nc ~ student_t(1 + nu_minus_one[1], 0, 1);
+    delta ~ student_t(1 + nu_minus_one[1], delta0, sigma0);
   }
   // [eq:mvn] with sigma_i integrated out
   delta ~ marginal(xbar, ssd_term, mean_term, half_dof, two_u2);

@@ -94,24 +94,6 @@ def test_sensitivity_table():
     assert json.loads(json.dumps(res.to_dict()))["sensitivity"][0]["prior"] == "hierarchical"
 
 
-def test_mixed_parameterisation_gives_the_same_posterior_as_centred():
-    """The non-centred δ_i of weakly informed datasets is a reparameterisation: same posterior."""
-    x = simulate(np.zeros(9), sd=0.02, seed=9)
-    x = x - x.mean(axis=1, keepdims=True) + np.linspace(-0.001, 0.001, 9)[:, None]  # means close together
-    prepared = prepare.prepare([str(i) for i in range(9)], list(x), rope=0.01, rho=np.full(9, 0.1),
-                               prior_code=0, rng=np.random.default_rng(0))
-    assert prepared.stan_data["q_nc"] > 0
-    centred = {**prepared.stan_data, "q_nc": 0, "idx_nc": [], "idx_c": list(range(1, 10))}
-    mixed = fit.sample(prepared.stan_data, chains=4, draws=1500, warmup=1000, seed=1)
-    plain = fit.sample(centred, chains=4, draws=1500, warmup=1000, seed=1)
-    for name in ("delta0", "sigma0"):
-        a, b = mixed.draws[name].ravel(), plain.draws[name].ravel()
-        assert abs(np.median(a) - np.median(b)) < 0.15 * np.std(b)
-        assert np.quantile(a, 0.9) == pytest.approx(np.quantile(b, 0.9), rel=0.15)
-    np.testing.assert_allclose(mixed.draws["delta"].mean(axis=(0, 1)), plain.draws["delta"].mean(axis=(0, 1)),
-                               atol=0.1 * float(np.std(plain.draws["delta"])))
-
-
 def test_pystan_build_leaves_the_working_directory_clean(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     hierarchical_test(diffs=simulate([0.01, 0.02, 0.03]), folds=10, seed=10, chains=1, draws=50, warmup=50)
