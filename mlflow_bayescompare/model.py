@@ -130,7 +130,7 @@ def pystan_model(data: dict, seed: int):
     code = program_code()
     name = httpstan.models.calculate_model_name(code)
     with _build_lock, _quiet_stdout():
-        compiling = name not in _pystan_seen and not httpstan.cache.model_directory(name).exists()
+        compiling = name not in _pystan_seen and name not in httpstan.cache.list_model_names()
         if compiling:
             _announce_compile()
         try:
