@@ -132,7 +132,8 @@ def _model_runs(client, experiment_ids, models, filter_string, model_tag, datase
     else:
         runs = [r for m in dict.fromkeys(models) for r in _search(client, experiment_ids,
                                                                   _and(filter_string, _tag_equals(model_tag, m)))]
-        runs = [r for r in runs if r.data.tags.get(model_tag) in models]  # names with both quote kinds
+        # names with both quote kinds are matched client-side, so one run may come back for several models
+        runs = list({r.info.run_id: r for r in runs if r.data.tags.get(model_tag) in models}.values())
     runs = _top_level([r for r in runs if not _is_comparison(r)])
     untagged = [r.info.run_id for r in runs if dataset_tag not in r.data.tags]
     problems = []
@@ -143,7 +144,8 @@ def _model_runs(client, experiment_ids, models, filter_string, model_tag, datase
     absent = [m for m in (models or []) if m not in found]
     if absent:
         present = discover(client, experiment_ids, model_tag=model_tag, dataset_tag=dataset_tag)["models"]
-        problems += [f"model '{m}' is in no run tagged '{model_tag}'; models present: "
+        matching = f" that matches the filter {filter_string!r}" if filter_string.strip() else ""
+        problems += [f"model '{m}' is in no run tagged '{model_tag}'{matching}; models present: "
                      f"{', '.join(present) or 'none'}" for m in absent]
     if not runs and not problems:
         problems.append(f"no run in experiment(s) {', '.join(experiment_ids)} has tags '{model_tag}' and "
@@ -179,8 +181,13 @@ def _int_param(params: dict, key: str, run_id: str, problems: list[str]) -> int 
         value = float(params[key])
     except ValueError:
         value = None
-    if value is None or not value.is_integer() or value < (2 if key == "cv_folds" else 1):
-        problems.append(f"run {run_id}: param '{key}' is {params[key]!r}, not a whole number")
+    low = 2 if key == "cv_folds" else 1
+    if value is None or not value.is_integer() or value < low:
+        why = f"not a whole number >= {low}"
+        if key == "cv_folds" and value == 1:
+            why += (" (1 fold gives ρ = 1/folds = 1: the test needs k-fold cross-validation, k >= 2; "
+                    "pass --folds K if the param is wrong)")
+        problems.append(f"run {run_id}: param '{key}' is {params[key]!r}, {why}")
         return None
     return int(value)
 

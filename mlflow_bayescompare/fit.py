@@ -1,6 +1,7 @@
 """Run the Stan model on either backend and return the draws in one layout.
 
-Layout: ``draws[name]`` is an array ``(chains, draws, *shape)`` for each of ``delta0``, ``sigma0``, ``delta`` and,
+Layout: ``draws[name]`` is an array ``(chains, draws, *shape)`` for each of ``delta0``, ``sigma0``, ``delta`` (whether
+Stan sampled it centred or as ``delta_z``) and,
 when the prior has them, ``nu_minus_one``, ``gamma_alpha``, ``gamma_beta`` (Stan's length-0/1 arrays become absent
 or scalar).  ``sampler[name]`` is ``(chains, draws)`` for ``divergent__``, ``treedepth__``, ``n_leapfrog__``.
 """
@@ -16,7 +17,7 @@ import numpy as np
 from . import model as stan_model
 from .errors import SamplingError
 
-PARAMETERS = ("delta0", "sigma0", "nu_minus_one", "gamma_alpha", "gamma_beta", "delta")  # saved and returned
+PARAMETERS = ("delta0", "sigma0", "nu_minus_one", "gamma_alpha", "gamma_beta", "delta", "delta_z")
 SAMPLER_STATS = ("divergent__", "treedepth__", "n_leapfrog__")
 MAX_TREEDEPTH = 10
 
@@ -41,10 +42,13 @@ def sample(stan_data: dict, *, chains: int, draws: int, warmup: int, seed: int, 
         if name not in raw:
             continue
         value = raw[name]
-        if name == "delta":
-            out[name] = value.reshape(chains, draws, q)
+        if name in ("delta", "delta_z"):
+            if value.size:
+                out["delta"] = value.reshape(chains, draws, q)
         elif value.size:  # Stan arrays of length 1 become scalars, length 0 are dropped
             out[name] = value.reshape(chains, draws)
+    if stan_data.get("noncentred"):  # δ_i = δ0 + σ0 z_i
+        out["delta"] = out["delta0"][..., None] + out["sigma0"][..., None] * out["delta"]
     return Fit(out, sampler, backend, seconds)
 
 

@@ -162,6 +162,7 @@ class _Runner:
             )
         for warning in diagnostics["warnings"]:
             print(f"mlflow-bayescompare: warning: {warning}", file=sys.stderr)
+        diagnostics["warnings"] += prepared.warnings  # already issued as UserWarning by prepare
         return HierarchicalResult(
             model_a=tensor.model_a,
             model_b=tensor.model_b,

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -26,6 +26,7 @@ class Prepared:
     perturbed: list[str]  # datasets whose zero variance was perturbed
     rho: np.ndarray
     n: np.ndarray
+    warnings: list[str] = field(default_factory=list)  # about the data vs the rope (also issued as UserWarning)
 
 
 def correlations(datasets: list[str], folds, rho) -> np.ndarray:
@@ -76,13 +77,21 @@ def prepare(
     n = np.array([len(x) for x in diffs])
     sds = np.array([np.std(x, ddof=1) for x in diffs])
     largest = max(float(np.max(np.abs(x))) for x in diffs)
-    if largest > 1 and rope < 0.02:
-        warnings.warn(
+    notes = []
+    if largest == 0:
+        notes.append("every difference is zero: the two models' scores are identical on every fold of every "
+                     "dataset, so the result can only be practical equivalence")
+    elif largest > 1 and rope < 0.02:
+        notes.append(
             f"differences reach {largest:.3g} but the rope is ±{rope}: the scores look like they are on a 0-100 "
-            "scale while the rope is on a 0-1 scale; pass a rope in the scores' units (e.g. rope=1 for percent)",
-            UserWarning,
-            stacklevel=3,
-        )
+            "scale while the rope is on a 0-1 scale; pass a rope in the scores' units (e.g. rope=1 for percent)")
+    elif largest < rope:
+        notes.append(
+            f"the rope ±{rope:g} is wider than every difference in the data (the largest is {largest:.3g}): "
+            "everything is inside the rope, so practical equivalence is all the test can find; is the rope in the "
+            "scores' units?")
+    for note in notes:
+        warnings.warn(note, UserWarning, stacklevel=3)
     # All datasets constant: there is no spread to scale by; use the rope as the unit instead.
     scale = float(np.mean(sds)) if np.mean(sds) > 0 else rope
     rope_s = rope / scale
@@ -115,11 +124,21 @@ def prepare(
         "sigma0_high": std_upper_bound * std_among,
         "sigma_high": std_upper_bound * std_within,
         "exact_sigma_bound": int(exact_sigma_bound),
+        "noncentred": int(weakly_informed(xbar, ssd, n, rho)),
         "nu_prior": prior_code,
         "alpha_low": alpha_bounds[0],
         "alpha_high": alpha_bounds[1],
         "beta_low": beta_bounds[0],
         "beta_high": beta_bounds[1],
     }
-    return Prepared(stan_data, scale, rope_s, perturbed, rho, n)
+    return Prepared(stan_data, scale, rope_s, perturbed, rho, n, notes)
 
+
+
+def weakly_informed(xbar: np.ndarray, ssd: np.ndarray, n: np.ndarray, rho: np.ndarray) -> bool:
+    """True when the typical dataset's standard error (Nadeau-Bengio) exceeds the spread of the true δ_i, estimated
+    robustly as τ² = (1.4826·MAD(x̄))² − se²: then the hierarchy, not the data, pins the δ_i down and the
+    non-centred form samples without a funnel."""
+    se = float(np.median(np.sqrt(ssd / (n - 1) * (1 / n + rho / (1 - rho)))))
+    spread = 1.4826 * float(np.median(np.abs(xbar - np.median(xbar))))
+    return bool(se**2 > spread**2 - se**2)

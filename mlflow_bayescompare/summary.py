@@ -35,9 +35,9 @@ def winner_fractions(areas: np.ndarray) -> tuple[float, float, float]:
     left, rope, right = areas.T
     rope_wins = (rope > left) & (rope > right)
     left_wins = ~rope_wins & (left > rope) & (left > right)
+    right_wins = ~rope_wins & ~left_wins
     n = len(areas)
-    p_left, p_rope = left_wins.sum() / n, rope_wins.sum() / n
-    return float(p_left), float(p_rope), float(1 - p_left - p_rope)
+    return float(left_wins.sum() / n), float(rope_wins.sum() / n), float(right_wins.sum() / n)
 
 
 def grade(odds: float) -> str:

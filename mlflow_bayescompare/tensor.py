@@ -127,7 +127,9 @@ def _fold_list_arg(folds, names: list[str], problems: list[str]) -> list[int | N
     out = []
     for name, k in zip(names, vals):
         if k is not None and (not float(k).is_integer() or int(k) < 2):
-            problems.append(f"dataset '{name}': folds must be an integer >= 2, got {k!r}")
+            why = (" (folds = 1 makes ρ = 1/folds = 1: the scores would be perfectly correlated; use k-fold "
+                   "cross-validation, k >= 2, or pass rho directly for hold-out splits)") if k == 1 else ""
+            problems.append(f"dataset '{name}': folds must be an integer >= 2, got {k!r}{why}")
             k = None
         out.append(None if k is None else int(k))
     return out
@@ -286,9 +288,13 @@ class _Tidy:
         dup = dup[~dup["dataset"].isin(two_runs)]
         for ds, where in self._where(dup):
             self.add(ds, "duplicate", f"{where}: more than one score")
-        nonfinite = self.d[~np.isfinite(self.d["score"])]
+        # MLflow stores ±inf as ±1.7976931348623157e308 (the largest double): count that as infinite too
+        score = self.d["score"]
+        nonfinite = self.d[~np.isfinite(score) | (np.abs(score) >= np.finfo(np.float64).max)]
         for (ds, where), val in zip(self._where(nonfinite), nonfinite["score"]):
-            self.add(ds, "nonfinite", f"{where}: score is {val}")
+            shown = val if not np.isfinite(val) or np.isnan(val) else np.copysign(np.inf, val)
+            note = "" if shown is val else f" (MLflow stores inf as {val:g})"
+            self.add(ds, "nonfinite", f"{where}: score is {shown}{note}")
         self._check_pairs()
 
     def _check_fold_counts(self):

@@ -20,8 +20,9 @@
 //     where P_upper is the regularised upper incomplete gamma function (Stan's gamma_q).
 //     sigma_i can be recovered exactly afterwards: 1/sigma_i^2 | delta_i, x_i ~ Gamma((n_i-1)/2, Q_i/2)
 //     truncated to sigma_i < U.
-// Sampling: delta_i is centred, as the authors write it.  A non-centred form (delta_i = delta0 + sigma0 z_i), for all
-// or for the weakly informed datasets only, was measured on the paper's data and sampled worse (README, "Model").
+// Sampling: delta_i is centred (as the authors write it) when the data pin each delta_i down better than the
+// datasets spread, and non-centred (delta_i = delta0 + sigma0 z_i) otherwise, where the centred form makes a funnel
+// between sigma0 and the delta_i.  The caller picks the form from the data (prepare.py); the posterior is the same.
 functions {
   // log p(x_i | delta_i) with sigma_i integrated out, up to a constant (rewrite 2 above).
   real marginal_lpdf(vector delta, vector xbar, vector ssd_term, vector mean_term, vector half_dof,
@@ -46,6 +47,7 @@ data {
   real<lower=delta0_low> delta0_high;
   real<lower=0> sigma0_high;                        // sigma0 ~ U(0, sigma0_high)
   real<lower=0> sigma_high;                         // sigma_i ~ U(0, sigma_high), integrated out
+  int<lower=0, upper=1> noncentred;                 // 1: sample z_i = (delta_i - delta0) / sigma0 instead of delta_i
   int<lower=0, upper=1> exact_sigma_bound;          // 1: keep the incomplete-gamma factor of rewrite 2
   // nu prior: 0 hierarchical (alpha, beta uniform), 1 Gamma(2, 0.1) (Juarez-Steel),
   //           2 Gamma(1, 0.0345) (Kruschke), 3 Gaussian delta_i (no nu)
@@ -73,7 +75,8 @@ parameters {
   array[nu_prior == 3 ? 0 : 1] real<lower=0> nu_minus_one;
   array[nu_prior == 0 ? 1 : 0] real<lower=alpha_low, upper=alpha_high> gamma_alpha;
   array[nu_prior == 0 ? 1 : 0] real<lower=beta_low, upper=beta_high> gamma_beta;
-  vector[q] delta;
+  vector[noncentred ? 0 : q] delta;                  // centred form
+  vector[noncentred ? q : 0] delta_z;                // non-centred form; delta = delta0 + sigma0 * delta_z
 }
 model {
   // prior on nu and its sensitivity variants (paper, Table tab:prior-nu)
@@ -87,9 +90,15 @@ model {
   // [eq:delta_i]
   if (nu_prior == 3) {
     delta ~ normal(delta0, sigma0);
+    delta_z ~ std_normal();
   } else {
     delta ~ student_t(1 + nu_minus_one[1], delta0, sigma0);
+    delta_z ~ student_t(1 + nu_minus_one[1], 0, 1);
   }
   // [eq:mvn] with sigma_i integrated out
-  delta ~ marginal(xbar, ssd_term, mean_term, half_dof, two_u2);
+  if (noncentred) {
+    (delta0 + sigma0 * delta_z) ~ marginal(xbar, ssd_term, mean_term, half_dof, two_u2);
+  } else {
+    delta ~ marginal(xbar, ssd_term, mean_term, half_dof, two_u2);
+  }
 }

@@ -2,15 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 import uuid
 from pathlib import Path
 
@@ -19,9 +12,9 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 from mlflow.tracking._tracking_service import utils as tracking_utils
+from servers import Server, create_pg_database, drop_pg_database, pg_base_uri, pg_skip_reason
 
 DATA = Path(__file__).parent / "data"
-PG_ENV = "MLFLOW_BAYESCOMPARE_PG_URI"
 
 
 @pytest.fixture(scope="session")
@@ -68,55 +61,29 @@ def experiment_id(client, tmp_path) -> str:
 # ---------------------------------------------------------------------------------------------- server
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(url: str, proc: subprocess.Popen, log: Path, timeout: float = 90):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)  # uvicorn workers may outlive `mlflow server`
-            pytest.fail(f"mlflow server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
-                if resp.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    os.killpg(proc.pid, signal.SIGKILL)
-    pytest.fail(f"mlflow server at {url} not healthy after {timeout} s:\n{log.read_text()[-3000:]}")
-
-
 @pytest.fixture(scope="session", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def mlflow_server(request, tmp_path_factory):
-    """URI of a real ``mlflow server`` on 127.0.0.1, backed by sqlite or by PostgreSQL (env MLFLOW_BAYESCOMPARE_PG_URI)."""
+    """URI of a real ``mlflow server`` on 127.0.0.1, backed by sqlite or by a fresh PostgreSQL database (created
+    through env MLFLOW_BAYESCOMPARE_PG_URI, dropped afterwards)."""
     tmp = tmp_path_factory.mktemp(f"server-{request.param}")
     if request.param == "postgres":
-        backend = os.environ.get(PG_ENV)
-        if not backend:
-            pytest.skip(f"set {PG_ENV}=postgresql://user:pass@host/db to run the server tests on PostgreSQL")
+        if not pg_base_uri():
+            pytest.skip(pg_skip_reason())
+        backend = create_pg_database()
     else:
         backend = f"sqlite:///{tmp / 'mlflow.db'}"
-    url = f"http://127.0.0.1:{_free_port()}"
-    log = tmp / "server.log"
-    cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", url.rsplit(":", 1)[1],
-           "--backend-store-uri", backend, "--artifacts-destination", str(tmp / "artifacts"), "--workers", "1"]
-    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
-    with open(log, "wb") as out:  # own process group: uvicorn runs as a child of `mlflow server`
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     try:
-        _wait_healthy(url, proc, log)
-        yield url
+        server = Server(tmp, backend, app=None, extra=["--workers", "1"], timeout=90)
+    except RuntimeError as exc:
+        if request.param == "postgres":
+            drop_pg_database(backend)
+        pytest.fail(str(exc))
+    try:
+        yield server.url
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        server.stop()
+        if request.param == "postgres":
+            drop_pg_database(backend)
 
 
 @pytest.fixture

@@ -94,6 +94,25 @@ def test_sensitivity_table():
     assert json.loads(json.dumps(res.to_dict()))["sensitivity"][0]["prior"] == "hierarchical"
 
 
+@pytest.mark.parametrize("spread", [0.0005, 0.03])
+def test_centred_and_noncentred_forms_give_the_same_posterior(spread):
+    """The non-centred δ_i (chosen when datasets spread less than their standard errors) is a reparameterisation."""
+    x = simulate(np.linspace(-spread, spread, 10), sd=0.02, seed=9)
+    prepared = prepare.prepare([str(i) for i in range(10)], list(x), rope=0.01, rho=np.full(10, 0.1),
+                               prior_code=0, rng=np.random.default_rng(0))
+    assert prepared.stan_data["noncentred"] == int(spread < 0.01)
+    fits = [fit.sample({**prepared.stan_data, "noncentred": form}, chains=4, draws=1500, warmup=1000, seed=1)
+            for form in (0, 1)]
+    for name in ("delta0", "sigma0"):
+        a, b = (f.draws[name].ravel() for f in fits)
+        assert abs(np.median(a) - np.median(b)) < 0.25 * np.std(b)
+        assert np.quantile(a, 0.9) == pytest.approx(np.quantile(b, 0.9), rel=0.15)
+    means = [f.draws["delta"].mean(axis=(0, 1)) for f in fits]
+    np.testing.assert_allclose(means[0], means[1], atol=0.1 * float(np.std(fits[1].draws["delta"])))
+    chosen = fits[prepared.stan_data["noncentred"]]
+    assert chosen.sampler["divergent__"].sum() <= fits[1 - prepared.stan_data["noncentred"]].sampler["divergent__"].sum()
+
+
 def test_pystan_build_leaves_the_working_directory_clean(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     hierarchical_test(diffs=simulate([0.01, 0.02, 0.03]), folds=10, seed=10, chains=1, draws=50, warmup=50)

@@ -67,14 +67,15 @@ def stan_density():
         "q": 3, "n": ns, "rho": rhos,
         "xbar": [x.mean() for x in xs], "ssd": [float(np.sum((x - x.mean()) ** 2)) for x in xs],
         "delta0_low": -5.0, "delta0_high": 5.0, "sigma0_high": 10.0, "sigma_high": upper,
-        "exact_sigma_bound": 1,
+        "exact_sigma_bound": 1, "noncentred": 0,
         "nu_prior": 3, "alpha_low": 0.5, "alpha_high": 5.0, "beta_low": 0.05, "beta_high": 0.15,
     }
     posterior = stan_model.pystan_model(data, seed=1)
 
     def log_density(delta0, sigma0, delta):
         unc = posterior.unconstrain_pars({"delta0": delta0, "sigma0": sigma0, "nu_minus_one": [],
-                                          "gamma_alpha": [], "gamma_beta": [], "delta": delta})
+                                          "gamma_alpha": [], "gamma_beta": [], "delta": delta,
+                                          "delta_z": []})
         return posterior.log_prob(unc, adjust_transform=False)
 
     return xs, rhos, upper, log_density

@@ -63,7 +63,8 @@ def test_same_seed_same_result_and_lower_is_better_flips(accuracies):
     again = hierarchical_test(a, b, **kwargs)
     assert first.to_dict() == {**again.to_dict(), "diagnostics": first.to_dict()["diagnostics"]}
     np.testing.assert_array_equal(first.draws["delta0"], again.draws["delta0"])
-    # errors instead of accuracies: 1 - acc; lower is better; the same conclusion about which model wins
+    # errors instead of accuracies: 1 - acc; lower is better; the same conclusion within Monte-Carlo error (800 draws)
     errors = hierarchical_test(1 - a, 1 - b, greater_is_better=False, **kwargs)
-    assert errors.p_a_better == pytest.approx(first.p_a_better, abs=0.02)
-    assert errors.p_b_better == pytest.approx(first.p_b_better, abs=0.02)
+    assert errors.p_a_better == pytest.approx(first.p_a_better, abs=0.07)
+    assert errors.p_b_better == pytest.approx(first.p_b_better, abs=0.07)
+    assert (errors.p_left, errors.p_right) == (errors.p_a_better, errors.p_b_better)

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.parse
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,13 +18,15 @@ import requests
 from mlflow import MlflowClient
 from mlflow.entities import RunTag
 
+from servers import (Server, create_pg_database, drop_pg_database, pg_base_uri, pg_skip_reason,
+                     start_comparison, wait_done)
+
 from mlflow_bayescompare.cvlog import log_cv_scores
 
 pytestmark = pytest.mark.server
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
-PG_ENV = "MLFLOW_BAYESCOMPARE_PG_URI"
 XSS = "<script>alert(1)</script>"
 MODELS = ("lda", "cart", XSS)
 FAST = {"chains": 2, "draws": 500}
@@ -39,62 +38,15 @@ ADMIN = ("admin", "bayescompare-Admin-pw-1")
 # ------------------------------------------------------------------------------------------------ servers
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _pg_backend() -> str:
+    if not pg_base_uri():
+        pytest.skip(pg_skip_reason())
+    return create_pg_database()
 
 
-class Server:
-    def __init__(self, tmp: Path, backend: str, *, app: str = "bayescompare", extra=(), env=None, prefix: str = ""):
-        self.port = _free_port()
-        self.root = f"http://127.0.0.1:{self.port}"
-        self.url = self.root + prefix  # MLflow's base URL (REST and UI) including the static prefix
-        self.backend = backend
-        self.log = tmp / f"server-{self.port}.log"
-        cmd = [sys.executable, "-m", "mlflow", "server", "--app-name", app, "--host", "127.0.0.1",
-               "--port", str(self.port), "--backend-store-uri", backend,
-               "--artifacts-destination", str(tmp / "artifacts"), *extra]
-        if prefix:
-            cmd += ["--static-prefix", prefix]
-        full_env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
-        full_env.update({"MLFLOW_BAYESCOMPARE_STATE_DIR": str(tmp / "state"), **(env or {})})
-        with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=full_env,
-                                         start_new_session=True)
-        self._wait()
-
-    def _wait(self, timeout: float = 120):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail(f"mlflow server exited with {self.proc.returncode}:\n{self.log.read_text()[-4000:]}")
-            try:
-                if requests.get(f"{self.url}/health", timeout=2).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.3)
-        self.stop()
-        pytest.fail(f"mlflow server not healthy after {timeout} s:\n{self.log.read_text()[-4000:]}")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
-
-    def session(self, auth=None) -> requests.Session:
-        """A client session holding the CSRF cookie and sending the token header."""
-        s = requests.Session()
-        s.auth = auth
-        resp = s.get(f"{self.url}/bayescompare/api/csrf", timeout=30)
-        assert resp.status_code == 200, resp.text
-        s.headers["X-BayesCompare-CSRF"] = resp.json()["csrf_token"]
-        return s
+_drop_pg = drop_pg_database
+_wait_done = wait_done
+_start = start_comparison
 
 
 def _log_runs(client: MlflowClient, name: str, datasets: int = 6) -> str:
@@ -106,24 +58,6 @@ def _log_runs(client: MlflowClient, name: str, datasets: int = 6) -> str:
             scores = np.clip(0.7 + 0.03 * d + offsets[model] + rng.normal(0, 0.03, 100), 0, 1)
             log_cv_scores(model, f"dataset-{d}", scores, folds=10, repeats=10, experiment_id=eid, client=client)
     return eid
-
-
-def _pg_backend() -> str:
-    base = os.environ.get(PG_ENV)
-    if not base:
-        pytest.skip(f"set {PG_ENV}=postgresql://user:pass@127.0.0.1:5432/postgres (a role that may CREATE DATABASE) "
-                    "to run the server tests on PostgreSQL")
-    import psycopg2
-
-    name = f"bayescompare_{uuid.uuid4().hex[:12]}"
-    conn = psycopg2.connect(base)
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute(f'CREATE DATABASE "{name}"')
-    conn.close()
-    parts = urllib.parse.urlsplit(base)
-    scheme = "postgresql+psycopg2" if parts.scheme in ("postgres", "postgresql") else parts.scheme  # psycopg (3) may
-    return urllib.parse.urlunsplit(parts._replace(scheme=scheme, path=f"/{name}"))  # be absent; psycopg2 is a test dep
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -138,35 +72,6 @@ def server(request, tmp_path_factory):
     srv.stop()
     if request.param == "postgres":
         _drop_pg(backend)
-
-
-def _drop_pg(backend: str) -> None:
-    import psycopg2
-
-    name = urllib.parse.urlsplit(backend).path.lstrip("/")
-    conn = psycopg2.connect(os.environ[PG_ENV])
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    conn.close()
-
-
-def _wait_done(session: requests.Session, url: str, run_id: str, timeout: float = 600) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        resp = session.get(f"{url}/bayescompare/api/comparisons/{run_id}", timeout=30)
-        assert resp.status_code == 200, resp.text
-        state = resp.json()
-        if state["status"] != "RUNNING":
-            return state
-        time.sleep(1)
-    pytest.fail(f"comparison {run_id} still RUNNING after {timeout} s: {state}")
-
-
-def _start(session, url, **fields) -> str:
-    resp = session.post(f"{url}/bayescompare/api/comparisons", json=fields, timeout=60)
-    assert resp.status_code == 202, resp.text
-    return resp.json()["run_id"]
 
 
 def _fields(srv, **extra) -> dict:

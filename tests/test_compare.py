@@ -1,0 +1,130 @@
+"""The Python API end to end on a real sqlite store: compare_runs, compare_matrix, require."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+from uci_runs import log_uci
+
+from mlflow_bayescompare import InputError, runlog
+from mlflow_bayescompare.compare import compare_matrix, compare_runs, require
+
+FAST = dict(chains=2, draws=500, seed=1)
+
+
+@pytest.fixture
+def uci_experiment(client, experiment_id):
+    """nbc, hnb and j48 on six UCI datasets, 10x10 CV, steps layout."""
+    return experiment_id, log_uci(client, experiment_id)
+
+
+def test_compare_runs_logs_a_comparison_run(client, tracking_uri, uci_experiment, tmp_path):
+    experiment_id, runs = uci_experiment
+
+    outcome = compare_runs(experiment_ids=[experiment_id], metric="accuracy", model_a="hnb", model_b="nbc",
+                           tracking_uri=tracking_uri, **FAST)
+
+    assert outcome.p_a_better + outcome.p_rope + outcome.p_b_better == pytest.approx(1)
+    assert outcome.p_a_better > 0.9  # hnb beats nbc by 0.03-0.05 on each of these datasets
+    assert (outcome.layout, outcome.tensor.datasets) == ("steps", [f"uci{d}" for d in (20, 21, 24, 27, 28, 30)])
+    assert outcome.experiment_id == experiment_id
+    run = client.get_run(outcome.run_id)
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["bayescompare.verdict"] == outcome.verdict
+    assert run.data.metrics["p_a_better"] == pytest.approx(outcome.p_a_better)
+    path = client.download_artifacts(outcome.run_id, "cv_differences.csv", str(tmp_path))
+    cv = pd.read_csv(path)
+    assert set(cv["run_id_a"]) == {rid for (m, _), rid in runs.items() if m == "hnb"}
+    assert set(cv["run_id_b"]) == {rid for (m, _), rid in runs.items() if m == "nbc"}
+    assert outcome.to_dict()["run_id"] == outcome.run_id
+
+
+def test_same_seed_same_probabilities_and_no_log(client, tracking_uri, uci_experiment):
+    experiment_id, _ = uci_experiment
+    kwargs = dict(experiment_ids=[experiment_id], metric="accuracy", model_a="nbc", model_b="j48",
+                  tracking_uri=tracking_uri, log=False, **FAST)
+
+    first, second = compare_runs(**kwargs), compare_runs(**kwargs)
+
+    assert (first.p_a_better, first.p_rope) == (second.p_a_better, second.p_rope)
+    assert first.run_id is None and first.experiment_id is None
+    assert client.search_runs([experiment_id], "tags.`bayescompare.kind` = 'comparison'") == []
+
+
+def test_target_experiment_and_experiment_by_name(client, tracking_uri, uci_experiment):
+    experiment_id, _ = uci_experiment
+    target = client.create_experiment("comparisons")
+
+    outcome = compare_runs(experiment_names=["cv"], metric="accuracy", model_a="hnb", model_b="nbc",
+                           target_experiment_id=target, tracking_uri=tracking_uri, **FAST)
+
+    assert outcome.experiment_id == target
+    assert client.get_run(outcome.run_id).data.tags["bayescompare.source_experiment_ids"] == experiment_id
+
+
+def test_prestarted_run_fails_with_the_input_error(client, tracking_uri, uci_experiment):
+    experiment_id, _ = uci_experiment
+    run_id = runlog.start_comparison_run(client, experiment_id, model_a="hnb", model_b="svm", metric="accuracy")
+
+    with pytest.raises(InputError, match="svm"):
+        compare_runs(experiment_ids=[experiment_id], metric="accuracy", model_a="hnb", model_b="svm",
+                     tracking_uri=tracking_uri, run_id=run_id, **FAST)
+
+    run = client.get_run(run_id)
+    assert run.info.status == "FAILED"
+    assert "svm" in run.data.tags["bayescompare.error"]
+
+
+def test_compare_matrix_logs_parent_and_children(client, tracking_uri, uci_experiment, tmp_path):
+    experiment_id, _ = uci_experiment
+
+    matrix = compare_matrix(experiment_ids=[experiment_id], metric="accuracy", models=["nbc", "hnb", "j48"],
+                            tracking_uri=tracking_uri, jobs=2, **FAST)
+
+    assert list(matrix.pairs) == [("nbc", "hnb"), ("nbc", "j48"), ("hnb", "j48")]
+    assert matrix.summary.better.loc["hnb", "nbc"] == pytest.approx(matrix.pairs["nbc", "hnb"].p_b_better)
+    assert list(matrix.ranking["rank"]) == [1, 2, 3] and set(matrix.ranking["model"]) == {"nbc", "hnb", "j48"}
+    parent = client.get_run(matrix.run_id)
+    assert parent.info.status == "FINISHED"
+    assert parent.data.tags["bayescompare.kind"] == "matrix"
+    assert parent.data.tags["bayescompare.best"] == matrix.ranking["model"].iloc[0]
+    assert "| rank | model |" in parent.data.tags["mlflow.note.content"]
+    assert sorted(a.path for a in client.list_artifacts(matrix.run_id)) == [
+        "matrix.png", "p_better.csv", "p_rope.csv", "ranking.csv", "ranking.md"]
+    ranking = pd.read_csv(client.download_artifacts(matrix.run_id, "ranking.csv", str(tmp_path)))
+    assert list(ranking["model"]) == list(matrix.ranking["model"])
+    children = client.search_runs([experiment_id], f"tags.`mlflow.parentRunId` = '{matrix.run_id}'")
+    assert sorted(r.info.run_name for r in children) == sorted(
+        ["nbc vs hnb · accuracy", "nbc vs j48 · accuracy", "hnb vs j48 · accuracy"])
+    assert {r.info.status for r in children} == {"FINISHED"}
+    assert {r.info.run_id for r in children} == {o.run_id for o in matrix.pairs.values()}
+
+
+def test_matrix_needs_two_distinct_models(tracking_uri):
+    with pytest.raises(InputError, match="at least 2 models"):
+        compare_matrix(experiment_ids=["0"], metric="accuracy", models=["nbc"], tracking_uri=tracking_uri)
+    with pytest.raises(InputError, match="more than once"):
+        compare_matrix(experiment_ids=["0"], metric="accuracy", models=["nbc", "nbc"], tracking_uri=tracking_uri)
+
+
+@pytest.mark.parametrize(
+    "probs, claim, expected",
+    [
+        ((0.96, 0.03, 0.01), "a-better", True),
+        ((0.90, 0.09, 0.01), "a-better", False),
+        ((0.90, 0.06, 0.04), "not-worse", True),
+        ((0.50, 0.40, 0.10), "not-worse", False),
+        ((0.01, 0.97, 0.02), "equivalent", True),
+        ((0.30, 0.60, 0.10), "equivalent", False),
+    ],
+)
+def test_require(probs, claim, expected):
+    outcome = SimpleNamespace(p_a_better=probs[0], p_rope=probs[1], p_b_better=probs[2])
+    assert require(outcome, claim, threshold=0.95) is expected
+
+
+def test_require_rejects_unknown_claims():
+    with pytest.raises(InputError, match="unknown claim"):
+        require(SimpleNamespace(p_a_better=1, p_rope=0, p_b_better=0), "b-better")

@@ -1,0 +1,163 @@
+"""The comparison run: its name, tags, params, metrics and artifacts, and what a failure leaves behind."""
+
+from __future__ import annotations
+
+import json
+
+import arviz as az
+import pandas as pd
+import pytest
+from mlflow import MlflowClient
+from uci_runs import uci_scores
+
+from mlflow_bayescompare import hierarchical_test, runlog
+from mlflow_bayescompare.tensor import from_tidy
+
+TAGS = {
+    "bayescompare.kind", "bayescompare.model_a", "bayescompare.model_b", "bayescompare.metric",
+    "bayescompare.verdict", "bayescompare.decision", "bayescompare.source_experiment_ids", "bayescompare.stage",
+    "bayescompare.diagnostics", "mlflow.note.content",
+}
+PARAMS = {"rope", "rho", "folds", "prior", "chains", "draws", "warmup", "seed", "backend", "threshold",
+          "greater_is_better", "layout", "version.mlflow", "version.mlflow-bayescompare", "version.stan"}
+METRICS = {"p_a_better", "p_rope", "p_b_better", "odds_a_better_vs_b_better", "odds_a_better_vs_rope",
+           "odds_rope_vs_b_better", "delta0_mean", "delta0_hdi_low", "delta0_hdi_high", "sigma0_mean", "nu_median",
+           "signed_rank_p", "n_datasets", "rhat_max", "ess_bulk_min", "divergences", "sampling_seconds"}
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    """hnb vs nbc on six UCI datasets (source run ids made up: runlog only copies them)."""
+    rows = [
+        {"dataset": ds, "model": m, "fold": i, "score": s, "run_id": f"run-{m}-{ds}", "folds": 10}
+        for (m, ds), scores in uci_scores(("nbc", "hnb")).items() for i, s in enumerate(scores)
+    ]
+    tensor = from_tidy(pd.DataFrame(rows), "hnb", "nbc")
+    return hierarchical_test(tensor, rope=0.01, chains=2, draws=500, seed=1), tensor
+
+
+def _artifacts(client, run_id, path=None):
+    out = []
+    for info in client.list_artifacts(run_id, path):
+        out += _artifacts(client, run_id, info.path) if info.is_dir else [info.path]
+    return sorted(out)
+
+
+def _log(client, experiment_id, fitted, **kwargs):
+    result, tensor = fitted
+    return runlog.log_comparison(client, result, tensor, metric="accuracy", experiment_ids=[experiment_id],
+                                 layout="steps", **kwargs)
+
+
+def test_comparison_run_holds_everything(client, experiment_id, fitted, tmp_path):
+    result, tensor = fitted
+    run = client.get_run(_log(client, experiment_id, fitted))
+
+    assert run.info.status == "FINISHED"
+    assert run.info.run_name == "hnb vs nbc · accuracy"
+    assert run.info.experiment_id == experiment_id
+    tags = {k: v for k, v in run.data.tags.items() if k.startswith(("bayescompare.", "mlflow.note"))}
+    assert set(tags) == TAGS
+    assert tags["bayescompare.kind"] == "comparison"
+    assert (tags["bayescompare.model_a"], tags["bayescompare.model_b"]) == ("hnb", "nbc")
+    assert tags["bayescompare.metric"] == "accuracy"
+    assert tags["bayescompare.verdict"] == result.verdict
+    assert tags["bayescompare.decision"] == result.decision
+    assert tags["bayescompare.source_experiment_ids"] == experiment_id
+    assert tags["bayescompare.stage"] == "done"
+    assert result.verdict in tags["mlflow.note.content"]
+
+    params = run.data.params
+    assert PARAMS <= set(params)
+    assert (params["rope"], params["chains"], params["draws"], params["seed"]) == ("0.01", "2", "500", "1")
+    assert (params["folds"], params["rho"], params["layout"], params["prior"]) == ("10", "0.1", "steps",
+                                                                                   "hierarchical")
+    assert params["greater_is_better"] == "True"
+    assert all(len(v) <= 6000 for v in params.values())
+
+    metrics = run.data.metrics
+    assert set(metrics) == METRICS
+    assert metrics["p_a_better"] == pytest.approx(result.p_a_better)
+    assert metrics["p_a_better"] + metrics["p_rope"] + metrics["p_b_better"] == pytest.approx(1)
+    assert metrics["n_datasets"] == 6
+
+    assert _artifacts(client, run.info.run_id) == sorted(runlog.ARTIFACTS)
+    local = tmp_path / "download"
+    local.mkdir()
+    client.download_artifacts(run.info.run_id, "", str(local))
+    assert json.loads((local / "summary.json").read_text()) == result.to_dict()
+    cv = pd.read_csv(local / "cv_differences.csv")
+    assert list(cv.columns) == ["dataset", "repeat", "fold", "score_a", "score_b", "diff", "run_id_a", "run_id_b"]
+    assert len(cv) == 600 and set(cv["run_id_a"]) == {f"run-hnb-uci{d}" for d in (20, 21, 24, 27, 28, 30)}
+    assert len(pd.read_csv(local / "shrinkage.csv")) == 6
+    posterior = az.from_netcdf(str(local / "posterior.nc")).posterior
+    assert posterior["delta"].shape == (2, 500, 6)
+    assert json.loads((local / "stan" / "data.json").read_text())["q"] == 6
+    assert (local / "stan" / "hierarchical.stan").read_text().startswith("//")
+    html = (local / "report.html").read_text()
+    assert "data:image/png;base64," in html and "<script src=" not in html
+    assert (local / "plots" / "simplex.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_failure_while_logging_leaves_a_failed_run(client, fitted, tmp_path):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the artifact directory should be")
+    broken = client.create_experiment("broken", artifact_location=(blocker / "artifacts").as_uri())
+
+    with pytest.raises(Exception):
+        _log(client, broken, fitted)
+
+    [run] = client.search_runs([broken])
+    assert run.info.status == "FAILED"
+    assert run.data.tags["bayescompare.stage"] == "failed"
+    assert "not-a-directory" in run.data.tags["bayescompare.error"]
+    assert run.data.metrics["p_a_better"] == pytest.approx(fitted[0].p_a_better)  # logged before the artifacts
+
+
+def test_failure_while_computing_creates_no_run(client, experiment_id, fitted):
+    result, tensor = fitted
+    broken = type(tensor)(tensor.model_a, tensor.model_b, tensor.datasets, tensor.diffs, tensor.folds, table=None)
+
+    with pytest.raises(Exception):
+        runlog.log_comparison(client, result, broken, metric="accuracy", experiment_ids=[experiment_id])
+
+    assert client.search_runs([experiment_id]) == []
+
+
+def test_prestarted_run_is_filled_and_staged(client, experiment_id, fitted):
+    run_id = runlog.start_comparison_run(client, experiment_id, model_a="hnb", model_b="nbc", metric="accuracy",
+                                         source_experiment_ids=[experiment_id])
+    run = client.get_run(run_id)
+    assert (run.info.status, run.data.tags["bayescompare.stage"]) == ("RUNNING", "queued")
+    runlog.set_stage(client, run_id, "sampling")
+    assert client.get_run(run_id).data.tags["bayescompare.stage"] == "sampling"
+
+    assert _log(client, experiment_id, fitted, run_id=run_id) == run_id
+
+    run = client.get_run(run_id)
+    assert (run.info.status, run.data.tags["bayescompare.stage"]) == ("FINISHED", "done")
+    assert len(client.search_runs([experiment_id])) == 1
+    assert _artifacts(client, run_id) == sorted(runlog.ARTIFACTS)
+
+
+def test_fail_run_records_the_error(client, experiment_id):
+    run_id = runlog.start_comparison_run(client, experiment_id, model_a="a", model_b="b", metric="m")
+    runlog.fail_run(client, run_id, ValueError("no runs for model 'b'"))
+    run = client.get_run(run_id)
+    assert run.info.status == "FAILED"
+    assert run.data.tags["bayescompare.error"] == "no runs for model 'b'"
+
+
+def test_long_description_is_cut_at_a_line():
+    text = "\n".join(f"| row {i} | {'x' * 50} |" for i in range(400))
+    cut = runlog._fit_tag(text)
+    assert len(cut) <= 8000 and cut.endswith("report.md)") and "| row 0 |" in cut
+
+
+@pytest.mark.server
+def test_comparison_run_on_a_server(server_client, server_experiment_id, fitted):
+    run_id = _log(server_client, server_experiment_id, fitted, tracking_url=server_client.tracking_uri)
+    run = MlflowClient(server_client.tracking_uri).get_run(run_id)
+    assert run.info.status == "FINISHED"
+    assert _artifacts(server_client, run_id) == sorted(runlog.ARTIFACTS)
+    assert f"{server_client.tracking_uri}/#/" in run.data.tags["mlflow.note.content"]
