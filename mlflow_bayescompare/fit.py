@@ -8,7 +8,12 @@ or scalar).  ``sampler[name]`` is ``(chains, draws)`` for ``divergent__``, ``tre
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
+import logging
+import multiprocessing
 import os
+import sys
 import time
 from dataclasses import dataclass
 
@@ -39,16 +44,14 @@ def sample(stan_data: dict, *, chains: int, draws: int, warmup: int, seed: int, 
     q = stan_data["q"]
     out = {}
     for name in PARAMETERS:
-        if name not in raw:
-            continue
-        value = raw[name]
-        if name in ("delta", "delta_z"):
-            if value.size:
-                out["delta"] = value.reshape(chains, draws, q)
-        elif value.size:  # Stan arrays of length 1 become scalars, length 0 are dropped
-            out[name] = value.reshape(chains, draws)
-    if stan_data.get("noncentred"):  # δ_i = δ0 + σ0 z_i
-        out["delta"] = out["delta0"][..., None] + out["sigma0"][..., None] * out["delta"]
+        if name in raw and name not in ("delta", "delta_z") and raw[name].size:
+            out[name] = raw[name].reshape(chains, draws)  # Stan arrays of length 1 become scalars
+    delta = np.empty((chains, draws, q))  # put δ_i back together: centred ones as sampled, δ0 + σ0 z_i for the rest
+    delta[..., np.asarray(stan_data["idx_c"], dtype=int) - 1] = raw["delta"].reshape(chains, draws, -1)
+    delta[..., np.asarray(stan_data["idx_nc"], dtype=int) - 1] = (
+        out["delta0"][..., None] + out["sigma0"][..., None] * raw["delta_z"].reshape(chains, draws, -1)
+    )
+    out["delta"] = delta
     return Fit(out, sampler, backend, seconds)
 
 
@@ -56,12 +59,18 @@ def _sample_pystan(stan_data, *, chains, draws, warmup, seed):
     posterior = stan_model.pystan_model(stan_data, seed)
     start = time.perf_counter()
     try:
-        with stan_model._quiet_stdout():
+        with stan_model._quiet_stdout(), _quiet_asyncio():
             fit = posterior.sample(num_chains=chains, num_samples=draws, num_warmup=warmup)
     except RuntimeError as exc:
         raise SamplingError(f"Stan failed to sample: {exc}") from exc
+    except KeyboardInterrupt:
+        _stop_pystan_workers()
+        raise
     finally:
         stan_model.prune_pystan_fits()
+    if fit is None:  # pystan swallows KeyboardInterrupt (Ctrl-C) and returns None
+        _stop_pystan_workers()
+        raise KeyboardInterrupt("sampling interrupted")
 
     def by_chain(flat: np.ndarray) -> np.ndarray:
         # pystan returns (*dims, draws * chains) with the draw index running fastest
@@ -71,6 +80,35 @@ def _sample_pystan(stan_data, *, chains, draws, warmup, seed):
     raw = {name: by_chain(fit[name]) for name in PARAMETERS if name in fit.param_names}
     sampler = {name: by_chain(fit[name]).reshape(chains, draws) for name in SAMPLER_STATS}
     return raw, sampler, time.perf_counter() - start
+
+
+def _stop_pystan_workers() -> None:
+    """After a Ctrl-C: httpstan's sampler processes ignore SIGINT and would run Stan to the end (and the
+    interpreter would wait for them at exit), so kill them and give httpstan a fresh pool for later fits."""
+    services = sys.modules.get("httpstan.services_stub")
+    if services is None:
+        return
+    old = services.executor
+    for proc in list((getattr(old, "_processes", None) or {}).values()):
+        with contextlib.suppress(Exception):
+            proc.kill()
+    with contextlib.suppress(Exception):
+        old.shutdown(wait=False, cancel_futures=True)
+    services.executor = concurrent.futures.ProcessPoolExecutor(mp_context=multiprocessing.get_context("fork"),
+                                                               initializer=services.init_worker)
+
+
+@contextlib.contextmanager
+def _quiet_asyncio():
+    """pystan cancels its asyncio tasks on Ctrl-C, and asyncio logs each cancelled callback with a traceback;
+    the interrupt itself is reported by the caller."""
+    logger = logging.getLogger("asyncio")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _sample_cmdstanpy(stan_data, *, chains, draws, warmup, seed):

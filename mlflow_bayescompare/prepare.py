@@ -113,6 +113,7 @@ def prepare(
     if std_among == 0:  # every dataset has the same mean: fall back as for q = 1
         std_among = std_within
     bound = max(float(np.max(np.abs(x))) for x in scaled)
+    noncentred = weakly_informed(xbar, ssd, n, rho)
     stan_data = {
         "q": len(scaled),
         "n": n.tolist(),
@@ -124,7 +125,9 @@ def prepare(
         "sigma0_high": std_upper_bound * std_among,
         "sigma_high": std_upper_bound * std_within,
         "exact_sigma_bound": int(exact_sigma_bound),
-        "noncentred": int(weakly_informed(xbar, ssd, n, rho)),
+        "q_nc": len(noncentred),
+        "idx_nc": [i + 1 for i in noncentred],
+        "idx_c": [i + 1 for i in range(len(scaled)) if i not in noncentred],
         "nu_prior": prior_code,
         "alpha_low": alpha_bounds[0],
         "alpha_high": alpha_bounds[1],
@@ -135,10 +138,17 @@ def prepare(
 
 
 
-def weakly_informed(xbar: np.ndarray, ssd: np.ndarray, n: np.ndarray, rho: np.ndarray) -> bool:
-    """True when the typical dataset's standard error (Nadeau-Bengio) exceeds the spread of the true δ_i, estimated
-    robustly as τ² = (1.4826·MAD(x̄))² − se²: then the hierarchy, not the data, pins the δ_i down and the
-    non-centred form samples without a funnel."""
-    se = float(np.median(np.sqrt(ssd / (n - 1) * (1 / n + rho / (1 - rho)))))
-    spread = 1.4826 * float(np.median(np.abs(xbar - np.median(xbar))))
-    return bool(se**2 > spread**2 - se**2)
+def weakly_informed(xbar: np.ndarray, ssd: np.ndarray, n: np.ndarray, rho: np.ndarray) -> list[int]:
+    """Datasets to sample non-centred: those whose δ_i the hierarchy, not the data, pins down.
+
+    Only when the typical standard error (Nadeau-Bengio) exceeds the spread of the true δ_i, estimated robustly as
+    τ² = (1.4826·MAD(x̄))² − se², and then the datasets whose own standard error exceeds τ and whose mean is not an
+    outlier.  With well-separated datasets (the usual case) every δ_i stays centred.
+    """
+    se = np.sqrt(ssd / (n - 1) * (1 / n + rho / (1 - rho)))
+    centre = np.median(xbar)
+    spread = 1.4826 * float(np.median(np.abs(xbar - centre)))
+    tau = np.sqrt(max(spread**2 - float(np.median(se)) ** 2, 0.0))
+    if np.median(se) <= tau:
+        return []
+    return [i for i in range(len(xbar)) if se[i] > tau and abs(xbar[i] - centre) < 2 * se[i]]

@@ -20,9 +20,9 @@
 //     where P_upper is the regularised upper incomplete gamma function (Stan's gamma_q).
 //     sigma_i can be recovered exactly afterwards: 1/sigma_i^2 | delta_i, x_i ~ Gamma((n_i-1)/2, Q_i/2)
 //     truncated to sigma_i < U.
-// Sampling: delta_i is centred (as the authors write it) when the data pin each delta_i down better than the
-// datasets spread, and non-centred (delta_i = delta0 + sigma0 z_i) otherwise, where the centred form makes a funnel
-// between sigma0 and the delta_i.  The caller picks the form from the data (prepare.py); the posterior is the same.
+// Sampling: delta_i is centred (as the authors write it), except for the datasets listed in idx_nc, sampled
+// non-centred (delta_i = delta0 + sigma0 z_i) because the data pin them down less than the datasets spread, where
+// the centred form makes a funnel between sigma0 and delta_i.  prepare.py picks them; the posterior is the same.
 functions {
   // log p(x_i | delta_i) with sigma_i integrated out, up to a constant (rewrite 2 above).
   real marginal_lpdf(vector delta, vector xbar, vector ssd_term, vector mean_term, vector half_dof,
@@ -47,7 +47,9 @@ data {
   real<lower=delta0_low> delta0_high;
   real<lower=0> sigma0_high;                        // sigma0 ~ U(0, sigma0_high)
   real<lower=0> sigma_high;                         // sigma_i ~ U(0, sigma_high), integrated out
-  int<lower=0, upper=1> noncentred;                 // 1: sample z_i = (delta_i - delta0) / sigma0 instead of delta_i
+  int<lower=0, upper=q> q_nc;                       // datasets sampled non-centred ...
+  array[q_nc] int<lower=1, upper=q> idx_nc;         // ... their indices
+  array[q - q_nc] int<lower=1, upper=q> idx_c;      // the others, sampled centred
   int<lower=0, upper=1> exact_sigma_bound;          // 1: keep the incomplete-gamma factor of rewrite 2
   // nu prior: 0 hierarchical (alpha, beta uniform), 1 Gamma(2, 0.1) (Juarez-Steel),
   //           2 Gamma(1, 0.0345) (Kruschke), 3 Gaussian delta_i (no nu)
@@ -75,8 +77,8 @@ parameters {
   array[nu_prior == 3 ? 0 : 1] real<lower=0> nu_minus_one;
   array[nu_prior == 0 ? 1 : 0] real<lower=alpha_low, upper=alpha_high> gamma_alpha;
   array[nu_prior == 0 ? 1 : 0] real<lower=beta_low, upper=beta_high> gamma_beta;
-  vector[noncentred ? 0 : q] delta;                  // centred form
-  vector[noncentred ? q : 0] delta_z;                // non-centred form; delta = delta0 + sigma0 * delta_z
+  vector[q - q_nc] delta;                            // delta_i of the centred datasets (idx_c)
+  vector[q_nc] delta_z;                              // (delta_i - delta0) / sigma0 of the others (idx_nc)
 }
 model {
   // prior on nu and its sensitivity variants (paper, Table tab:prior-nu)
@@ -96,9 +98,7 @@ model {
     delta_z ~ student_t(1 + nu_minus_one[1], 0, 1);
   }
   // [eq:mvn] with sigma_i integrated out
-  if (noncentred) {
-    (delta0 + sigma0 * delta_z) ~ marginal(xbar, ssd_term, mean_term, half_dof, two_u2);
-  } else {
-    delta ~ marginal(xbar, ssd_term, mean_term, half_dof, two_u2);
-  }
+  delta ~ marginal(xbar[idx_c], ssd_term[idx_c], mean_term[idx_c], half_dof[idx_c], two_u2);
+  (delta0 + sigma0 * delta_z) ~ marginal(xbar[idx_nc], ssd_term[idx_nc], mean_term[idx_nc], half_dof[idx_nc],
+                                         two_u2);
 }

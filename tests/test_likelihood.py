@@ -67,7 +67,7 @@ def stan_density():
         "q": 3, "n": ns, "rho": rhos,
         "xbar": [x.mean() for x in xs], "ssd": [float(np.sum((x - x.mean()) ** 2)) for x in xs],
         "delta0_low": -5.0, "delta0_high": 5.0, "sigma0_high": 10.0, "sigma_high": upper,
-        "exact_sigma_bound": 1, "noncentred": 0,
+        "exact_sigma_bound": 1, "q_nc": 0, "idx_nc": [], "idx_c": [1, 2, 3],
         "nu_prior": 3, "alpha_low": 0.5, "alpha_high": 5.0, "beta_low": 0.05, "beta_high": 0.15,
     }
     posterior = stan_model.pystan_model(data, seed=1)
