@@ -6,9 +6,11 @@ outcome into a yes/no for gating a model's promotion.  The CLI (:mod:`.cli`) is 
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import multiprocessing.util
 import os
+import signal
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -268,16 +270,44 @@ def _fit_all(tensors: dict, settings: dict, jobs: int | None) -> dict:
     if workers == 1:
         return {pair: _fit(tensor, settings) for pair, tensor in tensors.items()}
     context = multiprocessing.get_context("spawn")  # Stan's backends do not survive a fork of a used process
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init)
+    try:
         futures = {pair: pool.submit(_fit, tensor, settings) for pair, tensor in tensors.items()}
-        return {pair: future.result() for pair, future in futures.items()}
+        results = {pair: future.result() for pair, future in futures.items()}
+    except BaseException:  # Ctrl-C or a failed pair: stop the other fits now instead of running them to the end
+        _abandon(pool)
+        raise
+    pool.shutdown(wait=True)
+    return results
+
+
+def _abandon(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and SIGTERM the workers (each kills its pystan sampler processes first)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        with contextlib.suppress(Exception):
+            proc.terminate()
+    for proc in processes:
+        with contextlib.suppress(Exception):
+            proc.join(10)
 
 
 def _worker_init() -> None:
     """Start-up of a pool worker.  pystan samples in its own (forked) process pool; a multiprocessing child joins
     its non-daemon children when it exits, and nothing else would stop that pool, so the worker would hang.
-    A finalizer that runs before the join shuts it down."""
+    A finalizer that runs before the join shuts it down.  Ctrl-C is the parent's to handle (it stops the workers
+    with SIGTERM, see :func:`_abandon`), so workers ignore SIGINT, as pystan's own sampler processes do."""
     multiprocessing.util.Finalize(None, _stop_pystan_pool, exitpriority=100)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _worker_terminate)
+
+
+def _worker_terminate(signum, frame) -> None:
+    from .fit import _stop_pystan_workers
+
+    _stop_pystan_workers()
+    os._exit(128 + signum)
 
 
 def _stop_pystan_pool() -> None:

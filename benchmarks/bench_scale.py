@@ -1,0 +1,149 @@
+"""Scale benchmark: ``matrix`` over 10 models (45 pairs) × 100 datasets × 100 scores per run, on a
+PostgreSQL-backed ``mlflow server``.
+
+Starts ``mlflow server`` on 127.0.0.1 with a fresh PostgreSQL database (from the admin URI in
+``MLFLOW_BAYESCOMPARE_PG_URI`` or ``--pg-uri``; dropped afterwards unless ``--keep``), or uses ``--tracking-uri`` of a
+running server.  Logs the experiment in the steps layout (``log_cv_scores``: one ``log_batch`` per run, in threads),
+then times:
+
+* the fetch: ``collect_scores`` of all 10 models (search + the server's bulk history endpoint);
+* ``compare_matrix`` over all 45 pairs, fitted in parallel processes (``jobs`` = the core count by default), each
+  pair logged as a child comparison run under a parent run;
+
+and prints the time per pair.
+
+    python benchmarks/bench_scale.py                          # 10 models x 100 datasets x (10 folds x 10 repeats)
+    python benchmarks/bench_scale.py --tracking-uri http://127.0.0.1:5000
+    python benchmarks/bench_scale.py --models 4 --datasets 20 --chains 2 --draws 400   # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+from mlflow import MlflowClient
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # servers.py: start mlflow server, fresh PostgreSQL databases
+
+from servers import PG_ENV, Server, create_pg_database, drop_pg_database  # noqa: E402
+
+from mlflow_bayescompare.collect import collect_scores  # noqa: E402
+from mlflow_bayescompare.compare import compare_matrix  # noqa: E402
+from mlflow_bayescompare.cvlog import log_cv_scores  # noqa: E402
+
+
+def log_experiment(client, eid, models, datasets, folds, repeats, threads) -> float:
+    rng = np.random.default_rng(2017)
+    skill = {m: 0.01 * i for i, m in enumerate(models)}  # model i is 0.01 better than model i-1 on average
+    difficulty = rng.uniform(0.6, 0.9, len(datasets))
+    jobs = [(m, d, np.clip(difficulty[j] + skill[m] + rng.normal(0, 0.03, folds * repeats), 0, 1))
+            for m in models for j, d in enumerate(datasets)]
+    start = time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(lambda job: log_cv_scores(job[0], job[1], job[2], folds=folds, repeats=repeats,
+                                                experiment_id=eid, client=client), jobs))
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tracking-uri", help="a running tracking server (default: start one on PostgreSQL)")
+    ap.add_argument("--pg-uri", default=os.environ.get(PG_ENV),
+                    help=f"PostgreSQL admin URI for a fresh database (default: env {PG_ENV})")
+    ap.add_argument("--keep", action="store_true", help="keep the database and the server's directory")
+    ap.add_argument("--models", type=int, default=10)
+    ap.add_argument("--datasets", type=int, default=100)
+    ap.add_argument("--folds", type=int, default=10)
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--chains", type=int, default=4)
+    ap.add_argument("--draws", type=int, default=1000)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count(), help="pairs fitted at once (default: core count)")
+    ap.add_argument("--threads", type=int, default=16, help="threads logging the runs")
+    ap.add_argument("--workers", type=int, default=4, help="uvicorn workers of the server we start")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+
+    server = backend = None
+    workdir = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    if args.tracking_uri:
+        url = args.tracking_uri.rstrip("/")
+    else:
+        if not args.pg_uri:
+            ap.error(f"give --tracking-uri, or --pg-uri / {PG_ENV} to start a PostgreSQL-backed server")
+        backend = create_pg_database(args.pg_uri, prefix="bayescompare_bench")
+        print(f"store: PostgreSQL database {backend.rsplit('/', 1)[1]}", flush=True)
+        server = Server(workdir, backend, app=None, extra=["--workers", str(args.workers)])
+        url = server.url
+    print(f"server: {url}   cores: {os.cpu_count()}   jobs: {args.jobs}", flush=True)
+    try:
+        client = MlflowClient(url)
+        eid = client.create_experiment(f"bench-scale-{uuid.uuid4().hex[:8]}")
+        models = [f"model{i:02d}" for i in range(args.models)]
+        datasets = [f"dataset{j:03d}" for j in range(args.datasets)]
+        n = args.folds * args.repeats
+        print(f"logging {len(models)} models x {len(datasets)} datasets x {n} scores "
+              f"({len(models) * len(datasets)} runs, {len(models) * len(datasets) * n:,} points) ...", flush=True)
+        log_s = log_experiment(client, eid, models, datasets, args.folds, args.repeats, args.threads)
+        print(f"logged in {log_s:.1f} s", flush=True)
+
+        start = time.perf_counter()
+        collected = collect_scores(client, [eid], "accuracy", models)
+        fetch_s = time.perf_counter() - start
+        assert len(collected.scores) == len(models) * len(datasets) * n, len(collected.scores)
+        print(f"fetch: {fetch_s:.2f} s for {len(collected.scores):,} scores ({collected.fetch_method})", flush=True)
+
+        start, wall0 = time.perf_counter(), time.time()
+        out = compare_matrix(experiment_ids=[eid], metric="accuracy", models=models, tracking_uri=url,
+                             chains=args.chains, draws=args.draws, seed=args.seed, jobs=args.jobs)
+        matrix_s = time.perf_counter() - start
+        pairs = len(out.pairs)
+        sampling = [o.result.diagnostics.get("sampling_seconds") or 0.0 for o in out.pairs.values()]
+        rhat = max(o.result.diagnostics.get("rhat_max") or 0.0 for o in out.pairs.values())
+        divergences = sum(int(o.result.diagnostics.get("divergences") or 0) for o in out.pairs.values())
+        parent = client.get_run(out.run_id)
+        status = parent.info.status
+        # the parent run is created once every pair is fitted: before it, fetch + fits; after it, reports + logging
+        fit_s = parent.info.start_time / 1000 - wall0
+        logging_s = (parent.info.end_time - parent.info.start_time) / 1000
+        children = client.search_runs([eid], f"tags.`mlflow.parentRunId` = '{out.run_id}'", max_results=1000)
+        summary = {
+            "models": len(models), "datasets": len(datasets), "scores_per_run": n, "pairs": pairs,
+            "chains": args.chains, "draws": args.draws, "jobs": args.jobs, "cores": os.cpu_count(),
+            "log_seconds": round(log_s, 2), "fetch_seconds": round(fetch_s, 2),
+            "matrix_seconds": round(matrix_s, 1), "seconds_per_pair": round(matrix_s / pairs, 2),
+            "fetch_and_fit_seconds": round(fit_s, 1), "fit_seconds_per_pair": round(fit_s / pairs, 2),
+            "report_and_log_seconds": round(logging_s, 1), "report_and_log_seconds_per_pair": round(logging_s / pairs, 2),
+            "sampling_seconds_per_pair_mean": round(float(np.mean(sampling)), 2),
+            "sampling_seconds_per_pair_max": round(float(np.max(sampling)), 2),
+            "rhat_max": round(rhat, 4), "divergences": divergences,
+            "parent_status": status, "child_runs_finished": sum(c.info.status == "FINISHED" for c in children),
+            "best": str(out.ranking["model"].iloc[0]),
+        }
+        print(f"matrix: {pairs} pairs in {matrix_s:.1f} s wall with {args.jobs} jobs -> {matrix_s / pairs:.2f} s "
+              f"per pair (fetch, fits, reports and logging of {pairs} child runs + parent); Stan sampling per "
+              f"pair: mean {np.mean(sampling):.2f} s, max {np.max(sampling):.2f} s", flush=True)
+        print(f"  of which fetch + fits: {fit_s:.1f} s ({fit_s / pairs:.2f} s per pair), reports + logging of the "
+              f"runs: {logging_s:.1f} s ({logging_s / pairs:.2f} s per pair)", flush=True)
+        print(f"parent run {out.run_id}: {status}, {summary['child_runs_finished']}/{pairs} child runs FINISHED; "
+              f"best: {summary['best']}; R-hat max {rhat:.4f}, divergences {divergences}")
+        print(json.dumps(summary))
+        return 0 if status == "FINISHED" and summary["child_runs_finished"] == pairs else 1
+    finally:
+        if server is not None:
+            server.stop()
+        if backend is not None and not args.keep:
+            drop_pg_database(backend, args.pg_uri)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,191 @@
+"""Start real ``mlflow server`` processes on 127.0.0.1 for tests and benchmarks, on sqlite or a fresh PostgreSQL
+database.  Shared by ``conftest.py``, ``test_server_app.py``, ``test_postgres_e2e.py``, ``test_faults.py`` and
+``benchmarks/bench_scale.py``; nothing here depends on pytest, so failures are plain ``RuntimeError``s."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import uuid
+from pathlib import Path
+
+import requests
+
+PG_ENV = "MLFLOW_BAYESCOMPARE_PG_URI"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ------------------------------------------------------------------------------------------------ PostgreSQL
+
+
+def pg_base_uri() -> str | None:
+    """The admin URI from ``MLFLOW_BAYESCOMPARE_PG_URI`` (``postgresql://…``, a role that may CREATE DATABASE)."""
+    return os.environ.get(PG_ENV) or None
+
+
+def pg_skip_reason() -> str:
+    return (f"set {PG_ENV}=postgresql://user:pass@127.0.0.1:5432/postgres (a role that may CREATE DATABASE) "
+            "to run the tests against a PostgreSQL-backed tracking server")
+
+
+def create_pg_database(base: str | None = None, prefix: str = "bayescompare") -> str:
+    """Create ``<prefix>_<random>`` and return MLflow's store URI for it, with the ``postgresql+psycopg2`` scheme
+    (MLflow's default ``postgresql://`` driver is psycopg 3, which may be absent; psycopg2 only takes the plain
+    scheme, so the admin connection below uses the URI as given)."""
+    import psycopg2
+
+    base = base or pg_base_uri()
+    if not base:
+        raise RuntimeError(pg_skip_reason())
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    conn = psycopg2.connect(_plain_scheme(base))
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        conn.close()
+    parts = urllib.parse.urlsplit(base)
+    return urllib.parse.urlunsplit(parts._replace(scheme="postgresql+psycopg2", path=f"/{name}"))
+
+
+def drop_pg_database(store_uri: str, base: str | None = None) -> None:
+    """Drop the database of ``store_uri`` (made by :func:`create_pg_database`), closing its connections."""
+    import psycopg2
+
+    base = base or pg_base_uri()
+    name = urllib.parse.urlsplit(store_uri).path.lstrip("/")
+    conn = psycopg2.connect(_plain_scheme(base))
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        conn.close()
+
+
+def _plain_scheme(uri: str) -> str:
+    parts = urllib.parse.urlsplit(uri)
+    return urllib.parse.urlunsplit(parts._replace(scheme="postgresql")) if parts.scheme.startswith("postgres") else uri
+
+
+# ------------------------------------------------------------------------------------------------ servers
+
+
+class Server:
+    """``mlflow server`` (optionally ``--app-name``) in its own process group; :meth:`stop`, :meth:`kill` and
+    :meth:`start` (again, on the same port and store) for fault injection."""
+
+    def __init__(self, tmp: Path, backend: str, *, app: str | None = "bayescompare", extra=(), env=None,
+                 prefix: str = "", port: int | None = None, artifacts: Path | str | None = None,
+                 start: bool = True, timeout: float = 120):
+        self.tmp = Path(tmp)
+        self.port = port or free_port()
+        self.root = f"http://127.0.0.1:{self.port}"
+        self.url = self.root + prefix  # MLflow's base URL (REST and UI) including the static prefix
+        self.backend = backend
+        self.log = self.tmp / f"server-{self.port}.log"
+        cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(self.port),
+               "--backend-store-uri", backend, "--artifacts-destination", str(artifacts or self.tmp / "artifacts"),
+               *extra]
+        if app:
+            cmd[4:4] = ["--app-name", app]
+        if prefix:
+            cmd += ["--static-prefix", prefix]
+        self.cmd = cmd
+        self.env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+        self.env.update({"MLFLOW_BAYESCOMPARE_STATE_DIR": str(self.tmp / "state"), **(env or {})})
+        self.timeout = timeout
+        self.proc: subprocess.Popen | None = None
+        if start:
+            self.start()
+
+    def start(self) -> Server:
+        with open(self.log, "ab") as out:  # own process group: uvicorn runs as a child of `mlflow server`
+            self.proc = subprocess.Popen(self.cmd, stdout=out, stderr=subprocess.STDOUT, env=self.env,
+                                         start_new_session=True)
+        self._wait(self.timeout)
+        return self
+
+    def _wait(self, timeout: float):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                self.kill()
+                raise RuntimeError(f"mlflow server exited with {self.proc.returncode}:\n{self.tail()}")
+            try:
+                if requests.get(f"{self.url}/health", timeout=2).status_code == 200:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"mlflow server at {self.url} not healthy after {timeout} s:\n{self.tail()}")
+
+    def tail(self, chars: int = 4000) -> str:
+        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
+
+    def stop(self):
+        """SIGTERM the process group, then SIGKILL what is left."""
+        if self.proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            pass
+        self.kill()
+
+    def kill(self):
+        """SIGKILL the whole process group (uvicorn workers included) at once, as a crash would."""
+        if self.proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(10)
+
+    def session(self, auth=None) -> requests.Session:
+        """A client session holding the bayescompare app's CSRF cookie and sending the token header."""
+        s = requests.Session()
+        s.auth = auth
+        resp = s.get(f"{self.url}/bayescompare/api/csrf", timeout=30)
+        if resp.status_code != 200:
+            raise RuntimeError(f"GET /bayescompare/api/csrf: {resp.status_code} {resp.text}")
+        s.headers["X-BayesCompare-CSRF"] = resp.json()["csrf_token"]
+        return s
+
+
+def wait_done(session: requests.Session, url: str, run_id: str, timeout: float = 600) -> dict:
+    """Poll the JSON API until the comparison ``run_id`` is no longer RUNNING; return its state."""
+    deadline = time.monotonic() + timeout
+    state: dict = {}
+    while time.monotonic() < deadline:
+        resp = session.get(f"{url}/bayescompare/api/comparisons/{run_id}", timeout=30)
+        if resp.status_code != 200:
+            raise RuntimeError(f"status of {run_id}: {resp.status_code} {resp.text}")
+        state = resp.json()
+        if state["status"] != "RUNNING":
+            return state
+        time.sleep(1)
+    raise RuntimeError(f"comparison {run_id} still RUNNING after {timeout} s: {state}")
+
+
+def start_comparison(session: requests.Session, url: str, **fields) -> str:
+    """POST a comparison to the JSON API; returns the run id of the accepted (202) job."""
+    resp = session.post(f"{url}/bayescompare/api/comparisons", json=fields, timeout=60)
+    if resp.status_code != 202:
+        raise RuntimeError(f"POST /bayescompare/api/comparisons: {resp.status_code} {resp.text}")
+    return resp.json()["run_id"]

@@ -1,0 +1,429 @@
+"""Bad inputs, end to end on a real sqlite store: every case goes through the CLI (``CliRunner``) or the Python API
+and must give a message naming what is wrong (dataset, model, run, option), never a traceback, and must leave no
+FINISHED comparison run behind.  Cases that are legitimate but suspicious (q = 1, rope wider than the data, scores on
+a 0-100 scale with a 0-1 rope, identical models) run to the end with a warning."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+import warnings
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from mlflow.entities import Metric, Param, RunStatus
+
+from mlflow_bayescompare import InputError, hierarchical_test
+from mlflow_bayescompare.cli import main
+from mlflow_bayescompare.compare import compare_runs, require
+
+FAST = ["--chains", "2", "--draws", "200", "--seed", "1"]
+DATASETS = ("iris", "wine", "glass", "yeast")
+# separate, consistent differences so that the good cases give a clear verdict quickly
+OFFSETS = {"rf": 0.03, "svm": 0.0, "knn": -0.02}
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+
+
+def log_steps(client, eid, model, dataset, scores, *, metric="accuracy", folds="10", repeats="1", tags=None,
+              params=None) -> str:
+    """One run in the steps layout, written with raw MLflow calls so that any value (NaN, 'ten') can be logged."""
+    run_tags = {"model": model, "dataset": dataset} if tags is None else tags
+    run_id = client.create_run(eid, tags=run_tags).info.run_id
+    now = int(time.time() * 1000)
+    ps = {"cv_folds": folds, "cv_repeats": repeats, **(params or {})}
+    client.log_batch(run_id, metrics=[Metric(metric, float(v), now, i) for i, v in enumerate(scores)],
+                     params=[Param(k, str(v)) for k, v in ps.items() if v is not None])
+    client.set_terminated(run_id)
+    return run_id
+
+
+def scores(model, dataset, n=10, seed=0, scale=1.0):
+    rng = np.random.default_rng(abs(hash((model, dataset, seed))) % 2**32)
+    return scale * np.clip(0.8 + OFFSETS.get(model, 0.0) + 0.02 * DATASETS.index(dataset)
+                           + rng.normal(0, 0.02, n), 0, 1)
+
+
+def log_grid(client, eid, models=("rf", "svm"), datasets=DATASETS) -> dict:
+    return {(m, d): log_steps(client, eid, m, d, scores(m, d)) for m in models for d in datasets}
+
+
+def cli(tracking_uri, eid, *args, fast=True):
+    argv = ["compare", "--tracking-uri", tracking_uri, "--experiment-id", eid, "--metric", "accuracy",
+            "--model-a", "rf", "--model-b", "svm", *(FAST if fast else []), *args]
+    return CliRunner().invoke(main, argv)
+
+
+def finished_comparisons(client, eid) -> list:
+    runs = client.search_runs([eid], "tags.`bayescompare.kind` = 'comparison'")
+    return [r for r in runs if r.info.status == RunStatus.to_string(RunStatus.FINISHED)]
+
+
+def assert_refused(result, client, eid, code, *fragments):
+    """Exit ``code``, each fragment in the output, an ``Error:`` line, no traceback, no FINISHED comparison run."""
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.output
+    assert "Error: " in result.output
+    for fragment in fragments:
+        assert fragment in result.output, (fragment, result.output)
+    assert finished_comparisons(client, eid) == []
+
+
+@pytest.fixture
+def grid(client, experiment_id):
+    """rf and svm on four datasets, 10 folds, steps layout."""
+    return log_grid(client, experiment_id)
+
+
+# ------------------------------------------------------------------------------------------- where and what
+
+
+def test_unknown_experiment_name_and_id(tracking_uri, client, experiment_id, grid):
+    argv = ["compare", "--tracking-uri", tracking_uri, "--experiment-name", "no-such", "--experiment-id", "424242",
+            "--metric", "accuracy", "--model-a", "rf", "--model-b", "svm"]
+    result = CliRunner().invoke(main, argv)
+    # both problems at once, naming the store
+    assert_refused(result, client, experiment_id, 2, "no experiment named 'no-such'", "no experiment with id '424242'",
+                   tracking_uri)
+
+
+def test_deleted_experiment_is_unknown(tracking_uri, client, experiment_id, grid):
+    client.delete_experiment(experiment_id)
+    result = cli(tracking_uri, experiment_id)
+    assert result.exit_code == 2 and f"no experiment with id '{experiment_id}'" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_unknown_metric_lists_the_metrics_present(tracking_uri, client, experiment_id, grid):
+    result = cli(tracking_uri, experiment_id, "--metric", "f1")
+    assert_refused(result, client, experiment_id, 2, "metric 'f1' not found", "metrics present: accuracy")
+
+
+def test_model_in_no_run_lists_the_models_present(tracking_uri, client, experiment_id, grid):
+    result = cli(tracking_uri, experiment_id, "--model-b", "xgboost")
+    assert_refused(result, client, experiment_id, 2, "model 'xgboost' is in no run tagged 'model'",
+                   "models present: rf, svm")
+
+
+def test_both_models_missing_reported_at_once(tracking_uri, client, experiment_id, grid):
+    result = cli(tracking_uri, experiment_id, "--model-a", "lgbm", "--model-b", "xgboost")
+    assert_refused(result, client, experiment_id, 2, "model 'lgbm'", "model 'xgboost'")
+
+
+def test_dataset_tag_missing_names_the_runs(tracking_uri, client, experiment_id, grid):
+    bad = log_steps(client, experiment_id, "rf", "", scores("rf", "iris"), tags={"model": "rf"})
+    result = cli(tracking_uri, experiment_id)
+    assert_refused(result, client, experiment_id, 2, "have tag 'model' but no tag 'dataset'", bad)
+
+
+def test_model_tag_missing_everywhere(tracking_uri, client, experiment_id):
+    for d in DATASETS[:2]:
+        log_steps(client, experiment_id, "rf", d, scores("rf", d), tags={"algo": "rf", "dataset": d})
+    result = cli(tracking_uri, experiment_id)
+    assert_refused(result, client, experiment_id, 2, "model 'rf' is in no run tagged 'model'", "models present: none")
+    # with the right tag key it is found (the other model is still missing, by name)
+    result = cli(tracking_uri, experiment_id, "--model-tag", "algo")
+    assert_refused(result, client, experiment_id, 2, "model 'svm' is in no run tagged 'algo'")
+
+
+def test_tag_key_with_backtick(tracking_uri, client, experiment_id, grid):
+    result = cli(tracking_uri, experiment_id, "--model-tag", "mo`del")
+    assert_refused(result, client, experiment_id, 2, "contains a backtick")
+
+
+def test_empty_experiment(tracking_uri, client, experiment_id):
+    result = cli(tracking_uri, experiment_id)
+    assert_refused(result, client, experiment_id, 2, "model 'rf' is in no run", "model 'svm' is in no run")
+
+
+# ------------------------------------------------------------------------------------------- the CV tensor
+
+
+def test_dataset_with_one_model_only_is_named(tracking_uri, client, experiment_id, grid):
+    log_steps(client, experiment_id, "rf", "abalone", scores("rf", "iris"))
+    result = cli(tracking_uri, experiment_id)
+    assert_refused(result, client, experiment_id, 2, "abalone", "svm")
+    # --drop-incomplete drops it, with a warning that names it, and compares the rest
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = cli(tracking_uri, experiment_id, "--drop-incomplete", "--no-log", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["n_datasets"] == 4
+    assert any("abalone" in str(w.message) for w in caught)
+
+
+def test_unequal_fold_counts_name_the_dataset(tracking_uri, client, experiment_id, grid):
+    log_steps(client, experiment_id, "rf", "abalone", scores("rf", "iris"), folds="10")
+    log_steps(client, experiment_id, "svm", "abalone", scores("svm", "iris", n=5), folds="5")
+    result = cli(tracking_uri, experiment_id)
+    assert_refused(result, client, experiment_id, 2, "abalone")
+    assert "10" in result.output and "5" in result.output
+
+
+def test_missing_folds_name_dataset_model_and_fold(tracking_uri, client, experiment_id, grid):
+    run = log_steps(client, experiment_id, "rf", "abalone", scores("rf", "iris")[:8])
+    log_steps(client, experiment_id, "svm", "abalone", scores("svm", "iris"))
+    result = cli(tracking_uri, experiment_id)
+    assert_refused(result, client, experiment_id, 2, "abalone", "rf")
+    assert run in result.output or "fold 8" in result.output or "8-9" in result.output, result.output
+
+
+def test_duplicate_runs_list_their_ids_and_latest_resolves(tracking_uri, client, experiment_id, grid):
+    extra = log_steps(client, experiment_id, "rf", "wine", scores("rf", "wine", seed=1))
+    result = cli(tracking_uri, experiment_id)
+    assert_refused(result, client, experiment_id, 2, "dataset 'wine'", "model 'rf' has 2 runs", extra,
+                   grid[("rf", "wine")])
+    result = cli(tracking_uri, experiment_id, "--latest", "--no-log", "--json")
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("bad, shown", [(float("nan"), "nan"), (float("inf"), "inf"), (float("-inf"), "inf")])
+def test_non_finite_scores_name_dataset_model_fold(tracking_uri, client, experiment_id, grid, bad, shown):
+    values = scores("rf", "iris")
+    values[3] = bad
+    run = log_steps(client, experiment_id, "rf", "abalone", values)
+    log_steps(client, experiment_id, "svm", "abalone", scores("svm", "iris"))
+    result = cli(tracking_uri, experiment_id)
+    assert_refused(result, client, experiment_id, 2, "dataset 'abalone' model 'rf'", "fold 3", run, shown)
+
+
+def test_non_numeric_cv_folds_param_names_the_run(tracking_uri, client, experiment_id, grid):
+    run = log_steps(client, experiment_id, "rf", "abalone", scores("rf", "iris"), folds="ten")
+    log_steps(client, experiment_id, "svm", "abalone", scores("svm", "iris"))
+    result = cli(tracking_uri, experiment_id)
+    assert_refused(result, client, experiment_id, 2, f"run {run}: param 'cv_folds' is 'ten'")
+    # an explicit --folds overrides the param
+    result = cli(tracking_uri, experiment_id, "--folds", "10", "--no-log", "--json")
+    assert result.exit_code == 0, result.output
+
+
+def test_folds_param_missing_says_how_to_give_it(tracking_uri, client, experiment_id):
+    for m in ("rf", "svm"):
+        for d in DATASETS[:2]:
+            log_steps(client, experiment_id, m, d, scores(m, d), folds=None, repeats=None)
+    result = cli(tracking_uri, experiment_id)
+    assert_refused(result, client, experiment_id, 2, "number of folds is unknown", "--folds K", "cv_folds")
+
+
+def test_folds_equal_one(tracking_uri, client, experiment_id, grid):
+    result = cli(tracking_uri, experiment_id, "--folds", "1")
+    assert_refused(result, client, experiment_id, 2, "Invalid value for '--folds'")
+    run = log_steps(client, experiment_id, "rf", "abalone", scores("rf", "iris"), folds="1")
+    log_steps(client, experiment_id, "svm", "abalone", scores("svm", "iris"), folds="1")
+    result = cli(tracking_uri, experiment_id)
+    assert_refused(result, client, experiment_id, 2, f"run {run}: param 'cv_folds' is '1'", ">= 2")
+    # the Python API explains why
+    with pytest.raises(InputError, match=r"got 1 \(folds = 1 makes ρ = 1/folds = 1"):
+        hierarchical_test(np.ones((2, 10)), np.zeros((2, 10)), folds=1)
+
+
+def test_layout_that_is_not_there(tracking_uri, client, experiment_id, grid):
+    result = cli(tracking_uri, experiment_id, "--layout", "keys")
+    assert_refused(result, client, experiment_id, 2, "metric 'accuracy' not found in the keys layout")
+    result = cli(tracking_uri, experiment_id, "--layout", "rows")
+    assert_refused(result, client, experiment_id, 2, "Invalid value for '--layout'")
+
+
+# ------------------------------------------------------------------------------------------- options
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--rope", "-0.01"], "Invalid value for '--rope'"),
+    (["--rope", "0"], "rope must be a positive half-width"),
+    (["--chains", "0"], "Invalid value for '--chains'"),
+    (["--chains", "-2"], "Invalid value for '--chains'"),
+    (["--draws", "5"], "Invalid value for '--draws'"),
+    (["--threshold", "1.5"], "Invalid value for '--threshold'"),
+    (["--threshold", "0"], "Invalid value for '--threshold'"),
+    (["--prior", "cauchy"], "Invalid value for '--prior'"),
+    (["--require", "much-better"], "Invalid value for '--require'"),
+    (["--seed", "one"], "Invalid value for '--seed'"),
+    (["--model-b", "rf"], "model_a and model_b are both 'rf'"),
+])
+def test_bad_options(tracking_uri, client, experiment_id, grid, args, fragment):
+    result = cli(tracking_uri, experiment_id, *args)
+    assert_refused(result, client, experiment_id, 2, fragment)
+
+
+def test_bad_options_through_the_python_api(tracking_uri, client, experiment_id, grid):
+    kw = dict(experiment_ids=[experiment_id], metric="accuracy", model_a="rf", model_b="svm",
+              tracking_uri=tracking_uri, draws=200)
+    with pytest.raises(InputError, match="chains must be a whole number >= 1; got 0"):
+        compare_runs(**kw, chains=0)
+    with pytest.raises(InputError, match="chains must be a whole number >= 1; got -1"):
+        compare_runs(**kw, chains=-1)
+    with pytest.raises(InputError, match=r"threshold must lie in \(0, 1\); got 1.5"):
+        compare_runs(**kw, chains=2, threshold=1.5)
+    with pytest.raises(InputError, match="unknown prior 'cauchy'"):
+        compare_runs(**kw, chains=2, prior="cauchy")
+    with pytest.raises(InputError, match="rope must be a positive half-width"):
+        compare_runs(**kw, chains=2, rope=-0.1)
+    with pytest.raises(InputError, match="model_a and model_b are both 'rf'"):
+        compare_runs(**{**kw, "model_b": "rf"}, chains=2)
+    with pytest.raises(InputError, match="layout must be one of"):
+        compare_runs(**kw, chains=2, layout="rows")
+    outcome = compare_runs(**kw, chains=2, seed=1, log=False)
+    with pytest.raises(InputError, match="unknown claim 'better'"):
+        require(outcome, "better")
+    with pytest.raises(InputError, match=r"threshold must lie in \(0, 1\]; got 2"):
+        require(outcome, "a-better", threshold=2)
+    assert finished_comparisons(client, experiment_id) == []
+
+
+def test_require_with_no_log_exits_1_and_logs_nothing(tracking_uri, client, experiment_id, grid):
+    # svm is worse than rf everywhere: "svm is at least as good" is not supported
+    argv = ["--model-a", "svm", "--model-b", "rf", "--require", "not-worse", "--no-log", "--json"]
+    result = cli(tracking_uri, experiment_id, *argv)
+    assert result.exit_code == 1, result.output
+    assert "Error: claim 'not-worse' not supported" in result.stderr and "Traceback" not in result.output
+    assert json.loads(result.stdout)["require"]["supported"] is False
+    assert client.search_runs([experiment_id], "tags.`bayescompare.kind` = 'comparison'") == []
+
+
+# ------------------------------------------------------------------------------------------- filters
+
+
+@pytest.mark.parametrize("flt", [
+    "tags.x = 'a' OR 1=1",
+    "'; DROP TABLE runs; --",
+    "tags.model = 'rf'; DELETE FROM runs",
+    "params.cv_folds = '10' UNION SELECT * FROM runs",
+])
+def test_filter_injection_is_refused_and_harmless(tracking_uri, client, experiment_id, grid, flt):
+    result = cli(tracking_uri, experiment_id, "--filter", flt)
+    assert_refused(result, client, experiment_id, 2, "invalid filter string")
+    assert len(client.search_runs([experiment_id])) == len(grid)  # every table intact
+
+
+def test_filter_with_quotes_is_applied_or_matches_nothing(tracking_uri, client, experiment_id, grid):
+    # a well-formed filter with both quote kinds narrows the runs as MLflow defines it
+    result = cli(tracking_uri, experiment_id, "--filter", "tags.dataset != \"it's\" AND tags.dataset != 'yeast'",
+                 "--no-log", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["n_datasets"] == 3
+    # quotes smuggled into a value are part of the literal: nothing matches, and the message quotes the filter
+    for flt in ("tags.dataset = 'O''Reilly'", "tags.`dataset` = 'iris\\' OR \\'1\\'=\\'1'"):
+        result = cli(tracking_uri, experiment_id, "--filter", flt)
+        assert_refused(result, client, experiment_id, 2, "model 'rf' is in no run tagged 'model' that matches the "
+                       "filter")
+    assert len(client.search_runs([experiment_id])) == len(grid)
+
+
+# ------------------------------------------------------------------------------------------- names
+
+
+NAMES = ("o'neil \"quoted\"", "модель-ü-模型", "<img src=x onerror=alert(1)>&amp;")
+
+
+def test_names_with_quotes_unicode_and_html_end_to_end(tracking_uri, client, experiment_id, tmp_path):
+    for i, m in enumerate(NAMES):
+        for d in ("d'one", "<b>two</b>", "три"):
+            values = np.clip(0.7 + 0.02 * i + np.random.default_rng(i).normal(0, 0.02, 10), 0, 1)
+            log_steps(client, experiment_id, m, d, values)
+    for a, b in ((NAMES[0], NAMES[2]), (NAMES[1], NAMES[0])):
+        argv = ["compare", "--tracking-uri", tracking_uri, "--experiment-id", experiment_id, "--metric",
+                "accuracy", "--model-a", a, "--model-b", b, "--json", *FAST]
+        result = CliRunner().invoke(main, argv)
+        assert result.exit_code == 0, result.output
+        report = json.loads(result.stdout)
+        run = client.get_run(report["run_id"])
+        assert run.info.status == "FINISHED"
+        assert (run.data.tags["bayescompare.model_a"], run.data.tags["bayescompare.model_b"]) == (a, b)
+        md = client.download_artifacts(run.info.run_id, "report.md", str(tmp_path / run.info.run_id))
+        html = client.download_artifacts(run.info.run_id, "report.html", str(tmp_path / run.info.run_id))
+        for path in (md, html):
+            text = open(path, encoding="utf-8").read()
+            assert "<img src=x" not in text and "<b>two</b>" not in text
+        for text in (open(md, encoding="utf-8").read(), run.data.tags["mlflow.note.content"]):
+            assert "<img" not in text and "<b>" not in text
+        if NAMES[2] in (a, b):
+            assert "&lt;img src=x onerror=alert(1)&gt;" in open(html, encoding="utf-8").read()
+        if NAMES[1] in (a, b):
+            assert NAMES[1] in open(md, encoding="utf-8").read()
+
+
+def test_thousands_of_unrelated_runs(tracking_uri, client, experiment_id, grid):
+    _bulk_unrelated_runs(client, experiment_id, 3000)
+    assert len(client.search_runs([experiment_id], max_results=5000)) == 3000 + len(grid)
+    start = time.monotonic()
+    result = cli(tracking_uri, experiment_id, "--json", "--no-log")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["n_datasets"] == 4 and report["p_a_better"] > 0.5
+    assert time.monotonic() - start < 120
+    # comparing with one of the unrelated models (100 runs, no cv_folds, no accuracy) is refused, naming runs
+    result = cli(tracking_uri, experiment_id, "--model-b", "other-7")
+    assert_refused(result, client, experiment_id, 2, "the number of folds is unknown for 100 run(s)")
+
+
+def _bulk_unrelated_runs(client, experiment_id, n):
+    """``n`` runs of other models and projects (tags, a loss metric), written in one transaction of the store
+    (``create_run`` would take ~50 ms each on sqlite)."""
+    from mlflow.store.tracking.dbmodels.models import SqlMetric, SqlRun, SqlTag
+
+    store = client._tracking_client.store
+    now = int(time.time() * 1000)
+    with store.ManagedSessionMaker(read_only=False) as session:
+        for i in range(n):
+            rid = uuid.uuid4().hex
+            session.add(SqlRun(run_uuid=rid, name=f"noise-{i}", source_type="LOCAL", source_name="", entry_point_name="",
+                               user_id="test", status="FINISHED", start_time=now, end_time=now, source_version="",
+                               lifecycle_stage="active", artifact_uri=f"/tmp/{rid}", experiment_id=int(experiment_id)))
+            tags = {"team": "other"} if i % 3 else {"model": f"other-{i % 10}", "dataset": f"ds-{i}"}
+            session.add_all([SqlTag(key=k, value=v, run_uuid=rid) for k, v in tags.items()])
+            session.add(SqlMetric(key="loss", value=float(i), timestamp=now, step=0, is_nan=False, run_uuid=rid))
+
+
+# ------------------------------------------------------------------------------------------- degenerate data
+
+
+def test_one_dataset_runs_with_a_warning(tracking_uri, client, experiment_id):
+    for m in ("rf", "svm"):
+        log_steps(client, experiment_id, m, "iris", scores(m, "iris"))
+    result = cli(tracking_uri, experiment_id, "--json")
+    assert result.exit_code == 0, result.output
+    assert "one dataset only" in result.stderr
+    report = json.loads(result.stdout)
+    assert any("one dataset only" in w for w in report["diagnostics"]["warnings"])
+
+
+def test_rope_wider_than_every_difference_warns(tracking_uri, client, experiment_id, grid, tmp_path):
+    with pytest.warns(UserWarning, match=r"the rope ±0.5 is wider than every difference"):
+        result = cli(tracking_uri, experiment_id, "--rope", "0.5", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["p_rope"] > 0.9
+    assert any("wider than every difference" in w for w in report["diagnostics"]["warnings"])
+    md = client.download_artifacts(report["run_id"], "report.md", str(tmp_path))
+    assert "wider than every difference" in open(md, encoding="utf-8").read()
+
+
+def test_percent_scores_with_a_fraction_rope_warn(tracking_uri, client, experiment_id):
+    for m in ("rf", "svm"):
+        for d in DATASETS:
+            log_steps(client, experiment_id, m, d, scores(m, d, scale=100.0))
+    with pytest.warns(UserWarning, match="0-100 scale"):
+        result = cli(tracking_uri, experiment_id, "--json", "--no-log")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert any("0-100 scale" in w for w in report["diagnostics"]["warnings"])
+
+
+def test_all_differences_zero(tracking_uri, client, experiment_id):
+    for d in DATASETS:
+        values = scores("rf", d)
+        log_steps(client, experiment_id, "rf", d, values)
+        log_steps(client, experiment_id, "svm", d, values)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = cli(tracking_uri, experiment_id, "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["p_rope"] > 0.95 and "equivalent" in report["verdict"]
+    messages = [str(w.message) for w in caught] + report["diagnostics"]["warnings"]
+    assert any("every difference is zero" in m and "identical" in m for m in messages), messages
+    assert client.get_run(report["run_id"]).info.status == "FINISHED"

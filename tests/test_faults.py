@@ -1,0 +1,320 @@
+"""Real faults, no mocks of MLflow or Stan: an unreachable tracking server, a server killed and restarted in the
+middle of a fetch, an artifact store that cannot be written, Stan failing to initialise, and Ctrl-C while Stan
+samples.  In every case the comparison either completes with all its data or fails with a clear message and an
+exit code, never a traceback, and no comparison run is left FINISHED half-logged or RUNNING."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from mlflow import MlflowClient
+from mlflow.entities import RunStatus
+from servers import Server, free_port, start_comparison, wait_done
+
+from mlflow_bayescompare import fit
+from mlflow_bayescompare.cli import main
+from mlflow_bayescompare.cvlog import log_cv_scores
+from mlflow_bayescompare.errors import SamplingError
+
+FAST = ["--chains", "2", "--draws", "200", "--seed", "1"]
+#: MLflow's client retries: few and quick, so that the tests do not wait for the default 7 retries × backoff 2
+QUICK_RETRIES = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+                 "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
+
+
+def _cli(*args, env=None, timeout=600):
+    """The CLI as a real subprocess (its own process group, so signals reach Stan's workers as Ctrl-C would)."""
+    full_env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+    full_env.update(env or {})
+    return subprocess.Popen([sys.executable, "-m", "mlflow_bayescompare.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=full_env, start_new_session=True)
+
+
+def _finish(proc, timeout=600):
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"CLI did not exit within {timeout} s:\n{err[-3000:]}")
+    return proc.returncode, out, err
+
+
+def _log(client, eid, models=("rf", "svm"), datasets=4, folds=10, repeats=1, threads=1):
+    rng = np.random.default_rng(3)
+    offsets = {"rf": 0.02, "svm": 0.0, "knn": -0.01}
+
+    def one(key):
+        m, d = key
+        values = np.clip(0.8 + offsets.get(m, 0) + 0.01 * d + rng.normal(0, 0.02, folds * repeats), 0, 1)
+        return log_cv_scores(m, f"ds{d:03d}", values, folds=folds, repeats=repeats, experiment_id=eid, client=client)
+
+    keys = [(m, d) for m in models for d in range(datasets)]
+    with ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(one, keys))
+
+
+def _comparison_runs(client, eid):
+    return client.search_runs([eid], "tags.`bayescompare.kind` = 'comparison'")
+
+
+# ------------------------------------------------------------------------------------------------ unreachable
+
+
+@pytest.mark.parametrize("where", [["--experiment-name", "cv"], ["--experiment-id", "1"]])
+def test_unreachable_server_retries_then_names_the_uri(where):
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    start = time.monotonic()
+    code, out, err = _finish(_cli("compare", "--tracking-uri", url, *where, "--metric", "accuracy", "--model-a", "rf",
+                                  "--model-b", "svm", "--json", env=QUICK_RETRIES), timeout=300)
+    elapsed = time.monotonic() - start
+    assert code == 1, err
+    assert out == ""  # nothing claims a result on stdout
+    assert f"Error: MLflow at {url} failed" in err
+    assert "Max retries exceeded" in err  # MLflow's client retried before giving up
+    assert "Traceback" not in err
+    assert elapsed > 1 + 2  # the two backoff sleeps of factor 1
+
+
+def test_unreachable_server_matrix_and_env_uri():
+    url = f"http://127.0.0.1:{free_port()}"
+    code, out, err = _finish(_cli("matrix", "--experiment-name", "cv", "--metric", "accuracy", "--models",
+                                  "a,b,c", env={**QUICK_RETRIES, "MLFLOW_TRACKING_URI": url}), timeout=300)
+    assert code == 1 and f"Error: MLflow at {url} failed" in err and "Traceback" not in err
+
+
+# ------------------------------------------------------------------------------------------------ restart
+
+
+@pytest.mark.server
+@pytest.mark.slow
+def test_server_killed_and_restarted_in_the_middle_of_a_fetch(tmp_path):
+    """2 models × 60 datasets × 1000 scores (100 folds × 10 repeats): the bulk history fetch is 5 requests of
+    25,000 points.  The server's process group is SIGKILLed as soon as the first one is answered, and restarted on
+    the same port and store a second later; MLflow's retries carry the fetch over the gap.  The comparison must
+    then hold every dataset (no partial fetch passed off as complete), or fail with a clear message."""
+    srv = Server(tmp_path, f"sqlite:///{tmp_path / 'mlflow.db'}", app=None, extra=["--workers", "2"])
+    try:
+        client = MlflowClient(srv.url)
+        eid = client.create_experiment("cv")
+        _log(client, eid, datasets=60, folds=100, repeats=10, threads=8)
+        mark = srv.log.stat().st_size
+        proc = _cli("compare", "--tracking-uri", srv.url, "--experiment-id", eid, "--metric", "accuracy",
+                    "--model-a", "rf", "--model-b", "svm", "--json", *FAST,
+                    env={"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "6", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1"})
+        deadline = time.monotonic() + 120
+        while "get-history-bulk" not in srv.log.read_text(errors="replace")[mark:]:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the CLI never reached the bulk fetch"
+            time.sleep(0.02)
+        srv.kill()  # a crash: the whole process group at once, requests in flight are cut
+        assert proc.poll() is None  # the CLI was still working when the server went away
+        time.sleep(1)
+        srv.start()  # same port, same store
+        code, out, err = _finish(proc)
+        print(f"outcome after the restart: exit {code}; stderr tail: {err[-300:]!r}")
+        assert "Traceback" not in err
+        runs = _comparison_runs(client, eid)
+        if code == 0:
+            report = json.loads(out)
+            assert report["n_datasets"] == 60
+            [run] = runs
+            assert run.info.status == "FINISHED" and run.info.run_id == report["run_id"]
+            assert run.data.metrics["n_datasets"] == 60
+            names = {a.path for a in client.list_artifacts(run.info.run_id)}
+            assert {"report.html", "report.md", "summary.json", "cv_differences.csv", "posterior.nc"} <= names
+        else:
+            assert code == 1 and f"Error: MLflow at {srv.url} failed" in err, err
+            assert all(r.info.status != "FINISHED" for r in runs)
+    finally:
+        srv.stop()
+
+
+# ------------------------------------------------------------------------------------------------ artifacts
+
+
+@pytest.fixture(scope="module")
+def broken_artifact_server(tmp_path_factory):
+    """A bayescompare server whose ``--artifacts-destination`` lies under a regular file: every upload fails,
+    even as root (permission bits would not stop root)."""
+    tmp = tmp_path_factory.mktemp("broken-artifacts")
+    blocker = tmp / "blocker"
+    blocker.write_text("a file where the artifact directory should be\n")
+    srv = Server(tmp, f"sqlite:///{tmp / 'mlflow.db'}", artifacts=blocker / "artifacts", extra=["--workers", "1"],
+                 env=QUICK_RETRIES)
+    srv.client = MlflowClient(srv.url)
+    srv.experiment_id = srv.client.create_experiment("cv")
+    _log(srv.client, srv.experiment_id)
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.server
+def test_artifact_upload_fails_run_ends_failed_with_the_error(broken_artifact_server, monkeypatch):
+    srv = broken_artifact_server
+    for key, value in QUICK_RETRIES.items():
+        monkeypatch.setenv(key, value)
+    argv = ["compare", "--tracking-uri", srv.url, "--experiment-id", srv.experiment_id, "--metric", "accuracy",
+            "--model-a", "rf", "--model-b", "svm", "--json", *FAST]
+    result = CliRunner().invoke(main, argv)
+
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""  # no JSON result: nothing claims success
+    assert "Error: " in result.stderr and "Traceback" not in result.output
+    [run] = [r for r in _comparison_runs(srv.client, srv.experiment_id)
+             if r.data.tags.get("bayescompare.model_a") == "rf" and "bayescompare.job.pid" not in r.data.tags]
+    assert run.info.status == "FAILED"
+    assert run.data.tags["bayescompare.stage"] == "failed"
+    error = run.data.tags["bayescompare.error"]
+    assert error and ("500" in error or "artifact" in error.lower()), error
+    assert "p_a_better" in run.data.metrics  # the numbers were logged before the upload failed …
+    assert run.data.tags.get("bayescompare.verdict")  # … but the run says FAILED, not FINISHED
+
+
+@pytest.mark.server
+def test_artifact_upload_fails_through_the_json_api(broken_artifact_server):
+    srv = broken_artifact_server
+    s = srv.session()
+    run_id = start_comparison(s, srv.url, experiment_id=[srv.experiment_id], metric="accuracy", model_a="svm",
+                              model_b="rf", chains=2, draws=200, seed=1)
+    state = wait_done(s, srv.url, run_id, timeout=300)
+    assert state["status"] == "FAILED", state
+    assert state["error"] and state["stage"] == "failed"
+    run = srv.client.get_run(run_id)
+    assert run.info.status == "FAILED" and run.data.tags["bayescompare.error"]
+
+
+# ------------------------------------------------------------------------------------------------ Stan
+
+
+def _valid_stan_data() -> dict:
+    from mlflow_bayescompare import prepare
+    from mlflow_bayescompare.model import prior_code
+
+    rng = np.random.default_rng(0)
+    diffs = [rng.normal(0.01, 0.02, 10), rng.normal(-0.01, 0.02, 10)]
+    return prepare.prepare(["a", "b"], diffs, rope=0.01, rho=np.array([0.1, 0.1]),
+                           prior_code=prior_code("hierarchical"), rng=rng).stan_data
+
+
+def test_stan_initialisation_failure_carries_stans_message():
+    """Our own validation stops every bad input we know of before Stan (the last one, ±inf stored by MLflow as
+    ±1.8e308, gave exactly this failure), so hand Stan data that passes its declared constraints but leaves no
+    valid initial value: δ0's lower and upper bounds equal."""
+    data = {**_valid_stan_data(), "delta0_low": 0.0, "delta0_high": 0.0}
+    with pytest.raises(SamplingError) as info:
+        fit.sample(data, chains=1, draws=20, warmup=20, seed=1, backend="pystan")
+    message = str(info.value)
+    assert message.startswith("Stan failed to sample:")
+    assert "Initialization" in message and "lub_constrain" in message  # Stan's own words
+
+
+def test_stan_rejects_data_that_breaks_its_declared_constraints():
+    data = {**_valid_stan_data(), "n": [10, -3]}
+    with pytest.raises(SamplingError) as info:
+        fit.sample(data, chains=1, draws=20, warmup=20, seed=1, backend="pystan")
+    message = str(info.value)
+    assert "n[2] is -3" in message and "greater than or equal to 2" in message, message  # Stan's own words
+
+
+# ------------------------------------------------------------------------------------------------ Ctrl-C
+
+
+@pytest.fixture
+def uci_store(tmp_path):
+    from uci_runs import log_uci
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    eid = client.create_experiment("cv", artifact_location=(tmp_path / "artifacts").as_uri())
+    log_uci(client, eid)
+    return uri, client, eid
+
+
+@pytest.mark.parametrize("command", [
+    ["compare", "--model-a", "hnb", "--model-b", "nbc"],
+    ["matrix", "--models", "hnb,nbc,j48", "--jobs", "2"],
+])
+def test_ctrl_c_during_sampling_leaves_no_running_run(uci_store, command):
+    uri, client, eid = uci_store
+    # 2 × 100,000 draws: minutes of sampling, so the interrupt surely lands in it
+    proc = _cli(command[0], "--tracking-uri", uri, "--experiment-id", eid, "--metric", "accuracy", *command[1:],
+                "--chains", "2", "--draws", "100000", "--seed", "1")
+    err_lines: list[str] = []
+    reader = threading.Thread(target=lambda: err_lines.extend(proc.stderr), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 300
+    while not any("Sampling:" in line for line in list(err_lines)):
+        assert proc.poll() is None, "".join(err_lines)[-3000:]
+        assert time.monotonic() < deadline, "".join(err_lines)[-3000:]
+        time.sleep(0.1)
+    time.sleep(2)
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
+    start = time.monotonic()
+    try:
+        code = proc.wait(120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail("the CLI did not exit within 120 s of Ctrl-C")
+    assert time.monotonic() - start < 60, "the interrupt did not stop the sampling promptly"
+    reader.join(10)
+    out, err = proc.stdout.read(), "".join(err_lines)
+    assert code != 0 and out == ""
+    assert "Aborted!" in err or "nterrupted" in err, err[-2000:]
+    assert "Traceback" not in err, err[-4000:]
+    runs = client.search_runs([eid], "tags.`bayescompare.kind` IS NOT NULL")
+    assert [r for r in runs if r.info.status == RunStatus.to_string(RunStatus.RUNNING)] == []
+    assert [r for r in runs if r.info.status == RunStatus.to_string(RunStatus.FINISHED)] == []
+    # no sampler process outlives the CLI
+    time.sleep(1)
+    ps = subprocess.run(["ps", "-o", "pid=,stat=,args=", "-g", str(proc.pid)], capture_output=True, text=True)
+    alive = [line for line in ps.stdout.splitlines() if line.split()[1][0] != "Z"]  # zombies are already dead
+    assert alive == [], alive
+
+
+def test_ctrl_c_during_a_server_job_ends_the_run_failed(uci_store):
+    """The server path creates the run first (stage tags); an interrupt of the work ends it FAILED."""
+    from mlflow_bayescompare import runlog
+    from mlflow_bayescompare.compare import compare_runs
+
+    uri, client, eid = uci_store
+    run_id = runlog.start_comparison_run(client, eid, model_a="hnb", model_b="nbc", metric="accuracy",
+                                         source_experiment_ids=[eid])
+    done = threading.Event()
+
+    def interrupt_when_sampling():  # Ctrl-C two seconds after the run's stage tag says "sampling"
+        watcher = MlflowClient(uri)
+        while not done.is_set():
+            if watcher.get_run(run_id).data.tags.get("bayescompare.stage") == "sampling":
+                if not done.wait(2):
+                    os.kill(os.getpid(), signal.SIGINT)
+                return
+            time.sleep(0.1)
+
+    threading.Thread(target=interrupt_when_sampling, daemon=True).start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            compare_runs(experiment_ids=[eid], metric="accuracy", model_a="hnb", model_b="nbc", tracking_uri=uri,
+                         chains=2, draws=100000, seed=1, run_id=run_id)
+    finally:
+        done.set()
+    run = client.get_run(run_id)
+    assert run.info.status == "FAILED"
+    assert run.data.tags["bayescompare.stage"] == "failed"
+    assert "interrupt" in run.data.tags["bayescompare.error"].lower()
+    # the process can fit again after the interrupt (httpstan's sampler pool was replaced, not left broken)
+    again = compare_runs(experiment_ids=[eid], metric="accuracy", model_a="hnb", model_b="nbc", tracking_uri=uri,
+                         chains=2, draws=100, seed=1, log=False)
+    assert again.p_a_better + again.p_rope + again.p_b_better == pytest.approx(1)
