@@ -5,12 +5,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import math
 import sys
 
 import click
 
 from .errors import BayesCompareError, InputError
+from .result import json_safe
 
 EXIT_CODES = """\b
 Exit codes:
@@ -220,7 +220,7 @@ def _output(as_json: bool):
     with _stdout_to_stderr():
         yield out
     for obj in printed:
-        click.echo(json.dumps(_json_safe(obj), default=str))
+        click.echo(json.dumps(json_safe(obj), default=str))
 
 
 @contextlib.contextmanager
@@ -242,17 +242,6 @@ def _stdout_to_stderr():
             sys.__stdout__.flush()
             os.dup2(saved, fd)
             os.close(saved)
-
-
-def _json_safe(obj):
-    """Non-finite floats → ``null`` (JSON has no Infinity or NaN)."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    return obj
 
 
 def _comparison_text(outcome, report) -> str:

@@ -121,25 +121,24 @@ class HierarchicalResult:
             "sensitivity": None if self.sensitivity is None else self.sensitivity.to_dict(orient="records"),
             "sensitivity_note": self.sensitivity_note,
         }
-        return _finite(json.loads(json.dumps(out, default=_jsonable)))
+        return json_safe(json.loads(json.dumps(out, default=jsonable)))
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.floating,)):
-        return None if not np.isfinite(value) else float(value)
+def jsonable(value: Any) -> Any:
+    """``json.dumps(default=...)`` for numpy values; anything else becomes its string."""
     if isinstance(value, np.ndarray):
         return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
     return str(value)
 
 
-def _finite(value: Any) -> Any:
-    """Replace NaN and infinities (not valid JSON) by None."""
+def json_safe(value: Any) -> Any:
+    """Replace NaN and infinities (not valid JSON) by None, recursively; keys become strings."""
     if isinstance(value, float):
         return value if np.isfinite(value) else None
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
     return value

@@ -27,6 +27,7 @@ from mlflow.utils.time import get_current_time_millis
 from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH, MAX_PARAMS_TAGS_PER_BATCH, MAX_TAG_VAL_LENGTH
 
 from .errors import BayesCompareError
+from .result import jsonable
 
 TAG_KIND = "bayescompare.kind"
 TAG_STAGE = "bayescompare.stage"
@@ -130,7 +131,7 @@ def build_bundle(
         tensor.table.to_csv(root / "cv_differences.csv", index=False)
         result.to_inference_data().to_netcdf(str(root / "posterior.nc"))
         shutil.copyfile(STAN_FILE, root / "stan" / "hierarchical.stan")
-        (root / "stan" / "data.json").write_text(json.dumps(result.stan_data, indent=1, default=_jsonable))
+        (root / "stan" / "data.json").write_text(json.dumps(result.stan_data, indent=1, default=jsonable))
 
         tags = comparison_tags(result, metric=metric, experiment_ids=experiment_ids)
         tags[TAG_NOTE] = _fit_tag(markdown)
@@ -465,7 +466,7 @@ def _fit_tag(text: str, limit: int = MAX_TAG_VAL_LENGTH) -> str:
 
 
 def _param_value(value: Any) -> str:
-    text = json.dumps(value, default=_jsonable) if isinstance(value, (list, tuple, dict)) else str(value)
+    text = json.dumps(value, default=jsonable) if isinstance(value, (list, tuple, dict)) else str(value)
     return text if len(text) <= MAX_PARAM_VAL_LENGTH else text[: MAX_PARAM_VAL_LENGTH - 1] + "…"
 
 
@@ -474,16 +475,6 @@ def _finite(value: Any) -> bool:
         return value is not None and math.isfinite(float(value))
     except (TypeError, ValueError):
         return False
-
-
-def _jsonable(value: Any) -> Any:
-    import numpy as np
-
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    return str(value)
 
 
 def _version(dist: str) -> str | None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import re
 import tempfile
 from pathlib import Path
@@ -33,6 +32,7 @@ from mlflow.exceptions import MlflowException
 from .. import cli as cli_module
 from .. import runlog
 from ..errors import BayesCompareError, InputError
+from ..result import json_safe
 from . import jobs, security
 
 _logger = logging.getLogger(__name__)
@@ -142,23 +142,13 @@ def create_blueprint() -> Blueprint:
 
 
 def _json(obj: Any, status: int = 200) -> Response:
-    resp = Response(json.dumps(_json_safe(obj)), status=status, mimetype="application/json")
+    resp = Response(json.dumps(json_safe(obj)), status=status, mimetype="application/json")
     resp.headers["Cache-Control"] = "no-store"
     return resp
 
 
 def _api_error(exc: ApiError) -> Response:
     return _json({"error": exc.message, "errors": exc.errors}, exc.status)
-
-
-def _json_safe(obj):
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    return obj
 
 
 def _public(message: str) -> str:
