@@ -43,34 +43,33 @@ def create_pg_database(base: str | None = None, prefix: str = "bayescompare") ->
     """Create ``<prefix>_<random>`` and return MLflow's store URI for it, with the ``postgresql+psycopg2`` scheme
     (MLflow's default ``postgresql://`` driver is psycopg 3, which may be absent; psycopg2 only takes the plain
     scheme, so the admin connection below uses the URI as given)."""
-    import psycopg2
 
     base = base or pg_base_uri()
     if not base:
         raise RuntimeError(pg_skip_reason())
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
-    conn = psycopg2.connect(_plain_scheme(base))
-    conn.autocommit = True
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        conn.close()
+    _admin_execute(base, f'CREATE DATABASE "{name}"')
     parts = urllib.parse.urlsplit(base)
     return urllib.parse.urlunsplit(parts._replace(scheme="postgresql+psycopg2", path=f"/{name}"))
 
 
 def drop_pg_database(store_uri: str, base: str | None = None) -> None:
     """Drop the database of ``store_uri`` (made by :func:`create_pg_database`), closing its connections."""
-    import psycopg2
 
     base = base or pg_base_uri()
     name = urllib.parse.urlsplit(store_uri).path.lstrip("/")
+    _admin_execute(base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _admin_execute(base: str, sql: str) -> None:
+    """Run one statement outside a transaction (CREATE/DROP DATABASE) on the admin connection ``base``."""
+    import psycopg2
+
     conn = psycopg2.connect(_plain_scheme(base))
     conn.autocommit = True
     try:
         with conn.cursor() as cur:
-            cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            cur.execute(sql)
     finally:
         conn.close()
 
