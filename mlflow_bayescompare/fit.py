@@ -1,7 +1,7 @@
 """Run the Stan model on either backend and return the draws in one layout.
 
 Layout: ``draws[name]`` is an array ``(chains, draws, *shape)`` for each of ``delta0``, ``sigma0``, ``delta`` (whether
-Stan sampled it centred or as ``delta_z``) and,
+Stan sampled it centred or as ``delta_w``) and,
 when the prior has them, ``nu_minus_one``, ``gamma_alpha``, ``gamma_beta`` (Stan's length-0/1 arrays become absent
 or scalar).  ``sampler[name]`` is ``(chains, draws)`` for ``divergent__``, ``treedepth__``, ``n_leapfrog__``.
 """
@@ -22,7 +22,7 @@ import numpy as np
 from . import model as stan_model
 from .errors import SamplingError
 
-PARAMETERS = ("delta0", "sigma0", "nu_minus_one", "gamma_alpha", "gamma_beta", "delta", "delta_z")
+PARAMETERS = ("delta0", "sigma0", "nu_minus_one", "gamma_alpha", "gamma_beta", "delta", "delta_w")
 SAMPLER_STATS = ("divergent__", "treedepth__", "n_leapfrog__")
 MAX_TREEDEPTH = 10
 
@@ -44,12 +44,12 @@ def sample(stan_data: dict, *, chains: int, draws: int, warmup: int, seed: int, 
     q = stan_data["q"]
     out = {}
     for name in PARAMETERS:
-        if name in raw and name not in ("delta", "delta_z") and raw[name].size:
+        if name in raw and name not in ("delta", "delta_w") and raw[name].size:
             out[name] = raw[name].reshape(chains, draws)  # Stan arrays of length 1 become scalars
-    delta = np.empty((chains, draws, q))  # put δ_i back together: centred ones as sampled, δ0 + σ0 z_i for the rest
+    delta = np.empty((chains, draws, q))  # put δ_i back together: centred ones as sampled, δ0 + σ0 sinh(w_i) for the rest
     delta[..., np.asarray(stan_data["idx_c"], dtype=int) - 1] = raw["delta"].reshape(chains, draws, -1)
     delta[..., np.asarray(stan_data["idx_nc"], dtype=int) - 1] = (
-        out["delta0"][..., None] + out["sigma0"][..., None] * raw["delta_z"].reshape(chains, draws, -1)
+        out["delta0"][..., None] + out["sigma0"][..., None] * np.sinh(raw["delta_w"].reshape(chains, draws, -1))
     )
     out["delta"] = delta
     return Fit(out, sampler, backend, seconds)

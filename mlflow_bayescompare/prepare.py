@@ -139,16 +139,13 @@ def prepare(
 
 
 def weakly_informed(xbar: np.ndarray, ssd: np.ndarray, n: np.ndarray, rho: np.ndarray) -> list[int]:
-    """Datasets to sample non-centred: those whose δ_i the hierarchy, not the data, pins down.
+    """Datasets to sample non-centred: all of them when the hierarchy, not the data, pins the δ_i down; else none.
 
-    Only when the typical standard error (Nadeau-Bengio) exceeds the spread of the true δ_i, estimated robustly as
-    τ² = (1.4826·MAD(x̄))² − se², and then the datasets whose own standard error exceeds τ and whose mean is not an
-    outlier.  With well-separated datasets (the usual case) every δ_i stays centred.
+    That is when the typical standard error (Nadeau-Bengio) exceeds the spread of the true δ_i, estimated robustly
+    as τ² = (1.4826·MAD(x̄))² − se².  With well-separated datasets (the usual case) every δ_i stays centred.
     """
     se = np.sqrt(ssd / (n - 1) * (1 / n + rho / (1 - rho)))
     centre = np.median(xbar)
     spread = 1.4826 * float(np.median(np.abs(xbar - centre)))
     tau = np.sqrt(max(spread**2 - float(np.median(se)) ** 2, 0.0))
-    if np.median(se) <= tau:
-        return []
-    return [i for i in range(len(xbar)) if se[i] > tau and abs(xbar[i] - centre) < 2 * se[i]]
+    return list(range(len(xbar))) if np.median(se) > tau else []

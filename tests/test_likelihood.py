@@ -75,7 +75,7 @@ def stan_density():
     def log_density(delta0, sigma0, delta):
         unc = posterior.unconstrain_pars({"delta0": delta0, "sigma0": sigma0, "nu_minus_one": [],
                                           "gamma_alpha": [], "gamma_beta": [], "delta": delta,
-                                          "delta_z": []})
+                                          "delta_w": []})
         return posterior.log_prob(unc, adjust_transform=False)
 
     return xs, rhos, upper, log_density
