@@ -35,6 +35,10 @@ class Fit:
     seconds: float
     max_treedepth: int = MAX_TREEDEPTH
 
+    @property
+    def divergences(self) -> int:
+        return int(self.sampler["divergent__"].sum())
+
 
 def sample(stan_data: dict, *, chains: int, draws: int, warmup: int, seed: int, backend: str = "auto") -> Fit:
     """Sample the posterior of ``stan/hierarchical.stan`` given ``stan_data`` (see :mod:`.prepare`)."""

@@ -106,6 +106,7 @@ class _Runner:
         self.tensor, self.rho, self.rope, self.seed = tensor, rho, rope, seed
         self.backend, self.chains, self.draws, self.warmup = backend, chains, draws, warmup
         self.bounds = {"std_upper_bound": upper, "alpha_bounds": alpha, "beta_bounds": beta}
+        self.form: dict[str, str] = {}  # per prior: how δ_i was sampled, for the diagnostics
 
     def fit(self, prior: str):
         prepared = prepare.prepare(
@@ -117,15 +118,22 @@ class _Runner:
             rng=np.random.default_rng(self.seed),
             **self.bounds,
         )
-        posterior = fit.sample(
-            prepared.stan_data,
-            chains=self.chains,
-            draws=self.draws,
-            warmup=self.warmup,
-            seed=self.seed,
-            backend=self.backend,
-        )
+        posterior = self._sample(prepared.stan_data)
+        self.form[prior] = _form(prepared.stan_data)
+        if posterior.divergences:
+            # prepare's choice of centred vs non-centred δ_i rests on a point estimate of the spread of the δ_i,
+            # which is rough when q is small; when it shows divergences, try the other form, keep the better fit.
+            switched = prepare.switch_parameterisation(prepared.stan_data)
+            retry = self._sample(switched)
+            self.form[prior] += f" ({posterior.divergences} divergences), then {_form(switched)}"
+            if retry.divergences < posterior.divergences:
+                prepared.stan_data, posterior = switched, retry
+                self.form[prior] += " (kept)"
         return prepared, posterior
+
+    def _sample(self, stan_data: dict) -> fit.Fit:
+        return fit.sample(stan_data, chains=self.chains, draws=self.draws, warmup=self.warmup, seed=self.seed,
+                          backend=self.backend)
 
     def result(self, prior, greater_is_better, threshold, settings) -> HierarchicalResult:
         prepared, posterior = self.fit(prior)
@@ -154,7 +162,7 @@ class _Runner:
         table["p_a_better"] = table["p_right"] if a_is_right else table["p_left"]
         table["p_b_better"] = table["p_left"] if a_is_right else table["p_right"]
         table["perturbed"] = table["dataset"].isin(prepared.perturbed)
-        diagnostics = summary.diagnostics(posterior)
+        diagnostics = {**summary.diagnostics(posterior), "parameterisation": self.form[prior]}
         if len(tensor.datasets) == 1:
             diagnostics["warnings"].append(
                 "one dataset only: the between-dataset spread σ0 is not identified, so the next-dataset "
@@ -186,6 +194,10 @@ class _Runner:
             draws=draws,
             stan_data=prepared.stan_data,
         )
+
+
+def _form(stan_data: dict) -> str:
+    return "non-centred δ_i" if stan_data["q_nc"] else "centred δ_i"
 
 
 def _score_units(draws: dict[str, np.ndarray], scale: float) -> dict[str, np.ndarray]:

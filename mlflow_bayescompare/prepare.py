@@ -149,3 +149,11 @@ def weakly_informed(xbar: np.ndarray, ssd: np.ndarray, n: np.ndarray, rho: np.nd
     spread = 1.4826 * float(np.median(np.abs(xbar - centre)))
     tau = np.sqrt(max(spread**2 - float(np.median(se)) ** 2, 0.0))
     return list(range(len(xbar))) if np.median(se) > tau else []
+
+
+def switch_parameterisation(stan_data: dict) -> dict:
+    """The same Stan data with the other form of δ_i: all centred if any was non-centred, else all non-centred."""
+    q = stan_data["q"]
+    noncentred = [] if stan_data["q_nc"] else list(range(1, q + 1))
+    centred = [i for i in range(1, q + 1) if i not in noncentred]
+    return {**stan_data, "q_nc": len(noncentred), "idx_nc": noncentred, "idx_c": centred}

@@ -52,6 +52,7 @@ DIAGNOSTIC_NAMES = {
     "treedepth_hits": "max tree-depth hits",
     "sampling_seconds": "sampling time (s)",
     "backend": "backend",
+    "parameterisation": "sampled as",
 }
 DECISION_COLORS = {"equivalent": ROPE_COLOR, "rope": ROPE_COLOR, "inconclusive": "#b7791f"}
 

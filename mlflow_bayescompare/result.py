@@ -38,7 +38,7 @@ class HierarchicalResult:
         delta0, sigma0, nu: posterior summaries (mean, sd, median, hdi_low, hdi_high), in score units.
         signed_rank_p: two-sided Wilcoxon signed-rank p-value on the per-dataset mean differences.
         diagnostics: rhat_max, ess_bulk_min, ess_tail_min, divergences, treedepth_hits, sampling_seconds,
-            warnings (list of str).
+            parameterisation (how δ_i was sampled, and whether the other form was tried), warnings (list of str).
         settings: everything needed to reproduce the run (rope, rho, prior, chains, draws, seed, backend, ...).
         draws: posterior draws in score units, ``name -> array (chains, draws, ...)``: delta0, sigma0, nu
             (absent for the Gaussian prior), delta (chains, draws, q).

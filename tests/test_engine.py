@@ -117,6 +117,18 @@ def test_centred_and_noncentred_forms_give_the_same_posterior(spread):
                                atol=0.1 * float(np.std(fits[1].draws["delta"])))
 
 
+def test_a_divergent_form_is_retried_in_the_other_form(monkeypatch):
+    """δ_i that spread far less than their standard errors make a funnel in the centred form; forced to start
+    there, the engine sees the divergences, samples the non-centred form and keeps that fit."""
+    monkeypatch.setattr(prepare, "weakly_informed", lambda *args: [])
+    res = hierarchical_test(diffs=simulate(np.zeros(30), sd=0.05, seed=3), folds=10, seed=3, **FAST)
+    form = res.diagnostics["parameterisation"]
+    assert form.startswith("centred δ_i (") and form.endswith("then non-centred δ_i (kept)"), form
+    first = int(form.split("(")[1].split()[0])
+    assert res.diagnostics["divergences"] < first
+    assert res.stan_data["q_nc"] == 30
+
+
 def test_pystan_build_leaves_the_working_directory_clean(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     hierarchical_test(diffs=simulate([0.01, 0.02, 0.03]), folds=10, seed=10, chains=1, draws=50, warmup=50)

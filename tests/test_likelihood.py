@@ -73,7 +73,7 @@ def stan_density():
     posterior = stan_model.pystan_model(data, seed=1)
 
     def log_density(delta0, sigma0, delta):
-        unc = posterior.unconstrain_pars({"delta0": delta0, "sigma0": sigma0, "nu_minus_one": [],
+        unc = posterior.unconstrain_pars({"delta0": delta0, "sigma0": sigma0, "nu_scaled": [],
                                           "gamma_alpha": [], "gamma_beta": [], "delta": delta,
                                           "delta_w": []})
         return posterior.log_prob(unc, adjust_transform=False)
