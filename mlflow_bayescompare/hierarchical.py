@@ -125,10 +125,13 @@ class _Runner:
             # which is rough when q is small; when it shows divergences, try the other form, keep the better fit.
             switched = prepare.switch_parameterisation(prepared.stan_data)
             retry = self._sample(switched)
-            self.form[prior] += f" ({posterior.divergences} divergences), then {_form(switched)}"
+            other, other_divergences = _form(switched), retry.divergences
             if retry.divergences < posterior.divergences:
+                other, other_divergences = self.form[prior], posterior.divergences
                 prepared.stan_data, posterior = switched, retry
-                self.form[prior] += " (kept)"
+            plural = "s" if other_divergences != 1 else ""
+            self.form[prior] = (f"{_form(prepared.stan_data)}; {other} was tried too "
+                                f"({other_divergences} divergent transition{plural})")
         return prepared, posterior
 
     def _sample(self, stan_data: dict) -> fit.Fit:

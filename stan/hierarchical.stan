@@ -24,7 +24,8 @@
 // datasets spread.  Otherwise the centred form makes a funnel between sigma0 and delta_i, and the datasets listed
 // in idx_nc (prepare.py picks them) are sampled non-centred, delta_i = delta0 + sigma0 z_i, with z_i = sinh(w_i):
 // z_i has the Student-t's polynomial tails, w_i only exponential ones, which HMC crosses in far fewer steps when
-// nu is small and a delta_i sits far out in the tail.  The posterior is the same (tests/test_engine.py).
+// nu is small and a delta_i sits far out in the tail.  The posterior is the same (tests/test_engine.py).  When
+// a fit diverges, hierarchical.py samples the other form as well and keeps the better fit.
 functions {
   // log p(x_i | delta_i) with sigma_i integrated out, up to a constant (rewrite 2 above).
   real marginal_lpdf(vector delta, vector xbar, vector ssd_term, vector mean_term, vector half_dof,
