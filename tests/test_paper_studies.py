@@ -8,10 +8,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "reproduce_paper"))
 
+import friedman  # noqa: E402
 import simulate  # noqa: E402
 
 FIT = dict(chains=2, draws=500, warmup=500)
@@ -62,3 +64,15 @@ def test_practically_equivalent_classifiers():
     signed_rank_rejects = (runs.signed_rank_p < 0.05).mean()
     assert hier_claims == 0, runs
     assert signed_rank_rejects >= hier_claims + 2 / len(runs), runs
+
+
+def test_friedman_experiment_is_seeded_and_independent_of_jobs():
+    """Sec. "Friedman's functions", small: 9 settings (3 per function, 2 drawn per replicate), 2 replicates.
+    The table is the same in one process or two, and the replicates use 2/3 of each function's settings."""
+    pool = friedman.SETTINGS[::6]
+    truth = {s: friedman.actual_delta(s, reps=5, test_size=500, seed=i) for i, s in enumerate(pool)}
+    serial = friedman.experiment(pool, truth, reps=2, seed=4, jobs=1, **FIT)
+    parallel = friedman.experiment(pool, truth, reps=2, seed=4, jobs=2, **FIT)
+    pd.testing.assert_frame_equal(serial, parallel)
+    assert (serial.q == 6).all() and serial.rep.tolist() == [0, 1]
+    assert np.allclose(serial[["p_left", "p_rope", "p_right"]].sum(axis=1), 1)

@@ -4,15 +4,17 @@
 N(0, 1) features; the regression target is turned into two classes by its median.  Orientation: x = acc(lda) -
 acc(cart), so *right* = lda more accurate, the paper's ground truth.
 
-    python examples/reproduce_paper/friedman.py --reps 200 --truth-reps 500          # the paper's scale
+    python examples/reproduce_paper/friedman.py --reps 200 --truth-reps 500 --jobs 2  # the paper's scale
     python examples/reproduce_paper/friedman.py --reps 5 --settings 18 --truth-reps 50
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import time
 import warnings
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import product
@@ -124,39 +126,58 @@ def evidence(runs, threshold=0.95):
     )
 
 
-def experiment(pool, truth, reps=200, seed=0, **fit_kwargs):
+def cross_validate(seed, pool):
+    """The data of one replicate of :func:`experiment` (``seed``: its ``SeedSequence``): 2/3 of each function's
+    settings in ``pool``, drawn at random, one cross-validated data set each, and the seed of its Stan fit."""
+    rng = np.random.default_rng(seed)
+    chosen = []
+    for f in MAKERS:
+        of_f = [s for s in pool if s.function == f]
+        chosen += [of_f[i] for i in np.sort(rng.choice(len(of_f), size=round(2 * len(of_f) / 3), replace=False))]
+    acc_lda, acc_cart = map(np.array, zip(*(friedman_cv(s, seed=int(rng.integers(2**31))) for s in chosen)))
+    return chosen, acc_lda, acc_cart, int(rng.integers(2**31))
+
+
+def analyse(rep, chosen, acc_lda, acc_cart, fit_seed, truth, **fit_kwargs):
+    """Both tests on one replicate's data, as one table row."""
+    result = hierarchical_test(
+        acc_lda, acc_cart, rope=ROPE, folds=10, model_a="lda", model_b="cart", seed=fit_seed, **fit_kwargs
+    )
+    delta = np.array([truth[s] for s in chosen])
+    means = (acc_lda - acc_cart).mean(axis=1)
+    return {
+        "rep": rep,
+        "q": len(chosen),
+        "p_left": result.p_left,
+        "p_rope": result.p_rope,
+        "p_right": result.p_right,
+        "odds_right_left": result.odds["a_better/b_better"],
+        "odds_right_rope": result.odds["a_better/rope"],
+        "odds_rope_left": result.odds["rope/b_better"],
+        "signed_rank_p": wilcoxon(means).pvalue,
+        "mse_mle": np.mean((means - delta) ** 2),
+        "mse_shrinkage": np.mean((result.shrinkage["shrunk"].to_numpy() - delta) ** 2),
+    }
+
+
+def experiment(pool, truth, reps=200, seed=0, jobs=1, **fit_kwargs):
     """Sec. "Assessing the conclusions of the tests": each replicate draws 2/3 of each function's settings in
-    ``pool`` (12 of 18 in the paper), cross-validates one data set per setting and runs both tests."""
-    rows = []
-    for rep, child in enumerate(np.random.SeedSequence(seed).spawn(reps)):
-        rng = np.random.default_rng(child)
-        chosen = []
-        for f in MAKERS:
-            of_f = [s for s in pool if s.function == f]
-            chosen += [of_f[i] for i in np.sort(rng.choice(len(of_f), size=round(2 * len(of_f) / 3), replace=False))]
-        acc_lda, acc_cart = map(np.array, zip(*(friedman_cv(s, seed=int(rng.integers(2**31))) for s in chosen)))
-        result = hierarchical_test(
-            acc_lda, acc_cart, rope=ROPE, folds=10, model_a="lda", model_b="cart",
-            seed=int(rng.integers(2**31)), **fit_kwargs,
-        )
-        delta = np.array([truth[s] for s in chosen])
-        means = (acc_lda - acc_cart).mean(axis=1)
-        rows.append(
-            {
-                "rep": rep,
-                "q": len(chosen),
-                "p_left": result.p_left,
-                "p_rope": result.p_rope,
-                "p_right": result.p_right,
-                "odds_right_left": result.odds["a_better/b_better"],
-                "odds_right_rope": result.odds["a_better/rope"],
-                "odds_rope_left": result.odds["rope/b_better"],
-                "signed_rank_p": wilcoxon(means).pvalue,
-                "mse_mle": np.mean((means - delta) ** 2),
-                "mse_shrinkage": np.mean((result.shrinkage["shrunk"].to_numpy() - delta) ** 2),
-            }
-        )
-    return evidence(pd.DataFrame(rows))
+    ``pool`` (12 of 18 in the paper), cross-validates one data set per setting and runs both tests.
+
+    The cross-validation (the expensive part) runs in ``jobs`` processes, the Stan fits in this one; every
+    replicate has its own seed, so the table does not depend on ``jobs``."""
+    seeds = np.random.SeedSequence(seed).spawn(reps)
+    data = parallel_map(cross_validate, [(s, pool) for s in seeds], jobs)
+    return evidence(pd.DataFrame([analyse(rep, *d, truth, **fit_kwargs) for rep, d in enumerate(data)]))
+
+
+def parallel_map(function, argument_tuples, jobs):
+    """``[function(*args) for args in argument_tuples]``, in ``jobs`` fresh (spawned) processes when jobs > 1.
+    Only scikit-learn work goes there: pystan's own process pool does not shut down inside a pool worker."""
+    if jobs == 1:
+        return [function(*args) for args in argument_tuples]
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(function, *zip(*argument_tuples)))
 
 
 def summarise(runs):
@@ -198,6 +219,7 @@ def main(argv=None):
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--warmup", type=int, default=1000)
+    parser.add_argument("--jobs", type=int, default=1, help="processes (results do not depend on it)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     pool = [SETTINGS[i] for i in np.linspace(0, len(SETTINGS) - 1, args.settings).round().astype(int)]
@@ -207,7 +229,8 @@ def main(argv=None):
         saved = pd.read_csv(args.truth, index_col=0)["delta"]
         truth = {s: saved[str(s)] for s in pool}
     else:
-        truth = {s: actual_delta(s, args.truth_reps, seed=[args.seed, i]) for i, s in enumerate(pool)}
+        work = [(s, args.truth_reps, 5000, [args.seed, i]) for i, s in enumerate(pool)]
+        truth = dict(zip(pool, parallel_map(actual_delta, work, args.jobs)))
     deltas = np.array(list(truth.values()))
     pd.Series({str(s): d for s, d in truth.items()}, name="delta").to_csv(args.out / "friedman_truth.csv")
     source = args.truth or f"{args.truth_reps} training sets per setting"
@@ -217,7 +240,7 @@ def main(argv=None):
           f"left: {np.mean(deltas < -ROPE):.0%}   (paper: delta0 = 0.02, 65% right of the rope)")
 
     start = time.perf_counter()
-    runs = experiment(pool, truth, reps=args.reps, seed=args.seed,
+    runs = experiment(pool, truth, reps=args.reps, seed=args.seed, jobs=args.jobs,
                       chains=args.chains, draws=args.draws, warmup=args.warmup)
     runs.to_csv(args.out / "friedman_runs.csv", index=False)
     plot(runs).savefig(args.out / "friedman.png", dpi=120)
