@@ -126,9 +126,11 @@ class _Runner:
             switched = prepare.switch_parameterisation(prepared.stan_data)
             retry = self._sample(switched)
             other, other_divergences = _form(switched), retry.divergences
+            seconds = posterior.seconds + retry.seconds  # the reported sampling time covers both fits
             if retry.divergences < posterior.divergences:
                 other, other_divergences = self.form[prior], posterior.divergences
                 prepared.stan_data, posterior = switched, retry
+            posterior.seconds = seconds
             plural = "s" if other_divergences != 1 else ""
             self.form[prior] = (f"{_form(prepared.stan_data)}; {other} was tried too "
                                 f"({other_divergences} divergent transition{plural})")
