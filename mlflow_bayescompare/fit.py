@@ -13,7 +13,9 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 
@@ -61,19 +63,21 @@ def sample(stan_data: dict, *, chains: int, draws: int, warmup: int, seed: int, 
 
 def _sample_pystan(stan_data, *, chains, draws, warmup, seed):
     posterior = stan_model.pystan_model(stan_data, seed)
-    start = time.perf_counter()
+    start, started = time.perf_counter(), time.time()
     try:
-        with stan_model._quiet_stdout(), _quiet_asyncio():
+        with stan_model._quiet_stdout(), _quiet_asyncio(), _kill_samplers_on_ctrl_c():
             fit = posterior.sample(num_chains=chains, num_samples=draws, num_warmup=warmup)
     except RuntimeError as exc:
         raise SamplingError(f"Stan failed to sample: {exc}") from exc
     except KeyboardInterrupt:
         _stop_pystan_workers()
+        stan_model.discard_pystan_fits(since=started)
         raise
     finally:
         stan_model.prune_pystan_fits()
     if fit is None:  # pystan swallows KeyboardInterrupt (Ctrl-C) and returns None
         _stop_pystan_workers()
+        stan_model.discard_pystan_fits(since=started)
         raise KeyboardInterrupt("sampling interrupted")
 
     def by_chain(flat: np.ndarray) -> np.ndarray:
@@ -93,13 +97,40 @@ def _stop_pystan_workers() -> None:
     if services is None:
         return
     old = services.executor
-    for proc in list((getattr(old, "_processes", None) or {}).values()):
-        with contextlib.suppress(Exception):
-            proc.kill()
+    _kill_pystan_samplers()
     with contextlib.suppress(Exception):
         old.shutdown(wait=False, cancel_futures=True)
     services.executor = concurrent.futures.ProcessPoolExecutor(mp_context=multiprocessing.get_context("fork"),
                                                                initializer=services.init_worker)
+
+
+def _kill_pystan_samplers() -> None:
+    services = sys.modules.get("httpstan.services_stub")
+    for proc in list((getattr(getattr(services, "executor", None), "_processes", None) or {}).values()):
+        with contextlib.suppress(Exception):
+            proc.kill()
+
+
+@contextlib.contextmanager
+def _kill_samplers_on_ctrl_c():
+    """Make Ctrl-C stop sampling at once.  asyncio would turn it into a cancellation, which httpstan's loop reading
+    a chain's output does not see while draws keep arriving, so pystan would return only when sampling ends.
+    Killing the sampler processes first ends that loop.  Left alone where SIGINT is not the default (pool workers
+    that ignore it, other handlers) or outside the main thread."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+
+    def interrupt(signum, frame):
+        _kill_pystan_samplers()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @contextlib.contextmanager

@@ -148,14 +148,23 @@ FIT_CACHE_SECONDS = 300
 def prune_pystan_fits(max_age: float = FIT_CACHE_SECONDS) -> None:
     """Delete fits httpstan kept on disk.  With a seed, httpstan caches every fit (a few MB each) forever; files
     older than ``max_age`` seconds are no longer being read by any sampler and go."""
+    _delete_pystan_fits(lambda mtime: mtime < time.time() - max_age)
+
+
+def discard_pystan_fits(since: float) -> None:
+    """Delete the fits httpstan wrote since ``since`` (a ``time.time()``): after an interrupt they are partial, and
+    httpstan would hand them to the next identical request (same data and seed) from its cache."""
+    _delete_pystan_fits(lambda mtime: mtime >= since)
+
+
+def _delete_pystan_fits(condition) -> None:
     import httpstan.cache
     import httpstan.models
 
     fits = httpstan.cache.model_directory(httpstan.models.calculate_model_name(program_code())) / "fits"
-    cutoff = time.time() - max_age
     for path in fits.glob("*.jsonlines.gz"):
         with contextlib.suppress(OSError):
-            if path.stat().st_mtime < cutoff:
+            if condition(path.stat().st_mtime):
                 path.unlink()
 
 
