@@ -37,7 +37,14 @@ def _cli(*args, env=None, timeout=600):
     full_env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
     full_env.update(env or {})
     return subprocess.Popen([sys.executable, "-m", "mlflow_bayescompare.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=full_env, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, env=full_env, start_new_session=True,
+                            preexec_fn=_terminal_sigint)
+
+
+def _terminal_sigint():
+    """SIGINT as in a terminal.  A shell starts background jobs (``cmd &``) with SIGINT ignored, and children inherit
+    that, so under such a runner Ctrl-C would never reach the CLI at all."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _finish(proc, timeout=600):
@@ -303,12 +310,14 @@ def test_ctrl_c_during_a_server_job_ends_the_run_failed(uci_store):
             time.sleep(0.1)
 
     threading.Thread(target=interrupt_when_sampling, daemon=True).start()
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal; see _terminal_sigint
     try:
         with pytest.raises(KeyboardInterrupt):
             compare_runs(experiment_ids=[eid], metric="accuracy", model_a="hnb", model_b="nbc", tracking_uri=uri,
                          chains=2, draws=100000, seed=1, run_id=run_id)
     finally:
         done.set()
+        signal.signal(signal.SIGINT, previous)
     run = client.get_run(run_id)
     assert run.info.status == "FAILED"
     assert run.data.tags["bayescompare.stage"] == "failed"
