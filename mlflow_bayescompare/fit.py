@@ -52,7 +52,8 @@ def sample(stan_data: dict, *, chains: int, draws: int, warmup: int, seed: int, 
     for name in PARAMETERS:
         if name in raw and name not in ("delta", "delta_w") and raw[name].size:
             out[name] = raw[name].reshape(chains, draws)  # Stan arrays of length 1 become scalars
-    delta = np.empty((chains, draws, q))  # put δ_i back together: centred ones as sampled, δ0 + σ0 sinh(w_i) for the rest
+    # put δ_i back together: centred ones as sampled, δ0 + σ0 sinh(w_i) for the rest
+    delta = np.empty((chains, draws, q))
     delta[..., np.asarray(stan_data["idx_c"], dtype=int) - 1] = raw["delta"].reshape(chains, draws, -1)
     delta[..., np.asarray(stan_data["idx_nc"], dtype=int) - 1] = (
         out["delta0"][..., None] + out["sigma0"][..., None] * np.sinh(raw["delta_w"].reshape(chains, draws, -1))
@@ -67,6 +68,8 @@ def _sample_pystan(stan_data, *, chains, draws, warmup, seed):
     try:
         with stan_model._quiet_stdout(), _quiet_asyncio(), _kill_samplers_on_ctrl_c():
             fit = posterior.sample(num_chains=chains, num_samples=draws, num_warmup=warmup)
+        if fit is None:  # pystan swallows KeyboardInterrupt (Ctrl-C) and returns None
+            raise KeyboardInterrupt("sampling interrupted")
     except RuntimeError as exc:
         raise SamplingError(f"Stan failed to sample: {exc}") from exc
     except KeyboardInterrupt:
@@ -75,10 +78,6 @@ def _sample_pystan(stan_data, *, chains, draws, warmup, seed):
         raise
     finally:
         stan_model.prune_pystan_fits()
-    if fit is None:  # pystan swallows KeyboardInterrupt (Ctrl-C) and returns None
-        _stop_pystan_workers()
-        stan_model.discard_pystan_fits(since=started)
-        raise KeyboardInterrupt("sampling interrupted")
 
     def by_chain(flat: np.ndarray) -> np.ndarray:
         # pystan returns (*dims, draws * chains) with the draw index running fastest

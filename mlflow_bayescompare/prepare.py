@@ -113,7 +113,6 @@ def prepare(
     if std_among == 0:  # every dataset has the same mean: fall back as for q = 1
         std_among = std_within
     bound = max(float(np.max(np.abs(x))) for x in scaled)
-    noncentred = weakly_informed(xbar, ssd, n, rho)
     stan_data = {
         "q": len(scaled),
         "n": n.tolist(),
@@ -125,9 +124,7 @@ def prepare(
         "sigma0_high": std_upper_bound * std_among,
         "sigma_high": std_upper_bound * std_within,
         "exact_sigma_bound": int(exact_sigma_bound),
-        "q_nc": len(noncentred),
-        "idx_nc": [i + 1 for i in noncentred],
-        "idx_c": [i + 1 for i in range(len(scaled)) if i not in noncentred],
+        **delta_form(len(scaled), noncentred=weakly_informed(xbar, ssd, n, rho)),
         "nu_prior": prior_code,
         "alpha_low": alpha_bounds[0],
         "alpha_high": alpha_bounds[1],
@@ -138,8 +135,8 @@ def prepare(
 
 
 
-def weakly_informed(xbar: np.ndarray, ssd: np.ndarray, n: np.ndarray, rho: np.ndarray) -> list[int]:
-    """Datasets to sample non-centred: all of them when the hierarchy, not the data, pins the δ_i down; else none.
+def weakly_informed(xbar: np.ndarray, ssd: np.ndarray, n: np.ndarray, rho: np.ndarray) -> bool:
+    """Whether to sample every δ_i non-centred: the hierarchy, not the data, pins the δ_i down.
 
     That is when the typical standard error (Nadeau-Bengio) exceeds the spread of the true δ_i, estimated robustly
     as τ² = (1.4826·MAD(x̄))² − se².  With well-separated datasets (the usual case) every δ_i stays centred.
@@ -148,12 +145,17 @@ def weakly_informed(xbar: np.ndarray, ssd: np.ndarray, n: np.ndarray, rho: np.nd
     centre = np.median(xbar)
     spread = 1.4826 * float(np.median(np.abs(xbar - centre)))
     tau = np.sqrt(max(spread**2 - float(np.median(se)) ** 2, 0.0))
-    return list(range(len(xbar))) if np.median(se) > tau else []
+    return bool(np.median(se) > tau)
+
+
+def delta_form(q: int, noncentred: bool) -> dict:
+    """The Stan data that pick the form of δ_i: all ``q`` non-centred, or all centred (1-based indices)."""
+    every = list(range(1, q + 1))
+    if noncentred:
+        return {"q_nc": q, "idx_nc": every, "idx_c": []}
+    return {"q_nc": 0, "idx_nc": [], "idx_c": every}
 
 
 def switch_parameterisation(stan_data: dict) -> dict:
-    """The same Stan data with the other form of δ_i: all centred if any was non-centred, else all non-centred."""
-    q = stan_data["q"]
-    noncentred = [] if stan_data["q_nc"] else list(range(1, q + 1))
-    centred = [i for i in range(1, q + 1) if i not in noncentred]
-    return {**stan_data, "q_nc": len(noncentred), "idx_nc": noncentred, "idx_c": centred}
+    """The same Stan data with the other form of δ_i."""
+    return {**stan_data, **delta_form(stan_data["q"], noncentred=not stan_data["q_nc"])}

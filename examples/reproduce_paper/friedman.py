@@ -95,7 +95,7 @@ def friedman_cv(setting, runs=10, folds=10, seed=None):
     return acc[:, 0], acc[:, 1]
 
 
-def actual_delta(setting, reps=500, test_size=5000, seed=None):
+def actual_delta(setting, reps=500, seed=None, test_size=5000):
     """delta_i = acc(lda) - acc(cart) averaged over ``reps`` fresh training sets, each scored on a fresh
     ``test_size`` test set (Sec. "Measuring delta_i")."""
     rng = np.random.default_rng(seed)
@@ -229,7 +229,7 @@ def main(argv=None):
         saved = pd.read_csv(args.truth, index_col=0)["delta"]
         truth = {s: saved[str(s)] for s in pool}
     else:
-        work = [(s, args.truth_reps, 5000, [args.seed, i]) for i, s in enumerate(pool)]
+        work = [(s, args.truth_reps, [args.seed, i]) for i, s in enumerate(pool)]
         truth = dict(zip(pool, parallel_map(actual_delta, work, args.jobs)))
     deltas = np.array(list(truth.values()))
     pd.Series({str(s): d for s, d in truth.items()}, name="delta").to_csv(args.out / "friedman_truth.csv")
