@@ -1,7 +1,7 @@
 """Run the Stan model on either backend and return the draws in one layout.
 
-Layout: ``draws[name]`` is an array ``(chains, draws, *shape)`` for each of ``delta0``, ``sigma0``, ``delta`` (whether
-Stan sampled it centred or as ``delta_w``) and,
+Layout: ``draws[name]`` is an array ``(chains, draws, *shape)`` for each of ``delta0`` (Stan samples it as
+``delta0_u``), ``sigma0``, ``delta`` (whether Stan sampled it centred or as ``delta_w``) and,
 when the prior has them, ``nu_minus_one``, ``gamma_alpha``, ``gamma_beta`` (Stan's length-0/1 arrays become absent
 or scalar).  ``sampler[name]`` is ``(chains, draws)`` for ``divergent__``, ``treedepth__``, ``n_leapfrog__``.
 """

@@ -18,28 +18,21 @@
 //       int_0^U sigma^{-n} exp(-Q / (2 sigma^2)) dsigma
 //         = 2^{(n-3)/2} Gamma((n-1)/2) Q^{-(n-1)/2} P_upper((n-1)/2, Q / (2 U^2)),
 //     where P_upper is the regularised upper incomplete gamma function (Stan's gamma_q).
+//     As a function of delta_i, Q_i^{-(n_i-1)/2} is the kernel of a Student-t with n_i - 2 degrees of freedom,
+//     location xbar_i and scale sqrt(S_i / ((1 - rho_i) m_i (n_i - 2))), m_i = n_i / (1 + (n_i - 1) rho_i):
+//     the likelihood is written as that density (one vectorised call); n_i = 2 keeps Q_i^{-1/2} itself.
 //     sigma_i can be recovered exactly afterwards: 1/sigma_i^2 | delta_i, x_i ~ Gamma((n_i-1)/2, Q_i/2)
 //     truncated to sigma_i < U.
-// Sampling: delta_i is centred (as the authors write it) when the data pin every dataset down better than the
-// datasets spread.  Otherwise the centred form makes a funnel between sigma0 and delta_i, and the datasets listed
-// in idx_nc (prepare.py picks them) are sampled non-centred, delta_i = delta0 + sigma0 z_i, with z_i = sinh(w_i):
-// z_i has the Student-t's polynomial tails, w_i only exponential ones, which HMC crosses in far fewer steps when
-// nu is small and a delta_i sits far out in the tail.  The posterior is the same (tests/test_engine.py).  When
-// a fit diverges, hierarchical.py samples the other form as well and keeps the better fit.
-functions {
-  // log p(x_i | delta_i) with sigma_i integrated out, up to a constant (rewrite 2 above).
-  real marginal_lpdf(vector delta, vector xbar, vector ssd_term, vector mean_term, vector half_dof,
-                     real two_u2) {
-    vector[num_elements(delta)] quad = ssd_term + mean_term .* square(xbar - delta);
-    real lp = -dot_product(half_dof, log(quad));
-    if (two_u2 > 0) {
-      for (i in 1:num_elements(delta)) {
-        lp += log(gamma_q(half_dof[i], quad[i] / two_u2));
-      }
-    }
-    return lp;
-  }
-}
+// Sampling (the same posterior, other coordinates; tests/test_engine.py, tests/test_likelihood.py):
+//  * delta_i is centred (as the authors write it) when the data pin every dataset down better than the
+//    datasets spread.  Otherwise the centred form makes a funnel between sigma0 and delta_i, and the datasets
+//    listed in idx_nc (prepare.py picks them) are sampled non-centred, delta_i = delta0 + sigma0 z_i, with
+//    z_i = sinh(w_i): z_i has the Student-t's polynomial tails, w_i only exponential ones, which HMC crosses in
+//    far fewer steps when nu is small and a delta_i sits far out in the tail.  When a fit diverges,
+//    hierarchical.py samples the other form as well and keeps the better fit.
+//  * delta0's uniform prior on its wide data-derived bounds is sampled through a logit centred on mean(xbar)
+//    whose slope there is delta0's rough posterior sd, so that the sampler's initial unit metric fits it; Stan's
+//    own bounds transform would put it on a scale ~100 times too small and make early warm-up take long steps.
 data {
   int<lower=1> q;                                   // number of datasets
   array[q] int<lower=2> n;                          // scores per dataset (runs x folds)
@@ -73,9 +66,39 @@ transformed data {
   // The incomplete-gamma factor equals 1 to double precision when sigma_high is 1000 times the data's spread
   // (the paper's bound): exact_sigma_bound = 0 skips it; the caller checks the factor on the posterior draws.
   real two_u2 = exact_sigma_bound ? 2 * square(sigma_high) : 0;
+  // rewrite 2 as Student-t densities (n_i >= 3, idx_t) and the bare kernel Q_i^{-1/2} (n_i = 2, idx_2)
+  int q2 = 0;
+  for (i in 1:q) {
+    q2 += n[i] == 2;
+  }
+  array[q - q2] int idx_t;
+  array[q2] int idx_2;
+  {
+    int t = 0;
+    int k = 0;
+    for (i in 1:q) {
+      if (n[i] == 2) {
+        k += 1;
+        idx_2[k] = i;
+      } else {
+        t += 1;
+        idx_t[t] = i;
+      }
+    }
+  }
+  vector[q - q2] xbar_t = xbar[idx_t];
+  vector[q - q2] t_df = to_vector(n[idx_t]) - 2;
+  vector[q - q2] t_scale = sqrt(ssd_term[idx_t] ./ (mean_term[idx_t] .* t_df));
+  vector[q2] xbar_2 = xbar[idx_2];
+  vector[q2] var_2 = ssd_term[idx_2] ./ mean_term[idx_2];
+  // delta0 = delta0_low + (delta0_high - delta0_low) inv_logit(d0_at + d0_slope delta0_u), see the header
+  real d0_sd = sqrt(((q > 1 ? variance(xbar) : 0) + mean(ssd_term ./ mean_term ./ (2 * half_dof))) / q);
+  real d0_p = fmin(fmax((mean(xbar) - delta0_low) / (delta0_high - delta0_low), 1e-6), 1 - 1e-6);
+  real d0_at = logit(d0_p);
+  real d0_slope = d0_sd / ((delta0_high - delta0_low) * d0_p * (1 - d0_p));
 }
 parameters {
-  real<lower=delta0_low, upper=delta0_high> delta0;
+  real delta0_u;                                     // delta0 on the scaled logit (header)
   real<lower=0, upper=sigma0_high> sigma0;
   array[nu_prior == 3 ? 0 : 1] real<lower=0> nu_scaled;    // beta * nu' (hierarchical prior), else nu'
   array[nu_prior == 0 ? 1 : 0] real<lower=alpha_low, upper=alpha_high> gamma_alpha;
@@ -84,6 +107,7 @@ parameters {
   vector[q_nc] delta_w;                              // asinh((delta_i - delta0) / sigma0) of the others (idx_nc)
 }
 transformed parameters {
+  real delta0 = delta0_low + (delta0_high - delta0_low) * inv_logit(d0_at + d0_slope * delta0_u);
   // nu' ~ Gamma(alpha, beta) is sampled as nu' = g / beta with g ~ Gamma(alpha, 1), the same prior (beta is a
   // rate); this decouples nu' from beta, whose joint posterior otherwise mixes slowly in nu's long right tail.
   array[nu_prior == 3 ? 0 : 1] real nu_minus_one;
@@ -95,7 +119,13 @@ transformed parameters {
 }
 model {
   vector[q_nc] delta_z = sinh(delta_w);
-  target += sum(abs(delta_w) + log1p_exp(-2 * abs(delta_w)));  // log |dz/dw| = log cosh(w), up to a constant
+  vector[q] delta_all;                               // every delta_i, in input order
+  delta_all[idx_c] = delta;
+  delta_all[idx_nc] = delta0 + sigma0 * delta_z;
+  // log-Jacobians (constants dropped): delta0 = f(delta0_u) gives delta0 ~ U(delta0_low, delta0_high);
+  // z = sinh(w): log |dz/dw| = log cosh(w)
+  target += log_inv_logit(d0_at + d0_slope * delta0_u) + log1m_inv_logit(d0_at + d0_slope * delta0_u);
+  target += sum(abs(delta_w) + log1p_exp(-2 * abs(delta_w)));
   // prior on nu and its sensitivity variants (paper, Table tab:prior-nu)
   if (nu_prior == 0) {
     nu_scaled[1] ~ gamma(gamma_alpha[1], 1);
@@ -112,8 +142,12 @@ model {
     delta ~ student_t(1 + nu_minus_one[1], delta0, sigma0);
     delta_z ~ student_t(1 + nu_minus_one[1], 0, 1);
   }
-  // [eq:mvn] with sigma_i integrated out
-  delta ~ marginal(xbar[idx_c], ssd_term[idx_c], mean_term[idx_c], half_dof[idx_c], two_u2);
-  (delta0 + sigma0 * delta_z) ~ marginal(xbar[idx_nc], ssd_term[idx_nc], mean_term[idx_nc], half_dof[idx_nc],
-                                         two_u2);
+  // [eq:mvn] with sigma_i integrated out (rewrite 2)
+  xbar_t ~ student_t(t_df, delta_all[idx_t], t_scale);
+  target += -0.5 * sum(log1p(square(xbar_2 - delta_all[idx_2]) ./ var_2));
+  if (two_u2 > 0) {
+    for (i in 1:q) {
+      target += log(gamma_q(half_dof[i], (ssd_term[i] + mean_term[i] * square(xbar[i] - delta_all[i])) / two_u2));
+    }
+  }
 }

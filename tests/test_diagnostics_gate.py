@@ -77,10 +77,11 @@ def test_well_mixed_chains_pass_the_gate(tracking_uri, client, uci_experiment):
 
 
 def test_divergences_alone_trip_the_gate(tracking_uri, client, uci_experiment):
-    """hnb vs nbc on the six UCI datasets, 2 chains × 1000 draws, seed 2: 2 divergent transitions in both forms
-    of δ_i, with R-hat 1.0042 (measured with this engine), so only the divergences trip the gate."""
+    """hnb vs nbc on the six UCI datasets, 2 chains × 1000 draws, seed 19: 3 divergent transitions in the kept
+    form of δ_i (9 in the other), with R-hat 1.0073 (measured with this engine), so only the divergences trip the
+    gate."""
     argv = ["compare", "--tracking-uri", tracking_uri, "--experiment-id", uci_experiment, "--metric", "accuracy",
-            "--model-a", "hnb", "--model-b", "nbc", "--chains", "2", "--draws", "1000", "--seed", "2", "--strict",
+            "--model-a", "hnb", "--model-b", "nbc", "--chains", "2", "--draws", "1000", "--seed", "19", "--strict",
             "--json"]
     result = CliRunner().invoke(main, argv)
     report = json.loads(result.stdout)

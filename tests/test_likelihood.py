@@ -8,7 +8,7 @@ numerically.  Log densities are compared as differences between parameter points
 
 import numpy as np
 import pytest
-from scipy import integrate, special, stats
+from scipy import integrate, optimize, special, stats
 
 from mlflow_bayescompare import model as stan_model
 
@@ -58,28 +58,36 @@ def test_log_determinant_is_stable_where_the_adjugate_underflows():
 
 @pytest.fixture(scope="module")
 def stan_density():
-    """Stan's log density of the Gaussian-δ variant (nu_prior = 3) with the incomplete-gamma factor kept."""
+    """Stan's log density of the Gaussian-δ variant (nu_prior = 3) with the incomplete-gamma factor kept, as a
+    function of (δ0, σ0, δ).  Stan samples δ0 as ``delta0_u`` (a rescaled logit, see the .stan header): the point
+    is found by inverting Stan's own transform, and log|dδ0/du| (by finite differences of that transform) is
+    taken off again, so what is returned is the density of the model as the paper writes it."""
     rng = np.random.default_rng(7)
-    ns, rhos = [6, 12, 25], [0.1, 0.3, 0.0]
-    xs = [rng.normal(mu, sd, n) for mu, sd, n in zip([0.2, -0.4, 1.0], [0.8, 1.5, 0.6], ns)]
+    ns, rhos = [2, 6, 12, 25], [0.5, 0.1, 0.3, 0.0]  # n = 2 is written without the Student-t form
+    xs = [rng.normal(mu, sd, n) for mu, sd, n in zip([0.5, 0.2, -0.4, 1.0], [1.0, 0.8, 1.5, 0.6], ns)]
     upper = 6.0  # small bound so that the incomplete-gamma factor matters
     data = {
-        "q": 3, "n": ns, "rho": rhos,
+        "q": 4, "n": ns, "rho": rhos,
         "xbar": [x.mean() for x in xs], "ssd": [float(np.sum((x - x.mean()) ** 2)) for x in xs],
         "delta0_low": -5.0, "delta0_high": 5.0, "sigma0_high": 10.0, "sigma_high": upper,
-        "exact_sigma_bound": 1, "q_nc": 0, "idx_nc": [], "idx_c": [1, 2, 3],
+        "exact_sigma_bound": 1, "q_nc": 0, "idx_nc": [], "idx_c": [1, 2, 3, 4],
         "nu_prior": 3, "alpha_low": 0.5, "alpha_high": 5.0, "beta_low": 0.05, "beta_high": 0.15,
     }
     posterior = stan_model.pystan_model(data, seed=1)
+    empty = {"nu_scaled": [], "gamma_alpha": [], "gamma_beta": [], "delta_w": []}
+
+    at = posterior.constrained_param_names.index("delta0")
+
+    def delta0_of(u):  # unconstrained point: (delta0_u, logit σ0, δ_1..δ_4); δ0 does not depend on the others
+        return posterior.constrain_pars([u, 0.0, 0.0, 0.0, 0.0, 0.0])[at]
 
     def log_density(delta0, sigma0, delta):
-        unc = posterior.unconstrain_pars({"delta0": delta0, "sigma0": sigma0, "nu_scaled": [],
-                                          "gamma_alpha": [], "gamma_beta": [], "delta": delta,
-                                          "delta_w": []})
-        return posterior.log_prob(unc, adjust_transform=False)
+        u = optimize.brentq(lambda v: delta0_of(v) - delta0, -50, 50, xtol=1e-13)
+        unc = posterior.unconstrain_pars({"delta0_u": u, "sigma0": sigma0, "delta": delta, **empty})
+        log_jacobian = np.log((delta0_of(u + 1e-5) - delta0_of(u - 1e-5)) / 2e-5)
+        return posterior.log_prob(unc, adjust_transform=False) - log_jacobian
 
     return xs, rhos, upper, log_density
-
 
 def test_stan_marginal_likelihood_equals_integrated_full_mvn(stan_density):
     xs, rhos, upper, log_density = stan_density
@@ -88,7 +96,8 @@ def test_stan_marginal_likelihood_equals_integrated_full_mvn(stan_density):
         prior = stats.norm.logpdf(delta, delta0, sigma0).sum()
         return prior + sum(marginal_reference(x, d, r, upper) for x, d, r in zip(xs, delta, rhos))
 
-    points = [(0.1, 0.5, [0.2, -0.3, 0.9]), (-0.5, 1.3, [0.0, -0.8, 1.4]), (0.8, 0.2, [0.5, 0.1, 0.7])]
+    points = [(0.1, 0.5, [0.4, 0.2, -0.3, 0.9]), (-0.5, 1.3, [-0.2, 0.0, -0.8, 1.4]),
+              (0.8, 0.2, [0.9, 0.5, 0.1, 0.7])]
     ours = [log_density(*p) for p in points]
     ref = [reference(*p) for p in points]
     for k in (1, 2):
