@@ -92,6 +92,9 @@ transformed data {
   vector[q2] xbar_2 = xbar[idx_2];
   vector[q2] var_2 = ssd_term[idx_2] ./ mean_term[idx_2];
   // delta0 = delta0_low + (delta0_high - delta0_low) inv_logit(d0_at + d0_slope delta0_u), see the header
+  if (!(delta0_high > delta0_low)) {
+    reject("delta0_high (", delta0_high, ") must exceed delta0_low (", delta0_low, ")");
+  }
   real d0_sd = sqrt(((q > 1 ? variance(xbar) : 0) + mean(ssd_term ./ mean_term ./ (2 * half_dof))) / q);
   real d0_p = fmin(fmax((mean(xbar) - delta0_low) / (delta0_high - delta0_low), 1e-6), 1 - 1e-6);
   real d0_at = logit(d0_p);

@@ -218,8 +218,8 @@ def _valid_stan_data() -> dict:
 def test_stan_initialisation_failure_carries_stans_message():
     """Our own validation stops every bad input we know of before Stan (the last one, ±inf stored by MLflow as
     ±1.8e308, gave exactly this failure), so hand Stan data that passes its declared constraints but leaves no
-    valid initial value: δ0's lower and upper bounds equal."""
-    data = {**_valid_stan_data(), "delta0_low": 0.0, "delta0_high": 0.0}
+    valid initial value: σ0's upper bound 0."""
+    data = {**_valid_stan_data(), "sigma0_high": 0.0}
     with pytest.raises(SamplingError) as info:
         fit.sample(data, chains=1, draws=20, warmup=20, seed=1, backend="pystan")
     message = str(info.value)
@@ -227,12 +227,16 @@ def test_stan_initialisation_failure_carries_stans_message():
     assert "Initialization" in message and "lub_constrain" in message  # Stan's own words
 
 
-def test_stan_rejects_data_that_breaks_its_declared_constraints():
-    data = {**_valid_stan_data(), "n": [10, -3]}
+@pytest.mark.parametrize("change,words", [
+    ({"n": [10, -3]}, ["n[2] is -3", "greater than or equal to 2"]),
+    ({"delta0_low": 0.0, "delta0_high": 0.0}, ["delta0_high (0) must exceed delta0_low (0)"]),
+])
+def test_stan_rejects_data_that_breaks_its_declared_constraints(change, words):
+    data = {**_valid_stan_data(), **change}
     with pytest.raises(SamplingError) as info:
         fit.sample(data, chains=1, draws=20, warmup=20, seed=1, backend="pystan")
     message = str(info.value)
-    assert "n[2] is -3" in message and "greater than or equal to 2" in message, message  # Stan's own words
+    assert all(w in message for w in words), message  # Stan's own words
 
 
 # ------------------------------------------------------------------------------------------------ Ctrl-C
