@@ -2,6 +2,7 @@
 
 import json
 import os
+import time
 
 import numpy as np
 import pytest
@@ -133,6 +134,27 @@ def test_pystan_build_leaves_the_working_directory_clean(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     hierarchical_test(diffs=simulate([0.01, 0.02, 0.03]), folds=10, seed=10, chains=1, draws=50, warmup=50)
     assert os.listdir(tmp_path) == []
+
+
+def test_pystan_stores_this_packages_fits_uncompressed_and_restores_httpstan():
+    import gzip
+    import zlib
+
+    import httpstan.cache
+    import httpstan.models
+    import httpstan.services_stub
+
+    started = time.time()
+    res = hierarchical_test(diffs=simulate([0.01, 0.02, 0.03], seed=3), folds=10, seed=int(started) % 100_000,
+                            chains=1, draws=50, warmup=50)
+    assert res.p_a_better + res.p_rope + res.p_b_better == pytest.approx(1)
+    assert httpstan.services_stub.zlib is zlib  # put back after the call
+    fits = httpstan.cache.model_directory(httpstan.models.calculate_model_name(stan_model.program_code())) / "fits"
+    new = [p for p in fits.glob("*.jsonlines.gz") if p.stat().st_mtime >= started]
+    assert new, "no fit written by this call"
+    for path in new:
+        raw = path.read_bytes()
+        assert len(raw) > 0.99 * len(gzip.decompress(raw))  # gzip level 0: stored, not compressed
 
 
 # --- bad input -------------------------------------------------------------------------------------------------
