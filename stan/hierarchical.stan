@@ -125,10 +125,9 @@ model {
   vector[q] delta_all;                               // every delta_i, in input order
   delta_all[idx_c] = delta;
   delta_all[idx_nc] = delta0 + sigma0 * delta_z;
-  real d0_logit = d0_at + d0_slope * delta0_u;
   // log-Jacobians (constants dropped): delta0 = f(delta0_u) gives delta0 ~ U(delta0_low, delta0_high);
   // z = sinh(w): log |dz/dw| = log cosh(w)
-  target += log_inv_logit(d0_logit) + log1m_inv_logit(d0_logit);
+  target += log_inv_logit(d0_at + d0_slope * delta0_u) + log1m_inv_logit(d0_at + d0_slope * delta0_u);
   target += sum(abs(delta_w) + log1p_exp(-2 * abs(delta_w)));
   // prior on nu and its sensitivity variants (paper, Table tab:prior-nu)
   if (nu_prior == 0) {
