@@ -116,20 +116,27 @@ def _kill_pystan_samplers() -> None:
 def _kill_samplers_on_ctrl_c():
     """Make Ctrl-C stop sampling at once.  asyncio would turn it into a cancellation, which httpstan's loop reading
     a chain's output does not see while draws keep arriving, so pystan would return only when sampling ends.
-    Killing the sampler processes first ends that loop.  Left alone where SIGINT is not the default (pool workers
-    that ignore it, other handlers) or outside the main thread."""
+    Killing the sampler processes first ends that loop; whatever that loop then raises about the broken stream
+    (aiohttp's ``ClientPayloadError``, say) is reported as the interrupt it is.  Left alone where SIGINT is not the
+    default (pool workers that ignore it, other handlers) or outside the main thread."""
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         yield
         return
+    pressed = []
 
     def interrupt(signum, frame):
+        pressed.append(signum)
         _kill_pystan_samplers()
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, interrupt)
     try:
         yield
+    except Exception as exc:
+        if pressed:
+            raise KeyboardInterrupt("sampling interrupted") from exc
+        raise
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
