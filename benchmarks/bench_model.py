@@ -122,7 +122,7 @@ def _prune_full_fits() -> None:
 def sample_full(data: dict, *, chains: int, draws: int, warmup: int, seed: int) -> fit_mod.Fit:
     posterior = build_full(data, seed)
     start = time.perf_counter()
-    with stan_model._quiet_stdout(), fit_mod.uncompressed_fit_cache():  # the same transport as ours
+    with stan_model._quiet_stdout(), fit_mod.lean_fit_cache():  # the same transport as ours
         fit = posterior.sample(num_chains=chains, num_samples=draws, num_warmup=warmup)
     seconds = time.perf_counter() - start
     _prune_full_fits()

@@ -30,6 +30,8 @@
 //    z_i = sinh(w_i): z_i has the Student-t's polynomial tails, w_i only exponential ones, which HMC crosses in
 //    far fewer steps when nu is small and a delta_i sits far out in the tail.  When a fit diverges,
 //    hierarchical.py samples the other form as well and keeps the better fit.
+//  * a centred delta_i is sampled as xbar_i + s_i e_i (offset/multiplier), s_i its likelihood's scale: datasets
+//    measured very precisely would otherwise be hundreds of times narrower than the sampler's initial unit metric.
 //  * delta0's uniform prior on its wide data-derived bounds is sampled through a logit centred on mean(xbar)
 //    whose slope there is delta0's rough posterior sd, so that the sampler's initial unit metric fits it; Stan's
 //    own bounds transform would put it on a scale ~100 times too small and make early warm-up take long steps.
@@ -91,6 +93,13 @@ transformed data {
   vector[q - q2] t_scale = sqrt(ssd_term[idx_t] ./ (mean_term[idx_t] .* t_df));
   vector[q2] xbar_2 = xbar[idx_2];
   vector[q2] var_2 = ssd_term[idx_2] ./ mean_term[idx_2];
+  // each centred delta_i is sampled on the scale of its own likelihood (xbar_i, t_scale_i): an affine change of
+  // variables, so the sampler's initial unit metric fits it from the first warm-up iteration
+  vector[q] lik_scale;
+  lik_scale[idx_t] = t_scale;
+  lik_scale[idx_2] = sqrt(var_2);
+  vector[q - q_nc] delta_at = xbar[idx_c];
+  vector[q - q_nc] delta_scale = lik_scale[idx_c];
   // delta0 = delta0_low + (delta0_high - delta0_low) inv_logit(d0_at + d0_slope delta0_u), see the header
   if (!(delta0_high > delta0_low)) {
     reject("delta0_high (", delta0_high, ") must exceed delta0_low (", delta0_low, ")");
@@ -106,7 +115,7 @@ parameters {
   array[nu_prior == 3 ? 0 : 1] real<lower=0> nu_scaled;    // beta * nu' (hierarchical prior), else nu'
   array[nu_prior == 0 ? 1 : 0] real<lower=alpha_low, upper=alpha_high> gamma_alpha;
   array[nu_prior == 0 ? 1 : 0] real<lower=beta_low, upper=beta_high> gamma_beta;
-  vector[q - q_nc] delta;                            // delta_i of the centred datasets (idx_c)
+  vector<offset=delta_at, multiplier=delta_scale>[q - q_nc] delta;  // delta_i of the centred ones (idx_c)
   vector[q_nc] delta_w;                              // asinh((delta_i - delta0) / sigma0) of the others (idx_nc)
 }
 transformed parameters {

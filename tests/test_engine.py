@@ -148,7 +148,7 @@ def test_pystan_build_leaves_the_working_directory_clean(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
-def test_pystan_stores_this_packages_fits_uncompressed_and_restores_httpstan():
+def test_pystan_stores_only_what_it_reads_uncompressed_and_restores_httpstan():
     import gzip
     import zlib
 
@@ -158,15 +158,20 @@ def test_pystan_stores_this_packages_fits_uncompressed_and_restores_httpstan():
 
     started = time.time()
     res = hierarchical_test(diffs=simulate([0.01, 0.02, 0.03], seed=3), folds=10, seed=int(started) % 100_000,
-                            chains=1, draws=50, warmup=50)
+                            chains=2, draws=50, warmup=50)
     assert res.p_a_better + res.p_rope + res.p_b_better == pytest.approx(1)
     assert httpstan.services_stub.zlib is zlib  # put back after the call
     fits = httpstan.cache.model_directory(httpstan.models.calculate_model_name(stan_model.program_code())) / "fits"
     new = [p for p in fits.glob("*.jsonlines.gz") if p.stat().st_mtime >= started]
-    assert new, "no fit written by this call"
+    assert len(new) == 2, "one fit per chain written by this call"
     for path in new:
         raw = path.read_bytes()
-        assert len(raw) > 0.99 * len(gzip.decompress(raw))  # gzip level 0: stored, not compressed
+        lines = gzip.decompress(raw).splitlines()
+        assert len(raw) > 0.99 * sum(len(line) + 1 for line in lines)  # gzip level 0: stored, not compressed
+        topics = {json.loads(line)["topic"] for line in lines}
+        assert {"sample", "logger"} <= topics and "diagnostic" not in topics
+        draws = [line for line in lines if b'"topic":"sample"' in line and b'"lp__"' in line]
+        assert len(draws) == 50
 
 
 # --- bad input -------------------------------------------------------------------------------------------------
