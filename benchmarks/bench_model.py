@@ -98,7 +98,7 @@ def build_full(data: dict, seed: int):
     import stan
 
     old = os.getcwd()
-    with tempfile.TemporaryDirectory() as tmp, stan_model._quiet_stdout():
+    with tempfile.TemporaryDirectory() as tmp, stan_model.quiet_pystan():
         os.chdir(tmp)
         try:
             return stan.build(FULL_STAN.read_text(), data=data, random_seed=seed)
@@ -120,22 +120,13 @@ def _prune_full_fits() -> None:
 
 
 def sample_full(data: dict, *, chains: int, draws: int, warmup: int, seed: int) -> fit_mod.Fit:
-    posterior = build_full(data, seed)
-    start = time.perf_counter()
-    with stan_model._quiet_stdout(), fit_mod.lean_fit_cache():  # the same transport as ours
-        fit = posterior.sample(num_chains=chains, num_samples=draws, num_warmup=warmup)
-    seconds = time.perf_counter() - start
+    """The reference through the same pystan path as ours (``fit.pystan_chains``: a thread and a seed per chain,
+    httpstan keeping only the streams pystan reads)."""
+    raw, sampler, seconds = fit_mod.pystan_chains(lambda chain_seed: build_full(data, chain_seed), FULL_PARAMETERS,
+                                                  chains=chains, draws=draws, warmup=warmup, seed=seed)
     _prune_full_fits()
-
-    def by_chain(flat):
-        dims = flat.shape[:-1]
-        return np.moveaxis(flat.reshape(*dims, chains, draws), (-2, -1), (0, 1))
-
-    out = {}
-    for name in FULL_PARAMETERS:
-        value = by_chain(fit[name])
-        out[name] = value.reshape(chains, draws) if value.size == chains * draws else value.reshape(chains, draws, -1)
-    sampler = {name: by_chain(fit[name]).reshape(chains, draws) for name in fit_mod.SAMPLER_STATS}
+    out = {name: value.reshape(chains, draws) if value.size == chains * draws else value.reshape(chains, draws, -1)
+           for name, value in raw.items()}
     return fit_mod.Fit(out, sampler, "pystan", seconds)
 
 

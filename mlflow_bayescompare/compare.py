@@ -137,6 +137,9 @@ def compare_runs(
         )
         tensor = _pair(collected, model_a, model_b, drop_incomplete, on_duplicate)
         _stage(client, run_id, "sampling")
+        if progress:
+            print(f"bayescompare: sampling {model_a} vs {model_b} on {len(tensor.datasets)} datasets "
+                  f"({chains} chains x {draws} draws)", file=sys.stderr)
         result = _fit(tensor, _fit_settings(rope, greater_is_better, prior, chains, draws, threshold, seed,
                                              backend, sensitivity))
     except BaseException as exc:
@@ -193,6 +196,8 @@ def compare_matrix(
     )
     tensors = {pair: _pair(collected, *pair, drop_incomplete, on_duplicate) for pair in pairs}
     settings = _fit_settings(rope, greater_is_better, prior, chains, draws, threshold, seed, backend, False)
+    if progress:
+        print(f"bayescompare: sampling {len(pairs)} pairs ({chains} chains x {draws} draws each)", file=sys.stderr)
     results = _fit_all(tensors, settings, jobs)
     outcomes = {
         pair: ComparisonOutcome(results[pair], tensors[pair], metric, ids, layout=collected.layout)

@@ -64,14 +64,38 @@ def sample(stan_data: dict, *, chains: int, draws: int, warmup: int, seed: int, 
     return Fit(out, sampler, backend, seconds)
 
 
+def chain_seeds(seed: int, chains: int) -> list[int]:
+    """One Stan seed per chain, drawn from numpy's ``SeedSequence(seed)``: distinct chains, and no two seeds share
+    a chain (seed + k would make the fits of seeds 1 and 2 share three of four chains)."""
+    state = np.random.SeedSequence(seed).generate_state(chains, dtype=np.uint64)
+    return [int(s % (2**31 - 2)) + 1 for s in state]
+
+
 def _sample_pystan(stan_data, *, chains, draws, warmup, seed):
-    posterior = stan_model.pystan_model(stan_data, seed)
+    return pystan_chains(lambda chain_seed: stan_model.pystan_model(stan_data, chain_seed), PARAMETERS,
+                         chains=chains, draws=draws, warmup=warmup, seed=seed)
+
+
+def pystan_chains(build, names, *, chains, draws, warmup, seed):
+    """Sample ``chains`` chains of the pystan model ``build(chain_seed)`` and return ``(raw, sampler, seconds)``:
+    ``raw[name]`` is ``(chains, draws, *dims)`` for each of ``names`` the model has.
+
+    One single-chain pystan call per chain, each in its own thread, chain k seeded with ``chain_seeds(seed)[k]``.
+    One pystan call serves all its chains' output on one asyncio loop, and httpstan's reader of a chain's output does
+    not yield while more output is waiting: the chains of one call take turns instead of running side by side, and
+    a chain waiting for a free process starts only when an earlier chain's reader is done.  With a loop per chain
+    they run in parallel (4 chains on 2 cores: about a quarter less wall time on the paper's data)."""
     start, started = time.perf_counter(), time.time()
+    posteriors = [build(chain_seed) for chain_seed in chain_seeds(seed, chains)]
+    _start_pystan_workers()
+
+    def one_chain(posterior):
+        return posterior.sample(num_chains=1, num_samples=draws, num_warmup=warmup)
+
     try:
-        with stan_model._quiet_stdout(), _quiet_asyncio(), _kill_samplers_on_ctrl_c(), lean_fit_cache():
-            fit = posterior.sample(num_chains=chains, num_samples=draws, num_warmup=warmup)
-        if fit is None:  # pystan swallows KeyboardInterrupt (Ctrl-C) and returns None
-            raise KeyboardInterrupt("sampling interrupted")
+        with stan_model.quiet_pystan(), _quiet_asyncio(), _kill_samplers_on_ctrl_c(), lean_fit_cache(), \
+                concurrent.futures.ThreadPoolExecutor(chains, thread_name_prefix="stan-chain") as pool:
+            fits = list(pool.map(one_chain, posteriors))
     except RuntimeError as exc:
         raise SamplingError(f"Stan failed to sample: {exc}") from exc
     except KeyboardInterrupt:
@@ -81,14 +105,24 @@ def _sample_pystan(stan_data, *, chains, draws, warmup, seed):
     finally:
         stan_model.prune_pystan_fits()
 
-    def by_chain(flat: np.ndarray) -> np.ndarray:
-        # pystan returns (*dims, draws * chains) with the draw index running fastest
-        dims = flat.shape[:-1]
-        return np.moveaxis(flat.reshape(*dims, chains, draws), (-2, -1), (0, 1))
-
-    raw = {name: by_chain(fit[name]) for name in PARAMETERS if name in fit.param_names}
-    sampler = {name: by_chain(fit[name]).reshape(chains, draws) for name in SAMPLER_STATS}
+    # a single-chain fit gives (*dims, draws)
+    raw = {name: np.stack([np.moveaxis(fit[name], -1, 0) for fit in fits])
+           for name in names if name in fits[0].param_names}
+    sampler = {name: np.stack([fit[name].reshape(draws) for fit in fits]) for name in SAMPLER_STATS}
     return raw, sampler, time.perf_counter() - start
+
+
+def _start_pystan_workers() -> None:
+    """httpstan forks its sampler processes when its pool is first used: have that happen here, before the chain
+    threads exist (a process forked while other threads run can crash).  A pool broken by a sampler process that
+    died earlier is replaced, so one crash does not fail every later fit of a long-running process."""
+    import httpstan.services_stub as services
+
+    try:
+        services.executor.submit(int).result()
+    except concurrent.futures.BrokenExecutor:
+        _stop_pystan_workers()
+        services.executor.submit(int).result()
 
 
 def _stop_pystan_workers() -> None:

@@ -129,7 +129,7 @@ def pystan_model(data: dict, seed: int):
 
     code = program_code()
     name = httpstan.models.calculate_model_name(code)
-    with _build_lock, _quiet_stdout():
+    with _build_lock, quiet_pystan():
         compiling = name not in _pystan_seen and name not in httpstan.cache.list_model_names()
         if compiling:
             _announce_compile()
@@ -180,7 +180,33 @@ def _cwd(path: Path):
 
 
 @contextlib.contextmanager
-def _quiet_stdout():
-    """pystan writes its progress to stdout; send it to stderr so ``--json`` output stays clean."""
-    with contextlib.redirect_stdout(sys.stderr):
-        yield
+def quiet_pystan():
+    """Keep pystan's console chatter (its build and sampling progress, stanc's warnings about this package's own
+    model, the sampler's informational messages) off the user's terminal: failures still arrive as exceptions, and
+    the diagnostics report what matters.  Anything else written to stdout goes to stderr, so ``--json`` output
+    stays clean.  pystan's console is swapped for the whole process while this is active."""
+    import stan.model
+
+    console = stan.model.ConsoleIO
+    stan.model.ConsoleIO = _silent_console()
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        stan.model.ConsoleIO = console
+
+
+@cache
+def _silent_console():
+    """pystan's console class (clikit's ConsoleIO) with null streams wherever pystan does not pass its own."""
+    from clikit.api.io import Input, Output
+    from clikit.io import ConsoleIO
+    from clikit.io.input_stream import NullInputStream
+    from clikit.io.output_stream import NullOutputStream
+
+    class SilentConsole(ConsoleIO):
+        def __init__(self, input=None, output=None, error_output=None):
+            super().__init__(input or Input(NullInputStream()), output or Output(NullOutputStream()),
+                             error_output or Output(NullOutputStream()))
+
+    return SilentConsole

@@ -174,6 +174,35 @@ def test_pystan_stores_only_what_it_reads_uncompressed_and_restores_httpstan():
         assert len(draws) == 50
 
 
+def test_chain_seeds_are_distinct_reproducible_and_not_shared_between_seeds():
+    one, two = fit.chain_seeds(1, 4), fit.chain_seeds(2, 4)
+    assert len(set(one)) == 4 and not set(one) & set(two)
+    assert one == fit.chain_seeds(1, 4) and all(1 <= s < 2**31 for s in one + two)
+
+
+def test_pystan_chatter_stays_off_the_terminal(capfd):
+    """pystan prints its progress, stanc's warnings about our own model and the sampler's informational messages;
+    none of it reaches the user."""
+    res = hierarchical_test(diffs=simulate([0.01, 0.02, 0.03], seed=5), folds=10, seed=int(time.time()) % 100_000,
+                            chains=2, draws=100, warmup=100)
+    assert res.diagnostics["backend"] == "pystan"
+    out, err = capfd.readouterr()
+    assert out == ""
+    for chatter in ("Sampling", "Building", "stanc", "Gradient evaluation", "Informational Message"):
+        assert chatter not in err, err
+
+
+def test_a_sampler_process_that_died_does_not_break_later_fits():
+    """httpstan's process pool is broken for good once one of its processes dies (a crash, an OOM kill); the next
+    fit replaces it."""
+    diffs = simulate([0.01, 0.02, 0.03], seed=6)
+    hierarchical_test(diffs=diffs, folds=10, seed=6, chains=2, draws=50, warmup=50)
+    fit._kill_pystan_samplers()
+    time.sleep(0.5)
+    res = hierarchical_test(diffs=diffs, folds=10, seed=7, chains=2, draws=50, warmup=50)
+    assert res.p_a_better + res.p_rope + res.p_b_better == pytest.approx(1)
+
+
 # --- bad input -------------------------------------------------------------------------------------------------
 
 

@@ -266,7 +266,7 @@ def test_ctrl_c_during_sampling_leaves_no_running_run(uci_store, command):
     reader = threading.Thread(target=lambda: err_lines.extend(proc.stderr), daemon=True)
     reader.start()
     deadline = time.monotonic() + 300
-    while not any("Sampling:" in line for line in list(err_lines)):
+    while not any("bayescompare: sampling" in line for line in list(err_lines)):
         assert proc.poll() is None, "".join(err_lines)[-3000:]
         assert time.monotonic() < deadline, "".join(err_lines)[-3000:]
         time.sleep(0.1)
