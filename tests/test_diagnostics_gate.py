@@ -77,16 +77,19 @@ def test_well_mixed_chains_pass_the_gate(tracking_uri, client, uci_experiment):
 
 
 def test_divergences_alone_trip_the_gate(tracking_uri, client, uci_experiment):
-    """hnb vs nbc on the six UCI datasets, 2 chains × 1000 draws, seed 19: 3 divergent transitions in the kept
-    form of δ_i (9 in the other), with R-hat 1.0073 (measured with this engine), so only the divergences trip the
-    gate."""
-    argv = ["compare", "--tracking-uri", tracking_uri, "--experiment-id", uci_experiment, "--metric", "accuracy",
-            "--model-a", "hnb", "--model-b", "nbc", "--chains", "2", "--draws", "1000", "--seed", "19", "--strict",
-            "--json"]
-    result = CliRunner().invoke(main, argv)
-    report = json.loads(result.stdout)
-    if not report["diagnostics"].get("divergences"):
-        pytest.skip("the sampler no longer diverges on this input (engine changed); R-hat tests still cover the gate")
+    """hnb vs nbc on the six UCI datasets, 2 chains × 1000 draws: about 40% of seeds end with a few divergent
+    transitions in the kept form of δ_i.  Seeds 21, 33, 4, 29, 46 all did (R-hat ≤ 1.009, measured with this
+    engine); which seeds diverge depends on the compiled program, so the first that does is used."""
+    for seed in ("21", "33", "4", "29", "46"):
+        argv = ["compare", "--tracking-uri", tracking_uri, "--experiment-id", uci_experiment, "--metric",
+                "accuracy", "--model-a", "hnb", "--model-b", "nbc", "--chains", "2", "--draws", "1000", "--seed",
+                seed, "--strict", "--json"]
+        result = CliRunner().invoke(main, argv)
+        report = json.loads(result.stdout)
+        if report["diagnostics"].get("divergences"):
+            break
+    else:
+        pytest.skip("none of the seeds diverges with this build of the model; R-hat tests still cover the gate")
     assert result.exit_code == 1, result.output
     assert "divergent transitions" in result.stderr and "Traceback" not in result.output
     if report["diagnostics"]["rhat_max"] <= 1.01:
