@@ -214,7 +214,8 @@ def diagnostics_problem(result, rhat_limit: float = 1.01) -> str | None:
     if rhat is not None and _finite(rhat) and rhat > rhat_limit:
         problems.append(f"R-hat {rhat:.3f} > {rhat_limit}")
     if diag.get("divergences"):
-        problems.append(f"{int(diag['divergences'])} divergent transitions")
+        count = int(diag["divergences"])
+        problems.append(f"{count} divergent transition{'s' if count != 1 else ''}")
     return "; ".join(problems) or None
 
 

@@ -127,7 +127,8 @@ def diagnostics(fit: Fit) -> dict:
     if not rhat <= RHAT_LIMIT:
         warnings.append(f"R-hat {rhat:.3f} > {RHAT_LIMIT}: the chains disagree; run more draws")
     if divergences:
-        warnings.append(f"{divergences} divergent transitions: the posterior may be biased")
+        plural = "s" if divergences != 1 else ""
+        warnings.append(f"{divergences} divergent transition{plural}: the posterior may be biased")
     return {
         "rhat_max": rhat,
         "ess_bulk_min": ess_bulk,

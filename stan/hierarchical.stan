@@ -94,7 +94,8 @@ transformed data {
   vector[q2] xbar_2 = xbar[idx_2];
   vector[q2] var_2 = ssd_term[idx_2] ./ mean_term[idx_2];
   // each centred delta_i is sampled on the scale of its own likelihood (xbar_i, t_scale_i): an affine change of
-  // variables, so the sampler's initial unit metric fits it from the first warm-up iteration
+  // variables, so the sampler's initial unit metric fits it from the first warm-up iteration.  offset and multiplier
+  // are plain vectors: written as xbar[idx_c] in the declaration itself, httpstan's stanc read freed memory.
   vector[q] lik_scale;
   lik_scale[idx_t] = t_scale;
   lik_scale[idx_2] = sqrt(var_2);
