@@ -53,9 +53,9 @@ def test_same_seed_same_probabilities_and_no_log(client, tracking_uri, uci_exper
     assert client.search_runs([experiment_id], "tags.`bayescompare.kind` = 'comparison'") == []
 
 
-def test_target_experiment_and_experiment_by_name(client, tracking_uri, uci_experiment):
+def test_target_experiment_and_experiment_by_name(client, tracking_uri, uci_experiment, tmp_path):
     experiment_id, _ = uci_experiment
-    target = client.create_experiment("comparisons")
+    target = client.create_experiment("comparisons", artifact_location=(tmp_path / "comparisons").as_uri())
 
     outcome = compare_runs(experiment_names=["cv"], metric="accuracy", model_a="hnb", model_b="nbc",
                            target_experiment_id=target, tracking_uri=tracking_uri, **FAST)
