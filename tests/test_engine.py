@@ -149,18 +149,21 @@ def test_pystan_build_leaves_the_working_directory_clean(tmp_path, monkeypatch):
 
 
 def test_pystan_stores_only_what_it_reads_uncompressed_and_restores_httpstan():
+    import asyncio
     import gzip
     import zlib
 
     import httpstan.cache
     import httpstan.models
     import httpstan.services_stub
+    import stan.model
 
     started = time.time()
     res = hierarchical_test(diffs=simulate([0.01, 0.02, 0.03], seed=3), folds=10, seed=int(started) % 100_000,
                             chains=2, draws=50, warmup=50)
     assert res.p_a_better + res.p_rope + res.p_b_better == pytest.approx(1)
     assert httpstan.services_stub.zlib is zlib  # put back after the call
+    assert stan.model.asyncio is asyncio
     fits = httpstan.cache.model_directory(httpstan.models.calculate_model_name(stan_model.program_code())) / "fits"
     new = [p for p in fits.glob("*.jsonlines.gz") if p.stat().st_mtime >= started]
     assert len(new) == 2, "one fit per chain written by this call"
@@ -172,6 +175,20 @@ def test_pystan_stores_only_what_it_reads_uncompressed_and_restores_httpstan():
         assert {"sample", "logger"} <= topics and "diagnostic" not in topics
         draws = [line for line in lines if b'"topic":"sample"' in line and b'"lp__"' in line]
         assert len(draws) == 50
+
+
+def test_pystan_polls_its_chains_promptly_while_sampling_and_not_after():
+    """pystan sleeps 50 ms between progress polls; within ``fit.prompt_polling`` its sleeps last at most 5 ms."""
+    import asyncio
+
+    import stan.model
+
+    with fit.prompt_polling():
+        start = time.perf_counter()
+        asyncio.run(stan.model.asyncio.sleep(30))
+        assert time.perf_counter() - start < 5
+        assert stan.model.asyncio.run is asyncio.run  # everything else is asyncio's own
+    assert stan.model.asyncio is asyncio
 
 
 def test_chain_seeds_are_distinct_reproducible_and_not_shared_between_seeds():
