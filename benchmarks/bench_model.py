@@ -230,8 +230,9 @@ def _cpu_ticks() -> dict[int, int]:
 
 
 def cpu_seconds(run, *args, **kwargs):
-    """(result of run(*args, **kwargs), CPU seconds it used in this process and its worker processes).  Linux /proc only; on
-    a loaded machine this is far steadier than wall time.  Workers that exit during the call are not counted."""
+    """(result of run(*args, **kwargs), CPU seconds it used in this process and its worker processes).  Linux /proc
+    only; on a loaded machine this is far steadier than wall time.  Workers that exit during the call are not
+    counted."""
     if not os.path.exists("/proc/self/stat"):
         return run(*args, **kwargs), float("nan")
     before = _cpu_ticks()
@@ -333,7 +334,8 @@ def main(argv=None) -> int:
                       "cpu_ratio": (r["cpu"] / iters_ref) / (ours["cpu"] / iters_ours),
                       "dprob": max(abs(u - v) for u, v in zip(ours["probs"], r["probs"]))}
             rows.append(result)
-            note = f"raw ratio {result['raw']:.1f} (ran {iters_ref}/{iters_ours} of the iterations)" if normalised else ""
+            note = (f"raw ratio {result['raw']:.1f} (ran {iters_ref}/{iters_ours} of the iterations)" if normalised
+                    else "")
             row(p, name, r, iters_ref, f"{result['ratio']:.1f}", f"{result['cpu_ratio']:.1f}", note)
 
     kind = ("normalised per iteration: (reference s / its iterations) / (our s / our iterations)" if normalised

@@ -97,7 +97,8 @@ def pystan_chains(build, names, *, chains, draws, warmup, seed):
         return posterior.sample(num_chains=1, num_samples=draws, num_warmup=warmup)
 
     try:
-        with stan_model.quiet_pystan(), _quiet_asyncio(), _kill_samplers_on_ctrl_c(), lean_fit_cache(), prompt_polling(), \
+        with stan_model.quiet_pystan(), _quiet_asyncio(), _kill_samplers_on_ctrl_c(), lean_fit_cache(), \
+                prompt_polling(), \
                 concurrent.futures.ThreadPoolExecutor(chains, thread_name_prefix="stan-chain") as pool:
             fits = list(pool.map(one_chain, posteriors))
     except RuntimeError as exc:
