@@ -12,6 +12,7 @@ import multiprocessing.util
 import os
 import signal
 import sys
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -277,7 +278,8 @@ def _fit_all(tensors: dict, settings: dict, jobs: int | None) -> dict:
     context = multiprocessing.get_context("spawn")  # Stan's backends do not survive a fork of a used process
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init)
     try:
-        futures = {pair: pool.submit(_fit, tensor, settings) for pair, tensor in tensors.items()}
+        with _ctrl_c_ignored_by_new_workers():
+            futures = {pair: pool.submit(_fit, tensor, settings) for pair, tensor in tensors.items()}
         results = {pair: future.result() for pair, future in futures.items()}
     except BaseException:  # Ctrl-C or a failed pair: stop the other fits now instead of running them to the end
         _abandon(pool)
@@ -296,6 +298,23 @@ def _abandon(pool: ProcessPoolExecutor) -> None:
     for proc in processes:
         with contextlib.suppress(Exception):
             proc.join(10)
+
+
+@contextlib.contextmanager
+def _ctrl_c_ignored_by_new_workers():
+    """Ignore SIGINT while the pool spawns its workers (``submit`` starts them): a spawned process inherits the
+    ignored signal and Python then installs no KeyboardInterrupt handler, so a Ctrl-C that arrives while a worker is
+    still importing cannot make it print a traceback.  :func:`_worker_init` keeps it ignored; Ctrl-C is the
+    parent's.  Only the main thread can change signal handlers; elsewhere this does nothing."""
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous is None:  # None: set outside Python
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _worker_init() -> None:

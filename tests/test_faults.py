@@ -294,6 +294,22 @@ def test_ctrl_c_during_sampling_leaves_no_running_run(uci_store, command):
     assert alive == [], alive
 
 
+def test_matrix_workers_start_with_ctrl_c_ignored():
+    """A Ctrl-C that arrives while a matrix worker is still starting must not reach it (it would print a traceback
+    from its imports): the workers are spawned with SIGINT ignored, and the parent's handler is put back."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from mlflow_bayescompare import compare
+
+    before = signal.getsignal(signal.SIGINT)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with compare._ctrl_c_ignored_by_new_workers():
+            started = pool.submit(signal.getsignal, signal.SIGINT)
+        assert signal.getsignal(signal.SIGINT) is before
+        assert started.result(120) == signal.SIG_IGN
+
+
 def test_ctrl_c_during_a_server_job_ends_the_run_failed(uci_store):
     """The server path creates the run first (stage tags); an interrupt of the work ends it FAILED."""
     from mlflow_bayescompare import runlog
