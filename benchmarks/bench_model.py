@@ -34,7 +34,6 @@ defaults all models run the same iterations and the raw and normalised ratios co
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import os
 import statistics
@@ -155,8 +154,8 @@ class Reference:
                 raw, sampler, seconds = fit_mod.pystan_chains(lambda chain_seed: self.build(data, chain_seed),
                                                               tuple(self.parameters), chains=chains, draws=draws,
                                                               warmup=warmup, seed=seed)
-        finally:
-            self._prune_fits()
+        finally:  # httpstan keeps every seeded fit on disk: drop this program's (only this benchmark makes them)
+            stan_model.prune_pystan_fits(max_age=0, code=self.code)
         out = {self.parameters[name]: value.reshape(chains, draws, *value.shape[2:]) for name, value in raw.items()}
         return fit_mod.Fit(out, sampler, "pystan", seconds)
 
@@ -172,16 +171,6 @@ class Reference:
                for name in self.parameters}
         sampler = {name: fit[name].reshape(draws, chains).T for name in fit_mod.SAMPLER_STATS}
         return raw, sampler, time.perf_counter() - start
-
-    def _prune_fits(self) -> None:
-        """httpstan keeps every seeded fit on disk; drop this program's (only this benchmark makes them)."""
-        import httpstan.cache
-        import httpstan.models
-
-        name = httpstan.models.calculate_model_name(self.code)
-        for path in (httpstan.cache.model_directory(name) / "fits").glob("*.jsonlines.gz"):
-            with contextlib.suppress(OSError):
-                path.unlink()
 
 
 REFERENCES = {

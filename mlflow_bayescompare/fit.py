@@ -207,7 +207,9 @@ class _StoredStream:
         return self._gzip.compress(head) + self._gzip.flush(mode)
 
 
-@contextlib.contextmanager
+_LEAN_ZLIB = types.SimpleNamespace(**{**vars(zlib), "compressobj": _StoredStream})
+
+
 def lean_fit_cache():
     """Let httpstan store only what pystan reads, uncompressed.  httpstan writes every message of the sampler into
     its on-disk fit cache, gzipped, and reads the file back whole for pystan.  Most of it is the diagnostic writer's:
@@ -218,20 +220,12 @@ def lean_fit_cache():
     (httpstan 4.x)."""
     import httpstan.services_stub as services
 
-    if getattr(services, "zlib", None) is not zlib:
-        yield
-        return
-    services.zlib = types.SimpleNamespace(**{**vars(zlib), "compressobj": _StoredStream})
-    try:
-        yield
-    finally:
-        services.zlib = zlib
+    return stan_model.swapped(services, "zlib", zlib, _LEAN_ZLIB)
 
 
 POLL_SECONDS = 0.005  # pystan's polling interval while prompt_polling is active (pystan's own: 0.05)
 
 
-@contextlib.contextmanager
 def prompt_polling():
     """Have pystan notice a finished chain within 5 ms instead of 50.  pystan fetches a chain's draws only when its
     progress poll, every 50 ms, finds the chain done, and a poll sent while httpstan is still streaming that chain's
@@ -240,14 +234,7 @@ def prompt_polling():
     paper's data).  Does nothing when pystan's internals are not the ones this was written for (pystan 3.x)."""
     import stan.model
 
-    if getattr(stan.model, "asyncio", None) is not asyncio:
-        yield
-        return
-    stan.model.asyncio = _PROMPT_ASYNCIO
-    try:
-        yield
-    finally:
-        stan.model.asyncio = asyncio
+    return stan_model.swapped(stan.model, "asyncio", asyncio, _PROMPT_ASYNCIO)
 
 
 async def _prompt_sleep(delay, result=None):

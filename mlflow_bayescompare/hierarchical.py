@@ -15,7 +15,7 @@ import pandas as pd
 from . import baselines, fit, prepare, summary
 from . import model as stan_model
 from .errors import InputError
-from .result import HierarchicalResult
+from .result import HierarchicalResult, divergent_transitions
 from .tensor import CVTensor, from_arrays, from_tidy
 
 SENSITIVITY_ROPES = (0.005, 0.01, 0.02)
@@ -131,9 +131,8 @@ class _Runner:
                 other, other_divergences = self.form[prior], posterior.divergences
                 prepared.stan_data, posterior = switched, retry
             posterior.seconds = seconds
-            plural = "s" if other_divergences != 1 else ""
             self.form[prior] = (f"{_form(prepared.stan_data)}; {other} was tried too "
-                                f"({other_divergences} divergent transition{plural})")
+                                f"({divergent_transitions(other_divergences)})")
         return prepared, posterior
 
     def _sample(self, stan_data: dict) -> fit.Fit:

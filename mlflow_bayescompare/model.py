@@ -145,10 +145,11 @@ def pystan_model(data: dict, seed: int):
 FIT_CACHE_SECONDS = 300
 
 
-def prune_pystan_fits(max_age: float = FIT_CACHE_SECONDS) -> None:
+def prune_pystan_fits(max_age: float = FIT_CACHE_SECONDS, code: str | None = None) -> None:
     """Delete fits httpstan kept on disk.  With a seed, httpstan caches every fit (a few MB each) forever; files
-    older than ``max_age`` seconds are no longer being read by any sampler and go."""
-    _delete_pystan_fits(lambda mtime: mtime < time.time() - max_age)
+    older than ``max_age`` seconds are no longer being read by any sampler and go.  ``code``: the program whose fits
+    these are (default: this package's)."""
+    _delete_pystan_fits(lambda mtime: mtime < time.time() - max_age, code)
 
 
 def discard_pystan_fits(since: float) -> None:
@@ -157,11 +158,11 @@ def discard_pystan_fits(since: float) -> None:
     _delete_pystan_fits(lambda mtime: mtime >= since)
 
 
-def _delete_pystan_fits(condition) -> None:
+def _delete_pystan_fits(condition, code: str | None = None) -> None:
     import httpstan.cache
     import httpstan.models
 
-    fits = httpstan.cache.model_directory(httpstan.models.calculate_model_name(program_code())) / "fits"
+    fits = httpstan.cache.model_directory(httpstan.models.calculate_model_name(code or program_code())) / "fits"
     for path in fits.glob("*.jsonlines.gz"):
         with contextlib.suppress(OSError):
             if condition(path.stat().st_mtime):
@@ -186,14 +187,25 @@ def quiet_pystan():
     the diagnostics report what matters.  Anything else written to stdout goes to stderr, so ``--json`` output
     stays clean.  pystan's console is swapped for the whole process while this is active."""
     import stan.model
+    from clikit.io import ConsoleIO
 
-    console = stan.model.ConsoleIO
-    stan.model.ConsoleIO = _silent_console()
+    with swapped(stan.model, "ConsoleIO", ConsoleIO, _silent_console()), contextlib.redirect_stdout(sys.stderr):
+        yield
+
+
+@contextlib.contextmanager
+def swapped(module, name: str, original, replacement):
+    """``module.name`` is ``replacement`` for the duration, if it is ``original`` now: that is, for the pystan /
+    httpstan internals this package was written for, and not again when a swap is already in place (a nested or
+    concurrent call, which then leaves the first to restore it).  Otherwise nothing changes."""
+    if getattr(module, name, None) is not original:
+        yield
+        return
+    setattr(module, name, replacement)
     try:
-        with contextlib.redirect_stdout(sys.stderr):
-            yield
+        yield
     finally:
-        stan.model.ConsoleIO = console
+        setattr(module, name, original)
 
 
 @cache

@@ -124,6 +124,12 @@ class HierarchicalResult:
         return json_safe(json.loads(json.dumps(out, default=jsonable)))
 
 
+def divergent_transitions(count: int) -> str:
+    """The count of divergences as warnings, gates and notes word it: ``1 divergent transition``, ``3 divergent
+    transitions``."""
+    return f"{count} divergent transition{'s' if count != 1 else ''}"
+
+
 def jsonable(value: Any) -> Any:
     """``json.dumps(default=...)`` for numpy values; anything else becomes its string."""
     if isinstance(value, np.ndarray):

@@ -27,7 +27,7 @@ from mlflow.utils.time import get_current_time_millis
 from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH, MAX_PARAMS_TAGS_PER_BATCH, MAX_TAG_VAL_LENGTH
 
 from .errors import BayesCompareError
-from .result import jsonable
+from .result import divergent_transitions, jsonable
 
 TAG_KIND = "bayescompare.kind"
 TAG_STAGE = "bayescompare.stage"
@@ -214,8 +214,7 @@ def diagnostics_problem(result, rhat_limit: float = 1.01) -> str | None:
     if rhat is not None and _finite(rhat) and rhat > rhat_limit:
         problems.append(f"R-hat {rhat:.3f} > {rhat_limit}")
     if diag.get("divergences"):
-        count = int(diag["divergences"])
-        problems.append(f"{count} divergent transition{'s' if count != 1 else ''}")
+        problems.append(divergent_transitions(int(diag["divergences"])))
     return "; ".join(problems) or None
 
 

@@ -9,6 +9,7 @@ import pandas as pd
 from scipy import stats
 
 from .fit import Fit
+from .result import divergent_transitions
 
 HDI_PROB = 0.95
 RHAT_LIMIT = 1.01
@@ -127,8 +128,7 @@ def diagnostics(fit: Fit) -> dict:
     if not rhat <= RHAT_LIMIT:
         warnings.append(f"R-hat {rhat:.3f} > {RHAT_LIMIT}: the chains disagree; run more draws")
     if divergences:
-        plural = "s" if divergences != 1 else ""
-        warnings.append(f"{divergences} divergent transition{plural}: the posterior may be biased")
+        warnings.append(f"{divergent_transitions(divergences)}: the posterior may be biased")
     return {
         "rhat_max": rhat,
         "ess_bulk_min": ess_bulk,
