@@ -3,6 +3,7 @@ headless Chromium, its JSON API, gunicorn, ``--static-prefix``, basic-auth layer
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -214,53 +215,88 @@ def test_matrix_compares_all_models(server):
 # ------------------------------------------------------------------------------------------------ browser
 
 
-@pytest.mark.browser
-def test_page_in_headless_chromium(server):
+@contextlib.contextmanager
+def _chromium_page():
+    """A page in headless Chromium; on leaving, no alert or confirm dialog may have opened."""
     playwright = pytest.importorskip("playwright.sync_api")
     executable = os.environ.get("MLFLOW_BAYESCOMPARE_CHROMIUM", "/usr/bin/chromium")
     if not Path(executable).exists():
         pytest.skip(f"no Chromium at {executable} (set MLFLOW_BAYESCOMPARE_CHROMIUM)")
-    ARTIFACTS.mkdir(exist_ok=True)
     dialogs = []
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
             page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            page.goto(f"{server.url}/bayescompare/")
-            page.select_option("#experiment", server.experiment_id)
-            page.wait_for_selector("#model_a option:nth-child(3)", state="attached")  # no eval: the page's CSP forbids it
-            labels = page.eval_on_selector_all("#model_a option", "os => os.map(o => o.textContent)")
-            assert XSS in labels  # shown as text, not markup
-            page.select_option("#metric", "accuracy")
-            page.select_option("#model_a", "lda")
-            page.select_option("#model_b", "cart")
-            page.fill("#rope", "0.01")
-            page.click("details summary")
-            page.fill("#chains", "2")
-            page.fill("#draws", "500")
-            page.fill("#seed", "4")
-            page.click("#compare-btn")
-            page.wait_for_selector("#verdict:not(:empty)", timeout=600_000)
-            assert page.text_content("#job-status") == "FINISHED"
-            verdict = page.text_content("#verdict")
-            p_a = page.text_content("#p-a")
-            assert verdict and float(p_a) >= 0
-            page.wait_for_selector("#report:not([hidden])")
-            page.wait_for_timeout(1500)
-            page.screenshot(path=str(ARTIFACTS / f"bayescompare-page-{server.backend.split(':')[0]}.png"),
-                            full_page=True)
-            href = page.get_attribute("#run-link", "href")
-            assert "#/experiments/" in href and "/runs/" in href
-            page.click("#run-link")
-            page.wait_for_url("**/#/experiments/**")
-            page.get_by_text("p_a_better").first.wait_for(timeout=60_000)
-            page.wait_for_timeout(1000)
-            page.screenshot(path=str(ARTIFACTS / f"bayescompare-mlflow-run-{server.backend.split(':')[0]}.png"),
-                            full_page=True)
+            yield page
         finally:
             browser.close()
     assert dialogs == []
+
+
+def _options(page, select: str) -> list[str]:
+    return page.eval_on_selector_all(f"{select} option", "os => os.map(o => o.textContent)")
+
+
+@pytest.mark.browser
+def test_page_in_headless_chromium(server):
+    ARTIFACTS.mkdir(exist_ok=True)
+    with _chromium_page() as page:
+        page.goto(f"{server.url}/bayescompare/")
+        page.select_option("#experiment", server.experiment_id)
+        page.wait_for_selector("#model_a option:nth-child(3)", state="attached")  # no eval: the page's CSP forbids it
+        assert XSS in _options(page, "#model_a")  # shown as text, not markup
+        page.select_option("#metric", "accuracy")
+        page.select_option("#model_a", "lda")
+        page.select_option("#model_b", "cart")
+        page.fill("#rope", "0.01")
+        page.click("details summary")
+        page.fill("#chains", "2")
+        page.fill("#draws", "500")
+        page.fill("#seed", "4")
+        page.click("#compare-btn")
+        page.wait_for_selector("#verdict:not(:empty)", timeout=600_000)
+        assert page.text_content("#job-status") == "FINISHED"
+        verdict = page.text_content("#verdict")
+        p_a = page.text_content("#p-a")
+        assert verdict and float(p_a) >= 0
+        page.wait_for_selector("#report:not([hidden])")
+        page.wait_for_timeout(1500)
+        page.screenshot(path=str(ARTIFACTS / f"bayescompare-page-{server.backend.split(':')[0]}.png"),
+                        full_page=True)
+        href = page.get_attribute("#run-link", "href")
+        assert "#/experiments/" in href and "/runs/" in href
+        page.click("#run-link")
+        page.wait_for_url("**/#/experiments/**")
+        page.get_by_text("p_a_better").first.wait_for(timeout=60_000)
+        page.wait_for_timeout(1000)
+        page.screenshot(path=str(ARTIFACTS / f"bayescompare-mlflow-run-{server.backend.split(':')[0]}.png"),
+                        full_page=True)
+
+
+@pytest.mark.browser
+def test_page_drops_a_late_answer_about_an_experiment_no_longer_selected(server):
+    """The page asks for the first-listed experiment's models on load; if that answer comes after the user has picked
+    another experiment, it must not overwrite the lists (seen in CI as a metric list gone empty)."""
+    held = []
+    with _chromium_page() as page:
+        page.route("**/bayescompare/api/choices?*",
+                   lambda route: route.continue_() if f"experiment_id={server.experiment_id}&" in route.request.url
+                   else held.append(route))
+        page.goto(f"{server.url}/bayescompare/")
+        other = next(v for v in page.eval_on_selector_all("#experiment option", "os => os.map(o => o.value)")
+                     if v != server.experiment_id)
+        page.select_option("#experiment", other)
+        page.select_option("#experiment", server.experiment_id)
+        page.wait_for_selector("#model_a option:nth-child(3)", state="attached")
+        assert held, "the question about the other experiment was not held back"
+        for route in held:
+            with page.expect_response(lambda r: r.url == route.request.url):
+                route.continue_()
+        page.wait_for_timeout(500)  # let the page's handler run on the late answer
+        assert "accuracy" in _options(page, "#metric")
+        assert sorted(_options(page, "#model_a")) == sorted(MODELS)
+        assert page.text_content("#choices-info").startswith("3 models")
 
 
 # ------------------------------------------------------------------------------------------------ other modes

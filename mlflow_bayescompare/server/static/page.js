@@ -51,6 +51,8 @@
     el.hidden = !message;
   }
 
+  let choicesAsked = 0; // answers to an earlier question (another experiment or tag) are dropped
+
   function loadChoices() {
     const eid = $("experiment").value;
     if (!eid) return Promise.resolve();
@@ -59,9 +61,11 @@
       model_tag: $("model_tag").value || "model",
       dataset_tag: $("dataset_tag").value || "dataset",
     });
+    const asked = ++choicesAsked;
     $("choices-info").textContent = "reading the experiment…";
     return api("/api/choices?" + q.toString())
       .then((c) => {
+        if (asked !== choicesAsked) return;
         fill($("metric"), c.metrics, 0);
         fill($("model_a"), c.models, 0);
         fill($("model_b"), c.models, 1);
@@ -70,6 +74,7 @@
         showFormError("");
       })
       .catch((e) => {
+        if (asked !== choicesAsked) return;
         $("choices-info").textContent = "";
         showFormError(e.message);
       });
