@@ -405,3 +405,27 @@ def test_stale_running_runs_are_marked_failed_at_startup(tmp_path):
         assert state["status"] == "FAILED" and "is gone" in state["error"]
     finally:
         srv.stop()
+
+
+@pytest.mark.browser
+def test_page_shows_only_the_last_run_asked_for(server):
+    """Picking a past comparison while the page still waits for the previous one's status: the late status must not
+    replace the one picked."""
+    s = server.session()
+    first = _start(s, server.url, **_fields(server, seed=21))
+    picked = _start(s, server.url, **_fields(server, model_a="cart", model_b="lda", seed=21))
+    assert _wait_done(s, server.url, first)["status"] == _wait_done(s, server.url, picked)["status"] == "FINISHED"
+    held = []
+    with _chromium_page() as page:
+        page.route(f"**/bayescompare/api/comparisons/{first}", lambda route: held.append(route))
+        page.goto(f"{server.url}/bayescompare/?run_id={first}")
+        page.click(f'#past tr[data-run-id="{picked}"] a.show')
+        page.wait_for_selector("#verdict:not(:empty)")
+        assert page.text_content("#job-title") == "cart vs lda · accuracy"
+        assert held, "the status of the first run was not held back"
+        for route in held:
+            with page.expect_response(lambda r: r.url == route.request.url):
+                route.continue_()
+        page.wait_for_timeout(500)  # let the page's handler run on the late answer
+        assert page.text_content("#job-title") == "cart vs lda · accuracy"
+        assert page.text_content("#label-a") == "P(cart better)"

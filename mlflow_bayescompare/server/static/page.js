@@ -51,7 +51,18 @@
     el.hidden = !message;
   }
 
-  let choicesAsked = 0; // answers to an earlier question (another experiment or tag) are dropped
+  // Each caller drops answers to its own earlier requests: an answer about an experiment, run or list the user has
+  // since moved away from must not overwrite the newer one, whichever the server sends back first.
+  function latestOnly() {
+    let asked = 0;
+    return () => {
+      const mine = ++asked;
+      return () => mine === asked;
+    };
+  }
+  const choicesTurn = latestOnly();
+  const followTurn = latestOnly();
+  const historyTurn = latestOnly();
 
   function loadChoices() {
     const eid = $("experiment").value;
@@ -61,11 +72,11 @@
       model_tag: $("model_tag").value || "model",
       dataset_tag: $("dataset_tag").value || "dataset",
     });
-    const asked = ++choicesAsked;
+    const current = choicesTurn();
     $("choices-info").textContent = "reading the experiment…";
     return api("/api/choices?" + q.toString())
       .then((c) => {
-        if (asked !== choicesAsked) return;
+        if (!current()) return;
         fill($("metric"), c.metrics, 0);
         fill($("model_a"), c.models, 0);
         fill($("model_b"), c.models, 1);
@@ -74,7 +85,7 @@
         showFormError("");
       })
       .catch((e) => {
-        if (asked !== choicesAsked) return;
+        if (!current()) return;
         $("choices-info").textContent = "";
         showFormError(e.message);
       });
@@ -196,14 +207,17 @@
     if (polling) clearTimeout(polling);
     $("job").hidden = false;
     if (title) $("job-title").textContent = title;
+    const current = followTurn();
     const tick = () =>
       api("/api/comparisons/" + encodeURIComponent(runId))
         .then((job) => {
+          if (!current()) return;
           render(job);
           if (job.status === "RUNNING") polling = setTimeout(tick, 1500);
           else refreshHistory();
         })
         .catch((e) => {
+          if (!current()) return;
           $("job-error").hidden = false;
           $("job-error").textContent = e.message;
         });
@@ -245,8 +259,10 @@
   }
 
   function refreshHistory() {
+    const current = historyTurn();
     return api("/api/comparisons?max_results=20")
       .then((data) => {
+        if (!current()) return;
         const tbody = $("past").tBodies[0];
         tbody.replaceChildren();
         data.comparisons.forEach((c) => tbody.appendChild(historyRow(c)));
