@@ -22,8 +22,12 @@ workers, read from /proc; steadier than wall time when the cores are shared) and
 draw, max R-hat and min bulk ESS over the model's parameters, divergences and P(left)/P(rope)/P(right) of each; at
 the end the min/median ratios and the targets as PASS/FAIL lines (checked on the wall-time ratio).
 
-    python benchmarks/bench_model.py [--pairs nbc-hnb,j48-j48gr] [--references authors,full] [--seed 1]
+    python benchmarks/bench_model.py [--pairs nbc-hnb,j48-j48gr] [--references authors,full] [--seeds 1,2,3]
                                      [--chains 4 --draws 1000 --warmup 1000] [--ref-draws 250 --ref-warmup 250]
+
+With several seeds every model samples each pair once per seed (a row each), and a pair's ratio is the median of
+the reference's seconds over the median of ours: one seed's leapfrog steps per draw, and so its time, can differ
+from another's by a fifth.
 
 The references need minutes per pair.  ``--ref-draws``/``--ref-warmup`` let them run fewer iterations; their time
 is then also reported per iteration (seconds / (warmup + draws) per chain set) and the *normalised* ratio
@@ -250,7 +254,7 @@ def main(argv=None) -> int:
     ap.add_argument("--pairs", default=",".join(PAIRS), help="comma-separated, e.g. nbc-hnb,j48-j48gr")
     ap.add_argument("--references", default=",".join(REFERENCES),
                     help=f"comma-separated, from {', '.join(REFERENCES)}; targets are checked against {YARDSTICK}")
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seeds", default="1", help="comma-separated; every model samples each pair once per seed")
     ap.add_argument("--chains", type=int, default=4)
     ap.add_argument("--draws", type=int, default=1000)
     ap.add_argument("--warmup", type=int, default=1000)
@@ -264,6 +268,12 @@ def main(argv=None) -> int:
         if a not in CLASSIFIERS or b not in CLASSIFIERS:
             ap.error(f"unknown pair {p!r}: use names {', '.join(CLASSIFIERS)} as a-b")
     references = [r.strip() for r in args.references.split(",") if r.strip()]
+    try:
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    except ValueError:
+        ap.error(f"--seeds {args.seeds!r}: comma-separated integers")
+    if not seeds:
+        ap.error("--seeds: give at least one")
     if not references or any(r not in REFERENCES for r in references):
         ap.error(f"--references {args.references!r}: choose from {', '.join(REFERENCES)}")
     ref_draws = args.ref_draws or args.draws
@@ -274,58 +284,75 @@ def main(argv=None) -> int:
     frame = pd.read_csv(DATA)
     datasets = [str(d) for d in sorted(frame.DatasetID.unique())]
     rho = prepare.correlations(datasets, FOLDS, None)
-    mcmc = {"chains": args.chains, "seed": args.seed}
     print(f"data {DATA.name}: {len(datasets)} datasets x {FOLDS * 10} scores, rope {ROPE}, rho 1/{FOLDS}; "
           f"{args.chains} chains, ours {args.warmup}+{args.draws}, references ({', '.join(references)}) "
-          f"{ref_warmup}+{ref_draws} (warmup+draws per chain), seed {args.seed}; pystan, {os.cpu_count()} CPU(s)")
+          f"{ref_warmup}+{ref_draws} (warmup+draws per chain), seed{'s' if len(seeds) > 1 else ''} "
+          f"{', '.join(map(str, seeds))}; pystan, {os.cpu_count()} CPU(s)")
 
-    # Prepare every pair, then compile every program before anything is timed.
+    # Prepare every pair (the seed also draws the zero-variance patch), then compile every program before anything
+    # is timed.
     jobs = []
     for p in pairs:
         a, _, b = p.partition("-")
         diffs = list(scores(frame, a) - scores(frame, b))  # x = acc(A) - acc(B): right = A better
-        prepared = prepare.prepare(datasets, diffs, rope=ROPE, rho=rho, prior_code=0,
-                                   rng=np.random.default_rng(args.seed))
-        jobs.append((p, prepared, scaled_patched(diffs, prepared, args.seed)))
+        for seed in seeds:
+            prepared = prepare.prepare(datasets, diffs, rope=ROPE, rho=rho, prior_code=0,
+                                       rng=np.random.default_rng(seed))
+            jobs.append((p, seed, prepared, scaled_patched(diffs, prepared, seed)))
     t0 = time.perf_counter()
-    stan_model.pystan_model(jobs[0][1].stan_data, args.seed)
+    _, seed, prepared, x = jobs[0]
+    stan_model.pystan_model(prepared.stan_data, seed)
     for name in references:
-        REFERENCES[name].build(REFERENCES[name].data(jobs[0][2], jobs[0][1]), args.seed)
+        REFERENCES[name].build(REFERENCES[name].data(x, prepared), seed)
     # a few iterations of ours start httpstan's sampler processes, a one-time cost of the process like the compile
-    fit_mod.sample(jobs[0][1].stan_data, draws=10, warmup=10, backend="pystan", **mcmc)
+    fit_mod.sample(prepared.stan_data, draws=10, warmup=10, backend="pystan", chains=args.chains, seed=seed)
     print(f"compiled / loaded every model and started the sampler processes in {time.perf_counter() - t0:.0f} s "
           "(not timed below)")
 
     label = "ratio/iter" if normalised else "ratio"
-    print(f"{'pair':<10} {'model':<7} {'seconds':>8} {'s/iter':>8} {label:>10} {'cpu s':>8} {'cpu ratio':>9} "
+    print(f"{'pair':<10} {'seed':>5} {'model':<7} {'seconds':>8} {'s/iter':>8} {label:>10} {'cpu s':>8} {'cpu ratio':>9} "
           f"{'leapfrog':>8} {'R-hat':>6} {'minESS':>6} {'div':>5}  {'P(left)':>7} {'P(rope)':>7} {'P(right)':>8}  notes")
 
-    def row(p, model, r, iters, ratio="", cpu_ratio="", note=""):
-        print(f"{p:<10} {model:<7} {r['seconds']:8.2f} {r['seconds'] / iters:8.5f} {ratio:>10} {r['cpu']:8.2f} "
+    def row(p, seed, model, r, iters, ratio="", cpu_ratio="", note=""):
+        print(f"{p:<10} {seed:>5} {model:<7} {r['seconds']:8.2f} {r['seconds'] / iters:8.5f} {ratio:>10} {r['cpu']:8.2f} "
               f"{cpu_ratio:>9} {r['leapfrog']:8.1f} {r['rhat']:6.3f} {r['ess']:6.0f} {r['div']:5d}  "
               f"{r['probs'][0]:7.3f} {r['probs'][1]:7.3f} {r['probs'][2]:8.3f}  {note}", flush=True)
 
-    rows = []
-    for p, prepared, x in jobs:
+    runs = []  # one per pair, seed and model
+    for p, seed, prepared, x in jobs:
+        mcmc = {"chains": args.chains, "seed": seed}
         ours = report(*cpu_seconds(fit_mod.sample, prepared.stan_data, draws=args.draws, warmup=args.warmup,
                                    backend="pystan", **mcmc), prepared.rope_scaled)
+        runs.append({"pair": p, "model": "ours", **ours})
         sd = prepared.stan_data
-        form = f"{sd['q_nc']} non-centred" if "q_nc" in sd else "non-centred" if sd.get("noncentred") else "centred"
-        row(p, "ours", ours, iters_ours, note=f"{len(prepared.perturbed)} patched, delta_i {form}")
+        row(p, seed, "ours", ours, iters_ours, note=f"{len(prepared.perturbed)} patched, delta_i {sd['q_nc']} "
+                                                    "non-centred")
         for name in references:
             ref = REFERENCES[name]
-            data = ref.data(x, prepared)
-            r = report(*cpu_seconds(ref.sample, data, draws=ref_draws, warmup=ref_warmup, **mcmc),
+            r = report(*cpu_seconds(ref.sample, ref.data(x, prepared), draws=ref_draws, warmup=ref_warmup, **mcmc),
                        prepared.rope_scaled)
-            result = {"pair": p, "reference": name, "ours": ours, "ref": r,
-                      "raw": r["seconds"] / ours["seconds"],
-                      "ratio": (r["seconds"] / iters_ref) / (ours["seconds"] / iters_ours),
-                      "cpu_ratio": (r["cpu"] / iters_ref) / (ours["cpu"] / iters_ours),
-                      "dprob": max(abs(u - v) for u, v in zip(ours["probs"], r["probs"]))}
-            rows.append(result)
-            note = (f"raw ratio {result['raw']:.1f} (ran {iters_ref}/{iters_ours} of the iterations)" if normalised
-                    else "")
-            row(p, name, r, iters_ref, f"{result['ratio']:.1f}", f"{result['cpu_ratio']:.1f}", note)
+            runs.append({"pair": p, "model": name, **r, "dprob": max(abs(u - v) for u, v in zip(ours["probs"],
+                                                                                               r["probs"]))})
+            ratio = (r["seconds"] / iters_ref) / (ours["seconds"] / iters_ours)
+            cpu_ratio = (r["cpu"] / iters_ref) / (ours["cpu"] / iters_ours)
+            note = (f"raw ratio {r['seconds'] / ours['seconds']:.1f} (ran {iters_ref}/{iters_ours} of the "
+                    "iterations)" if normalised else "")
+            row(p, seed, name, r, iters_ref, f"{ratio:.1f}", f"{cpu_ratio:.1f}", note)
+
+    def median_of(p, model, key):
+        return statistics.median(r[key] for r in runs if r["pair"] == p and r["model"] == model)
+
+    rows = [{"pair": p, "reference": name,
+             "ratio": (median_of(p, name, "seconds") / iters_ref) / (median_of(p, "ours", "seconds") / iters_ours),
+             "cpu_ratio": (median_of(p, name, "cpu") / iters_ref) / (median_of(p, "ours", "cpu") / iters_ours),
+             "dprob": max(r["dprob"] for r in runs if r["pair"] == p and r["model"] == name)}
+            for p in pairs for name in references]
+    if len(seeds) > 1:
+        print(f"\nper pair, medians over the {len(seeds)} seeds (ratio: the reference's median seconds over ours):")
+        for r in rows:
+            print(f"  {r['pair']:<10} ours {median_of(r['pair'], 'ours', 'seconds'):6.2f} s   {r['reference']:<8} "
+                  f"{median_of(r['pair'], r['reference'], 'seconds'):7.2f} s   ratio {r['ratio']:6.1f}   "
+                  f"CPU ratio {r['cpu_ratio']:6.1f}")
 
     kind = ("normalised per iteration: (reference s / its iterations) / (our s / our iterations)" if normalised
             else "raw: reference seconds / our seconds, same iterations")
@@ -354,21 +381,22 @@ def main(argv=None) -> int:
             line(statistics.median(mine) >= MEDIAN_RATIO, f">= {MEDIAN_RATIO:g}x faster than {name} at the median "
                                                           f"(median {statistics.median(mine):.1f}x)", counts),
         ]
-    ours_rows = {r["pair"]: r["ours"] for r in rows}
-    if "nbc-hnb" in ours_rows:
-        s = ours_rows["nbc-hnb"]["seconds"]
-        checks.append(line(s <= NBC_HNB_SECONDS, f"nbc-hnb sampled in <= {NBC_HNB_SECONDS:g} s (ours {s:.2f} s)"))
-    worst = max(ours_rows, key=lambda p: ours_rows[p]["rhat"])
-    checks.append(line(ours_rows[worst]["rhat"] <= RHAT,
-                       f"R-hat <= {RHAT} on every pair (ours: max {ours_rows[worst]['rhat']:.3f} on {worst})"))
-    div = sum(r["div"] for r in ours_rows.values())
+    if "nbc-hnb" in pairs:
+        sec = median_of("nbc-hnb", "ours", "seconds")
+        checks.append(line(sec <= NBC_HNB_SECONDS, f"nbc-hnb sampled in <= {NBC_HNB_SECONDS:g} s (ours {sec:.2f} s"
+                                                   f"{', median over the seeds' if len(seeds) > 1 else ''})"))
+    ours_runs = [r for r in runs if r["model"] == "ours"]
+    worst = max(ours_runs, key=lambda r: r["rhat"])
+    checks.append(line(worst["rhat"] <= RHAT,
+                       f"R-hat <= {RHAT} on every pair (ours: max {worst['rhat']:.3f} on {worst['pair']})"))
+    div = sum(r["div"] for r in ours_runs)
     checks.append(line(div == 0, f"no divergences (ours: {div} in total)"))
     worst = max(rows, key=lambda r: r["dprob"])
     checks.append(line(worst["dprob"] <= MAX_DPROB, f"P(left/rope/right) of ours and every reference agree within "
                                                     f"{MAX_DPROB} (max |diff| {worst['dprob']:.3f}, "
                                                     f"{worst['reference']} on {worst['pair']})"))
     for name in references:
-        mine = [r["ref"] for r in rows if r["reference"] == name]
+        mine = [r for r in runs if r["model"] == name]
         print(f"info  {name}: max R-hat {max(r['rhat'] for r in mine):.3f}, "
               f"{sum(r['div'] for r in mine)} divergences in total")
     if YARDSTICK not in references:
