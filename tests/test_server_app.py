@@ -238,6 +238,14 @@ def _options(page, select: str) -> list[str]:
     return page.eval_on_selector_all(f"{select} option", "os => os.map(o => o.textContent)")
 
 
+def _release(page, held: list) -> None:
+    """Let the requests held back by a route through, one by one, then give the page's handlers time to run."""
+    for route in held:
+        with page.expect_response(lambda r, url=route.request.url: r.url == url):
+            route.continue_()
+    page.wait_for_timeout(500)
+
+
 @pytest.mark.browser
 def test_page_in_headless_chromium(server):
     ARTIFACTS.mkdir(exist_ok=True)
@@ -290,13 +298,31 @@ def test_page_drops_a_late_answer_about_an_experiment_no_longer_selected(server)
         page.select_option("#experiment", server.experiment_id)
         page.wait_for_selector("#model_a option:nth-child(3)", state="attached")
         assert held, "the question about the other experiment was not held back"
-        for route in held:
-            with page.expect_response(lambda r: r.url == route.request.url):
-                route.continue_()
-        page.wait_for_timeout(500)  # let the page's handler run on the late answer
+        _release(page, held)
         assert "accuracy" in _options(page, "#metric")
         assert sorted(_options(page, "#model_a")) == sorted(MODELS)
         assert page.text_content("#choices-info").startswith("3 models")
+
+
+@pytest.mark.browser
+def test_page_shows_only_the_last_run_asked_for(server):
+    """Picking a past comparison while the page still waits for the previous one's status: the late status must not
+    replace the one picked."""
+    s = server.session()
+    first = _start(s, server.url, **_fields(server, seed=21))
+    picked = _start(s, server.url, **_fields(server, model_a="cart", model_b="lda", seed=21))
+    assert _wait_done(s, server.url, first)["status"] == _wait_done(s, server.url, picked)["status"] == "FINISHED"
+    held = []
+    with _chromium_page() as page:
+        page.route(f"**/bayescompare/api/comparisons/{first}", lambda route: held.append(route))
+        page.goto(f"{server.url}/bayescompare/?run_id={first}")
+        page.click(f'#past tr[data-run-id="{picked}"] a.show')
+        page.wait_for_selector("#verdict:not(:empty)")
+        assert page.text_content("#job-title") == "cart vs lda · accuracy"
+        assert held, "the status of the first run was not held back"
+        _release(page, held)
+        assert page.text_content("#job-title") == "cart vs lda · accuracy"
+        assert page.text_content("#label-a") == "P(cart better)"
 
 
 # ------------------------------------------------------------------------------------------------ other modes
@@ -406,26 +432,3 @@ def test_stale_running_runs_are_marked_failed_at_startup(tmp_path):
     finally:
         srv.stop()
 
-
-@pytest.mark.browser
-def test_page_shows_only_the_last_run_asked_for(server):
-    """Picking a past comparison while the page still waits for the previous one's status: the late status must not
-    replace the one picked."""
-    s = server.session()
-    first = _start(s, server.url, **_fields(server, seed=21))
-    picked = _start(s, server.url, **_fields(server, model_a="cart", model_b="lda", seed=21))
-    assert _wait_done(s, server.url, first)["status"] == _wait_done(s, server.url, picked)["status"] == "FINISHED"
-    held = []
-    with _chromium_page() as page:
-        page.route(f"**/bayescompare/api/comparisons/{first}", lambda route: held.append(route))
-        page.goto(f"{server.url}/bayescompare/?run_id={first}")
-        page.click(f'#past tr[data-run-id="{picked}"] a.show')
-        page.wait_for_selector("#verdict:not(:empty)")
-        assert page.text_content("#job-title") == "cart vs lda · accuracy"
-        assert held, "the status of the first run was not held back"
-        for route in held:
-            with page.expect_response(lambda r: r.url == route.request.url):
-                route.continue_()
-        page.wait_for_timeout(500)  # let the page's handler run on the late answer
-        assert page.text_content("#job-title") == "cart vs lda · accuracy"
-        assert page.text_content("#label-a") == "P(cart better)"
