@@ -139,10 +139,38 @@ def pystan_model(data: dict, seed: int):
         except (RuntimeError, ValueError) as exc:
             raise SamplingError(f"pystan could not build {STAN_FILE.name}: {exc}") from exc
         _pystan_seen.add(name)
+        if compiling:
+            forget_superseded_pystan_models(name)
         return model
 
 
 FIT_CACHE_SECONDS = 300
+SUPERSEDED_DAYS = 7  # a compiled model of an earlier .stan file goes once unused for this long
+COMPILED_LIST = "pystan-models.txt"  # in cache_dir(): the httpstan models this package compiled
+
+
+def forget_superseded_pystan_models(current: str) -> None:
+    """Delete the compiled models of earlier versions of the program.  httpstan keeps every model it compiles
+    (about 110 MB each) forever, so each upgrade that changes the ``.stan`` file would leave one behind.  The models
+    this package compiled are listed in :func:`cache_dir`; one that is not ``current`` goes once nothing has used it
+    for ``SUPERSEDED_DAYS`` (every fit writes into its ``fits`` folder, and pruning empties it).  The wait spares
+    another installed version of the package still in use; anything else in httpstan's cache is never touched."""
+    import httpstan.cache
+
+    listing = cache_dir() / COMPILED_LIST
+    with contextlib.suppress(OSError):  # housekeeping: never a reason to fail a fit
+        known = listing.read_text().split() if listing.exists() else []
+        keep = []
+        for name in dict.fromkeys(known):
+            directory = httpstan.cache.model_directory(name)
+            if name == current or not directory.exists():
+                continue
+            last_used = max(path.stat().st_mtime for path in (directory, directory / "fits") if path.exists())
+            if time.time() - last_used > SUPERSEDED_DAYS * 86400:
+                httpstan.cache.delete_model_directory(name)
+            if directory.exists():
+                keep.append(name)
+        listing.write_text("".join(f"{name}\n" for name in [*keep, current]))
 
 
 def prune_pystan_fits(max_age: float = FIT_CACHE_SECONDS, code: str | None = None) -> None:

@@ -3,6 +3,7 @@
 import json
 import os
 import time
+import uuid
 
 import numpy as np
 import pytest
@@ -140,6 +141,33 @@ def test_a_divergent_form_is_retried_in_the_other_form(monkeypatch):
         retried.append(seed)
         break
     assert retried, "the centred form never diverged on a steep funnel"
+
+
+def test_compiled_models_of_earlier_programs_go_once_unused(tmp_path, monkeypatch):
+    import httpstan.cache
+    import httpstan.models
+
+    monkeypatch.setenv("MLFLOW_BAYESCOMPARE_CACHE", str(tmp_path))
+    current = httpstan.models.calculate_model_name(stan_model.program_code())
+    stale, recent, foreign = (f"models/zz{uuid.uuid4().hex[:6]}" for _ in range(3))
+    month_ago = time.time() - 30 * 86400
+    try:
+        for name in (stale, recent, foreign):
+            fits = httpstan.cache.model_directory(name) / "fits"
+            fits.mkdir(parents=True)
+            if name != recent:
+                os.utime(fits, (month_ago, month_ago))
+                os.utime(fits.parent, (month_ago, month_ago))
+        (tmp_path / stan_model.COMPILED_LIST).write_text(f"{stale}\n{recent}\nmodels/zzgone0\n{current}\n")
+        stan_model.forget_superseded_pystan_models(current)
+        assert not httpstan.cache.model_directory(stale).exists()  # ours, unused for a month
+        assert httpstan.cache.model_directory(recent).exists()  # ours, used today: maybe another installed version
+        assert httpstan.cache.model_directory(foreign).exists()  # not compiled by this package
+        assert httpstan.cache.model_directory(current).exists()
+        assert (tmp_path / stan_model.COMPILED_LIST).read_text().split() == [recent, current]
+    finally:
+        for name in (stale, recent, foreign):
+            httpstan.cache.delete_model_directory(name)
 
 
 def test_pystan_build_leaves_the_working_directory_clean(tmp_path, monkeypatch):
