@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import sys
 import threading
@@ -158,12 +159,14 @@ def forget_superseded_pystan_models(current: str) -> None:
     import httpstan.cache
 
     listing = cache_dir() / COMPILED_LIST
-    with contextlib.suppress(OSError):  # housekeeping: never a reason to fail a fit
+    with contextlib.suppress(OSError, UnicodeDecodeError):  # housekeeping: never a reason to fail a fit
         known = listing.read_text().split() if listing.exists() else []
         keep = []
         for name in dict.fromkeys(known):
+            if name == current or not re.fullmatch(r"models/[a-z0-9]+", name):  # a damaged line names nothing
+                continue
             directory = httpstan.cache.model_directory(name)
-            if name == current or not directory.exists():
+            if not directory.exists():
                 continue
             last_used = max(path.stat().st_mtime for path in (directory, directory / "fits") if path.exists())
             if time.time() - last_used > SUPERSEDED_DAYS * 86400:

@@ -158,7 +158,9 @@ def test_compiled_models_of_earlier_programs_go_once_unused(tmp_path, monkeypatc
             if name != recent:
                 os.utime(fits, (month_ago, month_ago))
                 os.utime(fits.parent, (month_ago, month_ago))
-        (tmp_path / stan_model.COMPILED_LIST).write_text(f"{stale}\n{recent}\nmodels/zzgone0\n{current}\n")
+        # a model gone already, and damaged lines ("models/" would name httpstan's whole folder): dropped unread
+        lines = [stale, recent, "models/zzgone0", "models/", "models/../..", current]
+        (tmp_path / stan_model.COMPILED_LIST).write_text("".join(f"{line}\n" for line in lines))
         stan_model.forget_superseded_pystan_models(current)
         assert not httpstan.cache.model_directory(stale).exists()  # ours, unused for a month
         assert httpstan.cache.model_directory(recent).exists()  # ours, used today: maybe another installed version
