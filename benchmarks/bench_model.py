@@ -141,13 +141,8 @@ class Reference:
         """``stan.build`` from a temporary directory, so pystan's ``build/`` folder never lands in the repo."""
         import stan
 
-        old = os.getcwd()
-        with tempfile.TemporaryDirectory() as tmp, stan_model.quiet_pystan():
-            os.chdir(tmp)
-            try:
-                return stan.build(self.code, data=data, random_seed=seed)
-            finally:
-                os.chdir(old)
+        with tempfile.TemporaryDirectory() as tmp, stan_model.working_directory(Path(tmp)), stan_model.quiet_pystan():
+            return stan.build(self.code, data=data, random_seed=seed)
 
     def sample(self, data: dict, *, chains: int, draws: int, warmup: int, seed: int) -> fit_mod.Fit:
         try:
@@ -310,12 +305,13 @@ def main(argv=None) -> int:
           "(not timed below)")
 
     label = "ratio/iter" if normalised else "ratio"
-    print(f"{'pair':<10} {'seed':>5} {'model':<7} {'seconds':>8} {'s/iter':>8} {label:>10} {'cpu s':>8} {'cpu ratio':>9} "
-          f"{'leapfrog':>8} {'R-hat':>6} {'minESS':>6} {'div':>5}  {'P(left)':>7} {'P(rope)':>7} {'P(right)':>8}  notes")
+    print(f"{'pair':<10} {'seed':>5} {'model':<7} {'seconds':>8} {'s/iter':>8} {label:>10} {'cpu s':>8} "
+          f"{'cpu ratio':>9} {'leapfrog':>8} {'R-hat':>6} {'minESS':>6} {'div':>5}  {'P(left)':>7} {'P(rope)':>7} "
+          f"{'P(right)':>8}  notes")
 
     def row(p, seed, model, r, iters, ratio="", cpu_ratio="", note=""):
-        print(f"{p:<10} {seed:>5} {model:<7} {r['seconds']:8.2f} {r['seconds'] / iters:8.5f} {ratio:>10} {r['cpu']:8.2f} "
-              f"{cpu_ratio:>9} {r['leapfrog']:8.1f} {r['rhat']:6.3f} {r['ess']:6.0f} {r['div']:5d}  "
+        print(f"{p:<10} {seed:>5} {model:<7} {r['seconds']:8.2f} {r['seconds'] / iters:8.5f} {ratio:>10} "
+              f"{r['cpu']:8.2f} {cpu_ratio:>9} {r['leapfrog']:8.1f} {r['rhat']:6.3f} {r['ess']:6.0f} {r['div']:5d}  "
               f"{r['probs'][0]:7.3f} {r['probs'][1]:7.3f} {r['probs'][2]:8.3f}  {note}", flush=True)
 
     runs = []  # one per pair, seed and model

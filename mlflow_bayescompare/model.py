@@ -135,7 +135,7 @@ def pystan_model(data: dict, seed: int):
         if compiling:
             _announce_compile()
         try:
-            with _cwd(cache_dir()) if compiling else contextlib.nullcontext():
+            with working_directory(cache_dir()) if compiling else contextlib.nullcontext():
                 model = stan.build(code, data=data, random_seed=seed)
         except (RuntimeError, ValueError) as exc:
             raise SamplingError(f"pystan could not build {STAN_FILE.name}: {exc}") from exc
@@ -201,7 +201,7 @@ def _delete_pystan_fits(condition, code: str | None = None) -> None:
 
 
 @contextlib.contextmanager
-def _cwd(path: Path):
+def working_directory(path: Path):
     """Run pystan's build from ``path`` so its ``build/`` folder never lands in the user's directory."""
     old = os.getcwd()
     os.chdir(path)

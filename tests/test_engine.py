@@ -189,14 +189,13 @@ def test_pystan_stores_only_what_it_reads_uncompressed_and_restores_httpstan():
     import stan.model
 
     stan_model.prune_pystan_fits(max_age=0)  # httpstan would serve an earlier run's fit of the same seed
-    started = time.time()
     res = hierarchical_test(diffs=simulate([0.01, 0.02, 0.03], seed=3), folds=10, seed=31, chains=2, draws=50,
                             warmup=50)
     assert res.p_a_better + res.p_rope + res.p_b_better == pytest.approx(1)
     assert httpstan.services_stub.zlib is zlib  # put back after the call
     assert stan.model.asyncio is asyncio
     fits = httpstan.cache.model_directory(httpstan.models.calculate_model_name(stan_model.program_code())) / "fits"
-    new = [p for p in fits.glob("*.jsonlines.gz") if p.stat().st_mtime >= started]
+    new = list(fits.glob("*.jsonlines.gz"))  # the folder was emptied before the call
     forms = 2 if "tried too" in res.diagnostics["parameterisation"] else 1  # divergences: the other form was fitted
     assert len(new) == 2 * forms, "one fit per chain and δ_i form written by this call"
     for path in new:
