@@ -145,18 +145,26 @@ class Reference:
             return stan.build(self.code, data=data, random_seed=seed)
 
     def sample(self, data: dict, *, chains: int, draws: int, warmup: int, seed: int) -> fit_mod.Fit:
-        try:
-            if self.as_baycomp:
+        if self.as_baycomp:
+            try:
                 raw, sampler, seconds = self._sample_as_baycomp(data, chains=chains, draws=draws, warmup=warmup,
                                                                 seed=seed)
-            else:  # a thread and a seed per chain, httpstan keeping only the streams pystan reads
-                raw, sampler, seconds = fit_mod.pystan_chains(lambda chain_seed: self.build(data, chain_seed),
-                                                              tuple(self.parameters), chains=chains, draws=draws,
-                                                              warmup=warmup, seed=seed)
-        finally:  # httpstan keeps every seeded fit on disk: drop this program's (only this benchmark makes them)
-            stan_model.prune_pystan_fits(max_age=0, code=self.code)
+            finally:  # httpstan keeps every seeded fit on disk (and would serve it again): drop this program's
+                self.drop_fits()
+        else:  # the package's path: a thread and a seed per chain, straight through httpstan's sampler processes
+            raw, sampler, seconds = fit_mod.pystan_chains(lambda chain_seed: self.build(data, chain_seed),
+                                                          tuple(self.parameters), chains=chains, draws=draws,
+                                                          warmup=warmup, seed=seed)
         out = {self.parameters[name]: value.reshape(chains, draws, *value.shape[2:]) for name, value in raw.items()}
         return fit_mod.Fit(out, sampler, "pystan", seconds)
+
+    def drop_fits(self) -> None:
+        import httpstan.cache
+        import httpstan.models
+
+        fits = httpstan.cache.model_directory(httpstan.models.calculate_model_name(self.code)) / "fits"
+        for path in fits.glob("*.jsonlines.gz"):
+            path.unlink(missing_ok=True)
 
     def _sample_as_baycomp(self, data: dict, *, chains: int, draws: int, warmup: int, seed: int):
         """baycomp's ``HierarchicalTest.sample``: ``stan.build`` then one ``sample(num_chains=...)`` call, with

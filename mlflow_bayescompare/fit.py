@@ -8,19 +8,18 @@ or scalar).  ``sampler[name]`` is ``(chains, draws)`` for ``divergent__``, ``tre
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import contextlib
-import dataclasses
-import logging
+import json
 import multiprocessing
 import os
+import select
 import signal
+import socket
 import sys
+import tempfile
 import threading
 import time
-import types
-import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,39 +81,119 @@ def pystan_chains(build, names, *, chains, draws, warmup, seed):
     """Sample ``chains`` chains of the pystan model ``build(chain_seed)`` and return ``(raw, sampler, seconds)``:
     ``raw[name]`` is ``(chains, draws, *dims)`` for each of ``names`` the model has.
 
-    One single-chain pystan call per chain, each in its own thread, chain k seeded with ``chain_seeds(seed)[k]``.
-    One pystan call serves all its chains' output on one asyncio loop, and httpstan's reader of a chain's output does
-    not yield while more output is waiting: the chains of one call take turns instead of running side by side, and
-    a chain waiting for a free process starts only when an earlier chain's reader is done.  With a loop per chain
-    they run in parallel (4 chains on 2 cores: about a quarter less wall time on the paper's data)."""
-    start, started = time.perf_counter(), time.time()
+    pystan builds the model (compiling it at most once) and parses the draws; the chains themselves run through
+    httpstan's sampler processes directly (:func:`_run_chain`), each read by its own thread, chain k with the Stan
+    seed ``chain_seeds(seed)[k]``: the same draws as pystan's one-chain ``sample`` call with that seed, without its
+    HTTP round trips, its 50 ms progress polls and httpstan's gzipped copy of every chain on disk."""
+    import stan.fit
+
+    start = time.perf_counter()
     first, *others = chain_seeds(seed, chains)
     built = build(first)  # the chains differ only in their seed
-    posteriors = [built, *(dataclasses.replace(built, random_seed=chain_seed) for chain_seed in others)]
     _start_pystan_workers()
 
-    def one_chain(posterior):
-        return posterior.sample(num_chains=1, num_samples=draws, num_warmup=warmup)
+    def one_chain(chain_seed):
+        output = _run_chain(built.model_name, _chain_arguments(built, chain_seed, draws=draws, warmup=warmup))
+        return stan.fit.Fit((output,), 1, built.param_names, built.constrained_param_names, built.dims, warmup,
+                            draws, 1, False)
 
     try:
-        with stan_model.quiet_pystan(), _quiet_asyncio(), _kill_samplers_on_ctrl_c(), lean_fit_cache(), \
-                prompt_polling(), \
+        with _kill_samplers_on_ctrl_c(), \
                 concurrent.futures.ThreadPoolExecutor(chains, thread_name_prefix="stan-chain") as pool:
-            fits = list(pool.map(one_chain, posteriors))
+            fits = list(pool.map(one_chain, [first, *others]))
     except RuntimeError as exc:
         raise SamplingError(f"Stan failed to sample: {exc}") from exc
     except KeyboardInterrupt:
         _stop_pystan_workers()
-        stan_model.discard_pystan_fits(since=started)
         raise
-    finally:
-        stan_model.prune_pystan_fits()
 
     # a single-chain fit gives (*dims, draws)
     raw = {name: np.stack([np.moveaxis(fit[name], -1, 0) for fit in fits])
            for name in names if name in fits[0].param_names}
     sampler = {name: np.stack([fit[name].reshape(draws) for fit in fits]) for name in SAMPLER_STATS}
     return raw, sampler, time.perf_counter() - start
+
+
+SERVICE = "hmc_nuts_diag_e_adapt"  # the function pystan's ``sample`` calls
+
+
+def _chain_arguments(built, chain_seed: int, *, draws: int, warmup: int) -> dict:
+    """What pystan's ``sample(num_chains=1, ...)`` passes to Stan for one chain: the data, the seed, chain id 1,
+    no initial values, and httpstan's (CmdStan's) defaults for everything else."""
+    import httpstan.models
+    from httpstan.services import arguments
+
+    given = {"data": built.data, "init": {}, "random_seed": chain_seed, "chain": 1, "num_samples": draws,
+             "num_warmup": warmup}
+    module = httpstan.models.import_services_extension_module(built.model_name)
+    defaults = {name: arguments.lookup_default(arguments.Method.SAMPLE, name)
+                for name in arguments.function_arguments(SERVICE, module) if name not in given}
+    return {**given, **defaults}
+
+
+DIAGNOSTIC_STREAM = b'{"version":1,"topic":"diagnostic"'
+
+
+def _run_chain(model_name: str, arguments: dict) -> bytes:
+    """Run one chain in httpstan's sampler processes and return its output: Stan's writers each send JSON lines
+    through their own connection to a Unix socket.  The diagnostic writer's stream (the unconstrained values,
+    momenta and gradients of every iteration, three times the size of the draws, which httpstan cannot switch off)
+    is read and dropped; the sample writer's and the logger's are kept.  A non-zero return code is raised with
+    Stan's error messages, as httpstan does."""
+    import httpstan.services_stub as services
+
+    service = services._make_lazy_function_wrapper(SERVICE, model_name)
+    with tempfile.TemporaryDirectory(prefix="bayescompare-") as folder, \
+            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        address = os.path.join(folder, "stan.sock")
+        listener.bind(address)
+        listener.listen(4)  # Stan's three writers and its logger
+        done = services.executor.submit(service, address, **arguments)
+        kept: dict[socket.socket, bytearray | None] = {}  # None: the diagnostic stream
+        connections = []
+        try:
+            while connections or not done.done():
+                readable, _, _ = select.select([listener, *connections], [], [], 0.01)
+                for conn in readable:
+                    if conn is listener:
+                        connections.append(listener.accept()[0])
+                        kept[connections[-1]] = bytearray()
+                        continue
+                    data = conn.recv(1 << 16)
+                    if not data:
+                        connections.remove(conn)
+                        continue
+                    stream = kept[conn]
+                    if stream is not None:
+                        stream += data
+                        if len(stream) >= len(DIAGNOSTIC_STREAM) and stream.startswith(DIAGNOSTIC_STREAM):
+                            kept[conn] = None
+        finally:
+            for conn in kept:
+                conn.close()
+    output = b"".join(bytes(stream) for stream in kept.values() if stream is not None)
+    try:
+        code = done.result()
+    except concurrent.futures.BrokenExecutor:  # a sampler process died (or Ctrl-C killed it)
+        raise
+    except Exception as exc:  # a C++ exception of Stan's, as pybind11 passes it on
+        raise RuntimeError(f"{exc} {_stan_messages(output)}".strip()) from exc
+    if code != 0:
+        raise RuntimeError(_stan_messages(output) or f"Stan returned error code {code}")
+    return output
+
+
+def _stan_messages(output: bytes) -> str:
+    """Stan's error messages in a chain's logger stream, then its first four warnings (httpstan's choice)."""
+    errors, warnings = [], []
+    for line in output.splitlines():
+        if b'"topic":"logger"' in line:
+            text = json.loads(line)["values"][-1]
+            if text.startswith("error:"):
+                errors.append(text.removeprefix("error:").strip())
+            elif text.startswith("warn:"):
+                warnings.append(text.removeprefix("warn:").strip())
+    return " ".join([*errors, *warnings[:4]]).strip()
 
 
 def _start_pystan_workers() -> None:
@@ -153,11 +232,10 @@ def _kill_pystan_samplers() -> None:
 
 @contextlib.contextmanager
 def _kill_samplers_on_ctrl_c():
-    """Make Ctrl-C stop sampling at once.  asyncio would turn it into a cancellation, which httpstan's loop reading
-    a chain's output does not see while draws keep arriving, so pystan would return only when sampling ends.
-    Killing the sampler processes first ends that loop; whatever that loop then raises about the broken stream
-    (aiohttp's ``ClientPayloadError``, say) is reported as the interrupt it is.  Left alone where SIGINT is not the
-    default (pool workers that ignore it, other handlers) or outside the main thread."""
+    """Make Ctrl-C stop sampling at once.  httpstan's sampler processes ignore SIGINT and would run Stan to the
+    end, with the chain threads reading their output until then; killing the samplers first closes every stream,
+    and whatever the chain threads then raise about the broken pool is reported as the interrupt it is.  Left alone
+    where SIGINT is not the default (pool workers that ignore it, other handlers) or outside the main thread."""
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         yield
@@ -178,83 +256,6 @@ def _kill_samplers_on_ctrl_c():
         raise
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
-class _StoredStream:
-    """httpstan's per-socket compressor, replaced: gzip level 0 (stored, still valid gzip) for the streams pystan
-    reads, nothing at all for the diagnostic writer's.  Each of Stan's writers has its own socket, so the first
-    bytes of a stream say whose it is."""
-
-    DIAGNOSTIC = b'{"version":1,"topic":"diagnostic"'
-
-    def __init__(self, level=0, method=zlib.DEFLATED, wbits=zlib.MAX_WBITS, *args, **kwargs):
-        self._gzip = zlib.compressobj(0, method, wbits)
-        self._head, self._drop = b"", None
-
-    def compress(self, data: bytes) -> bytes:
-        if self._drop is None:
-            self._head += data
-            if len(self._head) < len(self.DIAGNOSTIC):
-                return b""
-            self._drop = self._head.startswith(self.DIAGNOSTIC)
-            data, self._head = self._head, b""
-        return b"" if self._drop else self._gzip.compress(data)
-
-    def flush(self, mode: int = zlib.Z_FINISH) -> bytes:
-        if self._drop:
-            return b""
-        head, self._head = self._head, b""
-        return self._gzip.compress(head) + self._gzip.flush(mode)
-
-
-_LEAN_ZLIB = types.SimpleNamespace(**{**vars(zlib), "compressobj": _StoredStream})
-
-
-def lean_fit_cache():
-    """Let httpstan store only what pystan reads, uncompressed.  httpstan writes every message of the sampler into
-    its on-disk fit cache, gzipped, and reads the file back whole for pystan.  Most of it is the diagnostic writer's:
-    the unconstrained values, momenta and gradients of every draw, about three times the draws themselves, which
-    pystan never reads.  Dropping that stream and skipping compression saves about a fifth of a fit's wall time
-    (4 chains x 1000 draws on the paper's data), for a file that is deleted minutes later
-    (``model.prune_pystan_fits``).  Does nothing when httpstan's internals are not the ones this was written for
-    (httpstan 4.x)."""
-    import httpstan.services_stub as services
-
-    return stan_model.swapped(services, "zlib", zlib, _LEAN_ZLIB)
-
-
-POLL_SECONDS = 0.005  # pystan's polling interval while prompt_polling is active (pystan's own: 0.05)
-
-
-def prompt_polling():
-    """Have pystan notice a finished chain within 5 ms instead of 50.  pystan fetches a chain's draws only when its
-    progress poll, every 50 ms, finds the chain done, and a poll sent while httpstan is still streaming that chain's
-    output is answered late and stale: the last chains' draws were fetched 50-100 ms after they were ready.
-    Capping pystan's sleeps at ``POLL_SECONDS`` saves about 9% of a fit's wall time (4 chains x 1000 draws on the
-    paper's data).  Does nothing when pystan's internals are not the ones this was written for (pystan 3.x)."""
-    import stan.model
-
-    return stan_model.swapped(stan.model, "asyncio", asyncio, _PROMPT_ASYNCIO)
-
-
-async def _prompt_sleep(delay, result=None):
-    return await asyncio.sleep(min(delay, POLL_SECONDS), result)
-
-
-_PROMPT_ASYNCIO = types.SimpleNamespace(**{**vars(asyncio), "sleep": _prompt_sleep})
-
-
-@contextlib.contextmanager
-def _quiet_asyncio():
-    """pystan cancels its asyncio tasks on Ctrl-C, and asyncio logs each cancelled callback with a traceback;
-    the interrupt itself is reported by the caller."""
-    logger = logging.getLogger("asyncio")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 def _sample_cmdstanpy(stan_data, *, chains, draws, warmup, seed):

@@ -140,12 +140,13 @@ def pystan_model(data: dict, seed: int):
         except (RuntimeError, ValueError) as exc:
             raise SamplingError(f"pystan could not build {STAN_FILE.name}: {exc}") from exc
         _pystan_seen.add(name)
+        with contextlib.suppress(OSError):  # the folder dates the model's last use (forget_superseded_pystan_models)
+            os.utime(httpstan.cache.model_directory(name))
         if compiling:
             forget_superseded_pystan_models(name)
         return model
 
 
-FIT_CACHE_SECONDS = 300
 SUPERSEDED_DAYS = 7  # a compiled model of an earlier .stan file goes once unused for this long
 COMPILED_LIST = "pystan-models.txt"  # in cache_dir(): the httpstan models this package compiled
 
@@ -154,8 +155,9 @@ def forget_superseded_pystan_models(current: str) -> None:
     """Delete the compiled models of earlier versions of the program.  httpstan keeps every model it compiles
     (about 110 MB each) forever, so each upgrade that changes the ``.stan`` file would leave one behind.  The models
     this package compiled are listed in :func:`cache_dir`; one that is not ``current`` goes once nothing has used it
-    for ``SUPERSEDED_DAYS`` (every fit writes into its ``fits`` folder, and pruning empties it).  The wait spares
-    another installed version of the package still in use; anything else in httpstan's cache is never touched."""
+    for ``SUPERSEDED_DAYS`` (every build for a fit dates the model's folder; earlier versions of this package wrote
+    their fits into its ``fits`` folder instead).  The wait spares another installed version of the package still in
+    use; anything else in httpstan's cache is never touched."""
     import httpstan.cache
 
     listing = cache_dir() / COMPILED_LIST
@@ -174,30 +176,6 @@ def forget_superseded_pystan_models(current: str) -> None:
             if directory.exists():
                 keep.append(name)
         listing.write_text("".join(f"{name}\n" for name in [*keep, current]))
-
-
-def prune_pystan_fits(max_age: float = FIT_CACHE_SECONDS, code: str | None = None) -> None:
-    """Delete fits httpstan kept on disk.  With a seed, httpstan caches every fit (a few MB each) forever; files
-    older than ``max_age`` seconds are no longer being read by any sampler and go.  ``code``: the program whose fits
-    these are (default: this package's)."""
-    _delete_pystan_fits(lambda mtime: mtime < time.time() - max_age, code)
-
-
-def discard_pystan_fits(since: float) -> None:
-    """Delete the fits httpstan wrote since ``since`` (a ``time.time()``): after an interrupt they are partial, and
-    httpstan would hand them to the next identical request (same data and seed) from its cache."""
-    _delete_pystan_fits(lambda mtime: mtime >= since)
-
-
-def _delete_pystan_fits(condition, code: str | None = None) -> None:
-    import httpstan.cache
-    import httpstan.models
-
-    fits = httpstan.cache.model_directory(httpstan.models.calculate_model_name(code or program_code())) / "fits"
-    for path in fits.glob("*.jsonlines.gz"):
-        with contextlib.suppress(OSError):
-            if condition(path.stat().st_mtime):
-                path.unlink()
 
 
 @contextlib.contextmanager

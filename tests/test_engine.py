@@ -178,48 +178,28 @@ def test_pystan_build_leaves_the_working_directory_clean(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
-def test_pystan_stores_only_what_it_reads_uncompressed_and_restores_httpstan():
-    import asyncio
-    import gzip
-    import zlib
-
+def test_pystan_chains_are_pystans_own_draws_and_leave_no_fit_on_disk():
+    """Our chains run through httpstan's sampler processes directly: the same draws as pystan's own one-chain
+    ``sample`` with the chain's seed, and nothing stored in httpstan's cache."""
     import httpstan.cache
     import httpstan.models
-    import httpstan.services_stub
-    import stan.model
 
-    stan_model.prune_pystan_fits(max_age=0)  # httpstan would serve an earlier run's fit of the same seed
-    res = hierarchical_test(diffs=simulate([0.01, 0.02, 0.03], seed=3), folds=10, seed=31, chains=2, draws=50,
-                            warmup=50)
-    assert res.p_a_better + res.p_rope + res.p_b_better == pytest.approx(1)
-    assert httpstan.services_stub.zlib is zlib  # put back after the call
-    assert stan.model.asyncio is asyncio
+    stan_data = prepare.prepare([str(i) for i in range(4)], list(simulate([0.0, 0.01, 0.02, 0.03], seed=4)),
+                                rope=0.01, rho=np.full(4, 0.1), prior_code=0, rng=np.random.default_rng(0)).stan_data
     fits = httpstan.cache.model_directory(httpstan.models.calculate_model_name(stan_model.program_code())) / "fits"
-    new = list(fits.glob("*.jsonlines.gz"))  # the folder was emptied before the call
-    forms = 2 if "tried too" in res.diagnostics["parameterisation"] else 1  # divergences: the other form was fitted
-    assert len(new) == 2 * forms, "one fit per chain and δ_i form written by this call"
-    for path in new:
-        raw = path.read_bytes()
-        lines = gzip.decompress(raw).splitlines()
-        assert len(raw) > 0.99 * sum(len(line) + 1 for line in lines)  # gzip level 0: stored, not compressed
-        topics = {json.loads(line)["topic"] for line in lines}
-        assert {"sample", "logger"} <= topics and "diagnostic" not in topics
-        draws = [line for line in lines if b'"topic":"sample"' in line and b'"lp__"' in line]
-        assert len(draws) == 50
+    before = set(fits.glob("*")) if fits.exists() else set()
+    ours = fit.sample(stan_data, chains=2, draws=60, warmup=60, seed=41, backend="pystan")
+    assert (set(fits.glob("*")) if fits.exists() else set()) == before
 
-
-def test_pystan_polls_its_chains_promptly_while_sampling_and_not_after():
-    """pystan sleeps 50 ms between progress polls; within ``fit.prompt_polling`` its sleeps last at most 5 ms."""
-    import asyncio
-
-    import stan.model
-
-    with fit.prompt_polling():
-        start = time.perf_counter()
-        asyncio.run(stan.model.asyncio.sleep(30))
-        assert time.perf_counter() - start < 5
-        assert stan.model.asyncio.run is asyncio.run  # everything else is asyncio's own
-    assert stan.model.asyncio is asyncio
+    for chain, chain_seed in enumerate(fit.chain_seeds(41, 2)):
+        with stan_model.quiet_pystan():
+            theirs = stan_model.pystan_model(stan_data, chain_seed).sample(num_chains=1, num_samples=60,
+                                                                            num_warmup=60)
+        for path in set(fits.glob("*")) - before:  # pystan's own call stored its fit
+            path.unlink()
+        np.testing.assert_array_equal(ours.draws["sigma0"][chain], theirs["sigma0"].ravel())
+        np.testing.assert_array_equal(ours.draws["delta"][chain], theirs["delta"].T)
+        np.testing.assert_array_equal(ours.sampler["n_leapfrog__"][chain], theirs["n_leapfrog__"].ravel())
 
 
 def test_chain_seeds_are_distinct_reproducible_and_not_shared_between_seeds():
