@@ -13,7 +13,7 @@ import contextlib
 import json
 import multiprocessing
 import os
-import select
+import selectors
 import signal
 import socket
 import sys
@@ -92,8 +92,10 @@ def pystan_chains(build, names, *, chains, draws, warmup, seed):
     built = build(first)  # the chains differ only in their seed
     _start_pystan_workers()
 
+    arguments = _chain_arguments(built, draws=draws, warmup=warmup)
+
     def one_chain(chain_seed):
-        output = _run_chain(built.model_name, _chain_arguments(built, chain_seed, draws=draws, warmup=warmup))
+        output = _run_chain(built.model_name, {**arguments, "random_seed": chain_seed})
         return stan.fit.Fit((output,), 1, built.param_names, built.constrained_param_names, built.dims, warmup,
                             draws, 1, False)
 
@@ -117,14 +119,14 @@ def pystan_chains(build, names, *, chains, draws, warmup, seed):
 SERVICE = "hmc_nuts_diag_e_adapt"  # the function pystan's ``sample`` calls
 
 
-def _chain_arguments(built, chain_seed: int, *, draws: int, warmup: int) -> dict:
-    """What pystan's ``sample(num_chains=1, ...)`` passes to Stan for one chain: the data, the seed, chain id 1,
-    no initial values, and httpstan's (CmdStan's) defaults for everything else."""
+def _chain_arguments(built, *, draws: int, warmup: int) -> dict:
+    """What pystan's ``sample(num_chains=1, ...)`` passes to Stan for a chain, its ``random_seed`` aside: the data,
+    chain id 1, no initial values, and httpstan's (CmdStan's) defaults for everything else."""
     import httpstan.models
     from httpstan.services import arguments
 
-    given = {"data": built.data, "init": {}, "random_seed": chain_seed, "chain": 1, "num_samples": draws,
-             "num_warmup": warmup}
+    given = {"data": built.data, "init": {}, "chain": 1, "num_samples": draws, "num_warmup": warmup,
+             "random_seed": None}  # set per chain
     module = httpstan.models.import_services_extension_module(built.model_name)
     defaults = {name: arguments.lookup_default(arguments.Method.SAMPLE, name)
                 for name in arguments.function_arguments(SERVICE, module) if name not in given}
@@ -150,24 +152,23 @@ def _run_chain(model_name: str, arguments: dict) -> bytes:
         listener.listen(4)  # Stan's three writers and its logger
         done = services.executor.submit(service, address, **arguments)
         kept: dict[socket.socket, bytearray | None] = {}  # None: the diagnostic stream
-        connections = []
         try:
-            while connections or not done.done():
-                readable, _, _ = select.select([listener, *connections], [], [], 0.01)
-                for conn in readable:
-                    if conn is listener:
-                        connections.append(listener.accept()[0])
-                        kept[connections[-1]] = bytearray()
-                        continue
-                    data = conn.recv(1 << 16)
-                    if not data:
-                        connections.remove(conn)
-                        continue
-                    stream = kept[conn]
-                    if stream is not None:
-                        stream += data
-                        if len(stream) >= len(DIAGNOSTIC_STREAM) and stream.startswith(DIAGNOSTIC_STREAM):
-                            kept[conn] = None
+            with selectors.DefaultSelector() as selector:
+                selector.register(listener, selectors.EVENT_READ)
+                while True:
+                    streams_open = len(selector.get_map()) - 1
+                    # An open stream ends when its sampler does, even by a crash: wait for it without a timeout.
+                    # Once every stream has ended, take any writer still queued, then stop.
+                    events = selector.select(None if streams_open else 0 if kept else 0.01)
+                    for key, _ in events:
+                        if key.fileobj is listener:
+                            conn = listener.accept()[0]
+                            kept[conn] = bytearray()
+                            selector.register(conn, selectors.EVENT_READ)
+                        else:
+                            _read(key.fileobj, kept, selector)
+                    if not events and not streams_open and (kept or done.done()):
+                        break
         finally:
             for conn in kept:
                 conn.close()
@@ -181,6 +182,19 @@ def _run_chain(model_name: str, arguments: dict) -> bytes:
     if code != 0:
         raise RuntimeError(_stan_messages(output) or f"Stan returned error code {code}")
     return output
+
+
+def _read(conn: socket.socket, kept: dict, selector: selectors.BaseSelector) -> None:
+    """Read what a writer sent; drop the diagnostic stream once its first bytes show it."""
+    data = conn.recv(1 << 16)
+    if not data:
+        selector.unregister(conn)
+        return
+    stream = kept[conn]
+    if stream is not None:
+        stream += data
+        if len(stream) >= len(DIAGNOSTIC_STREAM) and stream.startswith(DIAGNOSTIC_STREAM):
+            kept[conn] = None
 
 
 def _stan_messages(output: bytes) -> str:

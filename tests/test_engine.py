@@ -202,6 +202,29 @@ def test_pystan_chains_are_pystans_own_draws_and_leave_no_fit_on_disk():
         np.testing.assert_array_equal(ours.sampler["n_leapfrog__"][chain], theirs["n_leapfrog__"].ravel())
 
 
+def test_pystan_chains_sample_in_a_process_with_many_open_files():
+    """A long-running process (a notebook, a server) may hold over 1024 files; ``select.select``, which httpstan's
+    own reader uses, then fails on the sampler's sockets ("filedescriptor out of range")."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"this machine allows only {hard} open files")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200) if hard == resource.RLIM_INFINITY
+                                                else min(max(soft, 1200), hard), hard))
+    held = []
+    try:
+        while not held or held[-1] < 1100:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        res = hierarchical_test(diffs=simulate([0.01, 0.02, 0.03], seed=6), folds=10, seed=6, chains=2, draws=50,
+                                warmup=50)
+        assert res.p_a_better + res.p_rope + res.p_b_better == pytest.approx(1)
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
 def test_chain_seeds_are_distinct_reproducible_and_not_shared_between_seeds():
     one, two = fit.chain_seeds(1, 4), fit.chain_seeds(2, 4)
     assert len(set(one)) == 4 and not set(one) & set(two)
