@@ -187,9 +187,9 @@ def test_pystan_chains_are_pystans_own_draws_and_leave_no_fit_on_disk():
     stan_data = prepare.prepare([str(i) for i in range(4)], list(simulate([0.0, 0.01, 0.02, 0.03], seed=4)),
                                 rope=0.01, rho=np.full(4, 0.1), prior_code=0, rng=np.random.default_rng(0)).stan_data
     fits = httpstan.cache.model_directory(httpstan.models.calculate_model_name(stan_model.program_code())) / "fits"
-    before = set(fits.glob("*")) if fits.exists() else set()
+    before = set(fits.glob("*"))  # nothing when the folder does not exist
     ours = fit.sample(stan_data, chains=2, draws=60, warmup=60, seed=41, backend="pystan")
-    assert (set(fits.glob("*")) if fits.exists() else set()) == before
+    assert set(fits.glob("*")) == before
 
     for chain, chain_seed in enumerate(fit.chain_seeds(41, 2)):
         with stan_model.quiet_pystan():
