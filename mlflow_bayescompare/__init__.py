@@ -6,6 +6,8 @@ The Bayesian hierarchical correlated t-test of Corani, Benavoli, Demšar, Mangil
 
 from .errors import BayesCompareError, InputError, SamplingError
 from .hierarchical import hierarchical_test
+from .options import FitOptions, ModelsOptions, PairOptions, SourceOptions
 from .result import HierarchicalResult
 
-__all__ = ["hierarchical_test", "HierarchicalResult", "BayesCompareError", "InputError", "SamplingError"]
+__all__ = ["hierarchical_test", "HierarchicalResult", "FitOptions", "SourceOptions", "PairOptions", "ModelsOptions",
+           "BayesCompareError", "InputError", "SamplingError"]

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -13,17 +11,20 @@ from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 from mlflow.utils.search_utils import SearchUtils
 
+from . import tags as T
+from .console import redact_uri
 from .errors import BayesCompareError, InputError
+from .fetch import fetch_histories
+from .options import LAYOUTS
+from .prepare import FOLDS_ONE
+from .progress import Progress, notify
 from .tensor import CVTensor, from_tidy
 
-LAYOUTS = ("steps", "keys", "children")
-KIND_TAG = "bayescompare.kind"
-PARENT_TAG = "mlflow.parentRunId"
+# fetch_histories moved to .fetch; it is re-exported here for the callers that import it from collect
+__all__ = ["SCORE_COLUMNS", "CollectedScores", "resolve_experiments", "discover",
+           "collect_scores", "fetch_histories"]
+
 PAGE = 10_000
-BULK_ENDPOINT = "/ajax-api/2.0/mlflow/metrics/get-history-bulk"
-BULK_MAX_RUNS = 100
-BULK_MAX_POINTS = 25_000
-BULK_THREADS = 4  # parallel bulk requests (the server's default is 4 workers)
 SCORE_COLUMNS = ["dataset", "model", "repeat", "fold", "score", "run_id", "start_time", "folds"]
 
 
@@ -71,19 +72,21 @@ def resolve_experiments(client: MlflowClient, names=(), ids=()) -> list[str]:
         else:
             out.append(exp.experiment_id)
     if problems:
-        raise InputError(problems, header=f"Unknown experiment(s) at {client.tracking_uri}:")
+        raise InputError(problems, header=f"Unknown experiment(s) at {redact_uri(client.tracking_uri)}:")
     if not out:
         raise InputError("name at least one experiment (by name or id)")
     return list(dict.fromkeys(out))
 
 
 def discover(client: MlflowClient, experiment_ids: list[str], *, model_tag="model", dataset_tag="dataset") -> dict:
-    """Models, datasets and metric names (fold keys folded into their base name) found in the experiments."""
+    """Models, datasets and metric names (fold keys folded into their base name; the ``<metric>_mean`` and
+    ``<metric>_std`` summaries of a metric left out) found in the experiments."""
     flt = f"{_tag(model_tag)} IS NOT NULL AND {_tag(dataset_tag)} IS NOT NULL"
     runs = _top_level([r for r in _search(client, experiment_ids, flt) if not _is_comparison(r)])
-    children = _search(client, experiment_ids, f"{_tag(PARENT_TAG)} IS NOT NULL AND {_tag('fold')} IS NOT NULL",
+    children = _search(client, experiment_ids, f"{_tag(T.PARENT)} IS NOT NULL AND {_tag('fold')} IS NOT NULL",
                        limit=1000)
     metrics = {re.sub(r"_fold_\d+$", "", k) for r in [*runs, *children] for k in r.data.metrics}
+    metrics -= {f"{m}_{summary}" for m in metrics for summary in ("mean", "std")}  # log_cv_scores' summaries
     return {
         "models": sorted({r.data.tags[model_tag] for r in runs}),
         "datasets": sorted({r.data.tags[dataset_tag] for r in runs}),
@@ -94,18 +97,20 @@ def discover(client: MlflowClient, experiment_ids: list[str], *, model_tag="mode
 
 def collect_scores(client: MlflowClient, experiment_ids: list[str], metric: str, models: list[str] | None = None,
                    *, filter_string: str = "", layout: str = "auto", model_tag: str = "model",
-                   dataset_tag: str = "dataset", folds: int | None = None, progress: bool = False) -> CollectedScores:
+                   dataset_tag: str = "dataset", folds: int | None = None,
+                   progress: Progress | None = None) -> CollectedScores:
     """Read every per-fold score of ``metric`` for ``models`` (all tagged models if None).
 
     Runs count when tagged with both ``model_tag`` and ``dataset_tag``; comparison runs are skipped.
-    ``folds`` overrides the runs' ``cv_folds`` param.
+    ``folds`` overrides the runs' ``cv_folds`` param.  ``progress`` (see :mod:`.progress`) hears the ``fetching``
+    stage: runs listed, metric histories read.
     """
-    if layout not in ("auto", *LAYOUTS):
-        raise InputError(f"layout must be one of auto, {', '.join(LAYOUTS)}; got {layout!r}")
+    if layout not in LAYOUTS:
+        raise InputError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
     if folds is not None and (not float(folds).is_integer() or int(folds) < 2):
         raise InputError(f"folds must be an integer >= 2, got {folds!r}")
     _check_filter(filter_string)
-    runs = _model_runs(client, experiment_ids, models, filter_string, model_tag, dataset_tag)
+    runs = _model_runs(client, experiment_ids, models, filter_string, model_tag, dataset_tag, progress=progress)
     run_folds = _run_folds(runs, folds)
     if layout == "auto":
         layout = _detect(client, experiment_ids, runs, metric, model_tag)
@@ -125,13 +130,15 @@ def collect_scores(client: MlflowClient, experiment_ids: list[str], metric: str,
 # ---------------------------------------------------------------------------------------------- runs
 
 
-def _model_runs(client, experiment_ids, models, filter_string, model_tag, dataset_tag) -> list:
+def _model_runs(client, experiment_ids, models, filter_string, model_tag, dataset_tag, *,
+                progress: Progress | None = None) -> list:
     """Top-level runs of the wanted models having both tags; errors for missing models or tags."""
     if models is None:
-        runs = _search(client, experiment_ids, _and(filter_string, f"{_tag(model_tag)} IS NOT NULL"))
+        runs = _search(client, experiment_ids, _and(filter_string, f"{_tag(model_tag)} IS NOT NULL"),
+                       progress=progress)
     else:
-        runs = [r for m in dict.fromkeys(models) for r in _search(client, experiment_ids,
-                                                                  _and(filter_string, _tag_equals(model_tag, m)))]
+        runs = [r for m in dict.fromkeys(models) for r in _search(
+            client, experiment_ids, _and(filter_string, _tag_equals(model_tag, m)), progress=progress)]
         # names with both quote kinds are matched client-side, so one run may come back for several models
         runs = list({r.info.run_id: r for r in runs if r.data.tags.get(model_tag) in models}.values())
     runs = _top_level([r for r in runs if not _is_comparison(r)])
@@ -185,8 +192,7 @@ def _int_param(params: dict, key: str, run_id: str, problems: list[str]) -> int 
     if value is None or not value.is_integer() or value < low:
         why = f"not a whole number >= {low}"
         if key == "cv_folds" and value == 1:
-            why += (" (1 fold gives ρ = 1/folds = 1: the test needs k-fold cross-validation, k >= 2; "
-                    "pass --folds K if the param is wrong)")
+            why += f" ({FOLDS_ONE}; give the folds (--folds K) if the param is wrong)"
         problems.append(f"run {run_id}: param '{key}' is {params[key]!r}, {why}")
         return None
     return int(value)
@@ -199,7 +205,7 @@ def _detect(client, experiment_ids, runs, metric, model_tag) -> str:
         return "keys"
     first_per_model = {r.data.tags[model_tag]: r for r in runs}.values()
     for r in first_per_model:
-        if _search(client, experiment_ids, _tag_equals(PARENT_TAG, r.info.run_id), limit=1):
+        if _search(client, experiment_ids, _tag_equals(T.PARENT, r.info.run_id), limit=1):
             return "children"
     if any(metric in r.data.metrics for r in runs):
         return "steps"
@@ -214,11 +220,11 @@ def _metrics_present(runs) -> list[str]:
 def _top_level(runs) -> list:
     """Drop runs whose parent is also in the list (per-fold children that copy the tags)."""
     ids = {r.info.run_id for r in runs}
-    return [r for r in runs if r.data.tags.get(PARENT_TAG) not in ids]
+    return [r for r in runs if r.data.tags.get(T.PARENT) not in ids]
 
 
 def _is_comparison(run) -> bool:
-    return run.data.tags.get(KIND_TAG) == "comparison"
+    return run.data.tags.get(T.KIND) in T.KINDS
 
 
 # ---------------------------------------------------------------------------------------------- layouts
@@ -234,17 +240,17 @@ def _read_keys(client, experiment_ids, runs, metric, run_folds, progress):
 
 def _read_children(client, experiment_ids, runs, metric, run_folds, progress):
     parents = {r.info.run_id for r in runs}
-    children = _search(client, experiment_ids, f"{_tag(PARENT_TAG)} IS NOT NULL AND {_tag('fold')} IS NOT NULL",
+    children = _search(client, experiment_ids, f"{_tag(T.PARENT)} IS NOT NULL AND {_tag('fold')} IS NOT NULL",
                        progress=progress)
     rows, problems = [], []
     for c in children:
         tags = c.data.tags
-        if tags[PARENT_TAG] not in parents or metric not in c.data.metrics:
+        if tags[T.PARENT] not in parents or metric not in c.data.metrics:
             continue
         try:
-            rows.append((tags[PARENT_TAG], int(tags.get("repeat", -1)), int(tags["fold"]), c.data.metrics[metric]))
+            rows.append((tags[T.PARENT], int(tags.get("repeat", -1)), int(tags["fold"]), c.data.metrics[metric]))
         except ValueError:
-            problems.append(f"child run {c.info.run_id} of run {tags[PARENT_TAG]}: tags fold={tags['fold']!r}"
+            problems.append(f"child run {c.info.run_id} of run {tags[T.PARENT]}: tags fold={tags['fold']!r}"
                             f" / repeat={tags.get('repeat')!r} are not integers")
     if problems:
         raise InputError(problems, header="Cannot read the per-fold child runs:")
@@ -274,107 +280,10 @@ def _tidy(raw: pd.DataFrame, runs, run_folds, model_tag, dataset_tag) -> pd.Data
     return df[SCORE_COLUMNS].astype({"repeat": "int64", "fold": "int64", "score": "float64"})
 
 
-# ---------------------------------------------------------------------------------------------- histories
-
-
-def fetch_histories(client, run_ids: list[str], metric: str, sizes: dict[str, int] | None = None, *,
-                    method: str = "auto", progress: bool = False) -> tuple[pd.DataFrame, str]:
-    """Metric histories of many runs as DataFrame[run_id, step, value, timestamp] (latest value per step).
-
-    ``method``: "bulk" (the server's get-history-bulk endpoint), "store" (a local store's bulk call),
-    "threads" (``get_metric_history`` in a thread pool), "sequential", or "auto" (the fastest available;
-    "bulk" falls back to "threads" when the server lacks the endpoint).  ``sizes`` estimates points per run.
-    """
-    store = client._tracking_client.store
-    if method == "auto":
-        method = "bulk" if hasattr(store, "get_host_creds") else "store" if hasattr(
-            store, "get_metric_history_bulk") else "threads"
-    if method == "bulk":
-        rows = _bulk_rest(client, store.get_host_creds(), run_ids, metric, sizes or {}, progress)
-        if rows is None:
-            method, rows = "threads", _per_run(client, run_ids, metric, 8, progress)
-    elif method == "store":
-        rows = []
-        for i in range(0, len(run_ids), 500):
-            chunk = run_ids[i:i + 500]
-            rows += [m.to_dict() for m in store.get_metric_history_bulk(chunk, metric, max_results=2**62)]
-            _report(progress, i + len(chunk), len(run_ids))
-    else:
-        rows = _per_run(client, run_ids, metric, 1 if method == "sequential" else 8, progress)
-    hist = pd.DataFrame(rows, columns=["run_id", "step", "value", "timestamp"])
-    hist = hist.sort_values(["run_id", "step", "timestamp"], kind="stable")
-    return hist.drop_duplicates(["run_id", "step"], keep="last").reset_index(drop=True), method
-
-
-class _NoBulkEndpoint(Exception):
-    """The server answered 404 for the bulk endpoint (another server, or a proxy in front of MLflow)."""
-
-
-def _bulk_rest(client, creds, run_ids, metric, sizes, progress) -> list[dict] | None:
-    """Rows from the ajax bulk endpoint, a few chunks in parallel; None if the server lacks the endpoint."""
-    from mlflow.utils.rest_utils import http_request, verify_rest_response
-
-    def fetch(chunk: list[str]) -> list[dict]:
-        params = [("run_id", rid) for rid in chunk] + [("metric_key", metric), ("max_results", BULK_MAX_POINTS)]
-        resp = http_request(creds, BULK_ENDPOINT, "GET", params=params)
-        if resp.status_code == 404:
-            raise _NoBulkEndpoint
-        got = verify_rest_response(resp, BULK_ENDPOINT).json().get("metrics", [])
-        if len(got) < BULK_MAX_POINTS:
-            return got
-        if len(chunk) > 1:  # may be cut off: halve the chunk
-            return fetch(chunk[: len(chunk) // 2]) + fetch(chunk[len(chunk) // 2:])
-        return _per_run(client, chunk, metric, 1, False)  # one run beyond the cap: page it the usual way
-
-    rows, done = [], 0
-    per_chunk = min(BULK_MAX_RUNS, max(10, -(-len(run_ids) // BULK_THREADS)))
-    try:
-        with ThreadPoolExecutor(BULK_THREADS) as pool:
-            for chunk, got in pool.map(lambda c: (c, fetch(c)), _chunks(run_ids, sizes, per_chunk)):
-                rows += got
-                done += len(chunk)
-                _report(progress, done, len(run_ids))
-    except _NoBulkEndpoint:
-        return None
-    return rows
-
-
-def _chunks(run_ids, sizes, max_runs=BULK_MAX_RUNS) -> list[list[str]]:
-    """Groups of at most ``max_runs`` runs whose expected points add up to at most ``BULK_MAX_POINTS``."""
-    out, cur, points = [], [], 0
-    for rid in run_ids:
-        n = sizes.get(rid, 100)
-        if cur and (len(cur) == max_runs or points + n > BULK_MAX_POINTS):
-            out.append(cur)
-            cur, points = [], 0
-        cur.append(rid)
-        points += n
-    return out + [cur] if cur else out
-
-
-def _per_run(client, run_ids, metric, workers, progress) -> list[dict]:
-    def one(rid):
-        return [{"run_id": rid, "step": m.step, "value": m.value, "timestamp": m.timestamp}
-                for m in client.get_metric_history(rid, metric)]
-
-    rows = []
-    with ThreadPoolExecutor(workers) as pool:
-        for i, got in enumerate(pool.map(one, run_ids), 1):
-            rows += got
-            if i % 100 == 0 or i == len(run_ids):
-                _report(progress, i, len(run_ids))
-    return rows
-
-
-def _report(progress: bool, done: int, total: int):
-    if progress:
-        print(f"bayescompare: read metric histories of {done}/{total} runs", file=sys.stderr)
-
-
 # ---------------------------------------------------------------------------------------------- search
 
 
-def _search(client, experiment_ids, filter_string, limit=None, progress=False) -> list:
+def _search(client, experiment_ids, filter_string, limit=None, progress: Progress | None = None) -> list:
     """Every run matching the filter (paged ``PAGE`` at a time), or the first ``limit``."""
     runs, token = [], None
     with _guard(client):
@@ -383,8 +292,8 @@ def _search(client, experiment_ids, filter_string, limit=None, progress=False) -
                                       page_token=token)
             runs += page
             token = page.token
-            if progress and token:
-                print(f"bayescompare: listed {len(runs)} runs", file=sys.stderr)
+            if token:
+                notify(progress, "fetching", f"listed {len(runs)} runs")
             if not token or limit:
                 return runs
 
@@ -425,4 +334,4 @@ def _guard(client):
 
 
 def _unreachable(client, e: MlflowException) -> BayesCompareError:
-    return BayesCompareError(f"MLflow at {client.tracking_uri} failed: {e.message}")
+    return BayesCompareError(f"MLflow at {redact_uri(client.tracking_uri)} failed: {redact_uri(e.message)}")

@@ -1,32 +1,36 @@
 """Python API of the whole pipeline: collect → tensor → fit → summarise → report → log.
 
 :func:`compare_runs` compares two models, :func:`compare_matrix` every pair of several, :func:`require` turns an
-outcome into a yes/no for gating a model's promotion.  The CLI (:mod:`.cli`) is a thin layer over these.
+outcome into a yes/no for gating a model's promotion.  The command line and the server's jobs call these.
+Options are given as :mod:`.options` objects (``source=``, ``fit=``) or as keywords naming their fields.
 """
 
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
-import multiprocessing.util
-import os
-import signal
-import sys
-import threading
-from concurrent.futures import ProcessPoolExecutor
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 from mlflow import MlflowClient
 
+from . import fit as stan_fit
 from . import runlog
-from .collect import collect_scores, resolve_experiments
+from .bundle import comparison_bundle, matrix_bundle
+from .collect import collect_scores, discover, resolve_experiments
 from .errors import InputError
 from .hierarchical import hierarchical_test
 from .matrix import MatrixSummary, model_pairs, summarise
+from .options import CLAIMS, FitOptions, ModelsOptions, PairOptions, SourceOptions, from_keywords
+from .progress import Progress, notify
 from .tensor import CVTensor
+from .workers import run_all
 
-CLAIMS = ("a-better", "not-worse", "equivalent")
+__all__ = ["compare_runs", "compare_matrix", "require", "claim_probability", "ComparisonOutcome",
+           "MatrixOutcome"]
 
 
 @dataclass
@@ -49,15 +53,9 @@ class ComparisonOutcome:
 
     def to_dict(self) -> dict[str, Any]:
         """The result's JSON summary plus ``run_id``, ``experiment_id``, ``metric``, ``source_experiment_ids``."""
-        return {
-            **self.result.to_dict(),
-            "metric": self.metric,
-            "layout": self.layout,
-            "n_datasets": len(self.tensor.datasets),
-            "source_experiment_ids": self.experiment_ids,
-            "run_id": self.run_id,
-            "experiment_id": self.experiment_id,
-        }
+        return {**self.result.to_dict(), "metric": self.metric, "layout": self.layout,
+                "n_datasets": len(self.tensor.datasets), "source_experiment_ids": self.experiment_ids,
+                "run_id": self.run_id, "experiment_id": self.experiment_id}
 
 
 @dataclass
@@ -92,142 +90,104 @@ class MatrixOutcome:
         }
 
 
-def compare_runs(
-    experiment_names: Sequence[str] = (),
-    experiment_ids: Sequence[str] = (),
-    *,
-    metric: str,
-    model_a: str,
-    model_b: str,
-    rope: float = 0.01,
-    greater_is_better: bool = True,
-    folds: int | None = None,
-    seed: int | None = None,
-    log: bool = True,
-    target_experiment_id: str | None = None,
-    filter_string: str = "",
-    layout: str = "auto",
-    tracking_uri: str | None = None,
-    drop_incomplete: bool = False,
-    on_duplicate: str = "error",
-    prior: str = "hierarchical",
-    chains: int = 4,
-    draws: int = 1000,
-    threshold: float = 0.95,
-    sensitivity: bool = False,
-    backend: str = "auto",
-    model_tag: str = "model",
-    dataset_tag: str = "dataset",
-    progress: bool = False,
-    run_id: str | None = None,
-) -> ComparisonOutcome:
+def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str] = (), *, model_a: str,
+                 model_b: str, source: SourceOptions | None = None, fit: FitOptions | None = None, log: bool = True,
+                 tracking_uri: str | None = None, run_id: str | None = None, progress: Progress | None = None,
+                 **options) -> ComparisonOutcome:
     """Compare ``model_a`` with ``model_b`` on the per-fold ``metric`` logged in the given experiments.
 
     Reads the runs (layout steps/keys/children, auto-detected), pairs the folds, runs the hierarchical test and,
-    with ``log=True``, logs a comparison run into ``target_experiment_id`` (default: the first source experiment).
-    ``run_id`` names a RUNNING comparison run to fill (see :func:`runlog.start_comparison_run`): its stage tag
-    follows the work and it ends FAILED, with the error, if anything goes wrong.
+    with ``log=True``, logs a comparison run into the target experiment (default: the first source experiment).
+    ``options`` are fields of :class:`~.options.SourceOptions` (``metric``, ``layout``, ``filter_string`` …) and
+    :class:`~.options.FitOptions` (``rope``, ``chains``, ``seed`` …).  ``run_id`` names a RUNNING comparison run to
+    fill (the server's job record): its stage tag follows the work and it ends FAILED, with the error, if anything
+    goes wrong.  ``progress`` hears the stages (see :mod:`.progress`).
     """
+    source, fit = _options(experiment_names, experiment_ids, options, source, fit)
+    pair = PairOptions(model_a=model_a, model_b=model_b)
     client = MlflowClient(tracking_uri)
-    try:
-        ids = resolve_experiments(client, experiment_names, experiment_ids)
-        _stage(client, run_id, "fetching")
-        collected = collect_scores(
-            client, ids, metric, [model_a, model_b], filter_string=filter_string, layout=layout,
-            model_tag=model_tag, dataset_tag=dataset_tag, folds=folds, progress=progress,
-        )
-        tensor = _pair(collected, model_a, model_b, drop_incomplete, on_duplicate)
-        _stage(client, run_id, "sampling")
-        if progress:
-            print(f"bayescompare: sampling {model_a} vs {model_b} on {len(tensor.datasets)} datasets "
-                  f"({chains} chains x {draws} draws)", file=sys.stderr)
-        result = _fit(tensor, _fit_settings(rope, greater_is_better, prior, chains, draws, threshold, seed,
-                                             backend, sensitivity))
-    except BaseException as exc:
-        if run_id is not None:
-            runlog.fail_run(client, run_id, exc)
-        raise
-    outcome = ComparisonOutcome(result, tensor, metric, ids, layout=collected.layout)
-    if log or run_id is not None:
-        outcome.run_id = runlog.log_comparison(
-            client, result, tensor, metric=metric, experiment_ids=ids, experiment_id=target_experiment_id,
-            layout=collected.layout, run_id=run_id, tracking_url=server_url(client),
-        )
-        outcome.experiment_id = client.get_run(outcome.run_id).info.experiment_id
+    progress = runlog.stage_recorder(client, run_id, progress)
+    started = int(time.time() * 1000)
+    with _failing_run(client, run_id):
+        ids = resolve_experiments(client, source.experiment_names, source.experiment_ids)
+        notify(progress, "fetching")
+        collected = _collect(client, ids, source, [pair.model_a, pair.model_b], progress)
+        tensor = collected.tensor(pair.model_a, pair.model_b, drop_incomplete=source.drop_incomplete,
+                                  on_duplicate=source.on_duplicate)
+        notify(progress, "sampling", f"{pair.model_a} vs {pair.model_b} on {len(tensor.datasets)} datasets "
+                                     f"({fit.chains} chains × {fit.draws} draws)")
+        result = hierarchical_test(tensor, options=fit, progress=progress)
+        outcome = ComparisonOutcome(result, tensor, source.metric, ids, layout=collected.layout)
+        if log or run_id is not None:
+            notify(progress, "reporting")
+            target = _target(client, run_id, source, ids)
+            with comparison_bundle(result, tensor, metric=source.metric, experiment_ids=ids,
+                                   layout=collected.layout, run_id=run_id) as bundle:
+                outcome.run_id = runlog.log_bundle(client, bundle, experiment_id=target, run_id=run_id,
+                                                   start_time=started, progress=progress)
+            outcome.experiment_id = target
     return outcome
 
 
-def compare_matrix(
-    experiment_names: Sequence[str] = (),
-    experiment_ids: Sequence[str] = (),
-    *,
-    metric: str,
-    models: Sequence[str],
-    rope: float = 0.01,
-    greater_is_better: bool = True,
-    folds: int | None = None,
-    seed: int | None = None,
-    log: bool = True,
-    target_experiment_id: str | None = None,
-    filter_string: str = "",
-    layout: str = "auto",
-    tracking_uri: str | None = None,
-    drop_incomplete: bool = False,
-    on_duplicate: str = "error",
-    prior: str = "hierarchical",
-    chains: int = 4,
-    draws: int = 1000,
-    threshold: float = 0.95,
-    backend: str = "auto",
-    model_tag: str = "model",
-    dataset_tag: str = "dataset",
-    progress: bool = False,
-    jobs: int | None = None,
-) -> MatrixOutcome:
-    """Compare every pair of ``models``: one child comparison run per pair under a parent run holding the matrix
-    plot of P(row better than column) and P(rope) and the ranking.  Pairs are fitted in up to ``jobs`` processes
-    (default: one per CPU); the processes are spawned, so a script calling this with ``jobs`` > 1 needs the usual
-    ``if __name__ == "__main__":`` guard."""
-    pairs = model_pairs(models)
+def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str] = (), *,
+                   models: Sequence[str] = (), source: SourceOptions | None = None, fit: FitOptions | None = None,
+                   log: bool = True, tracking_uri: str | None = None, run_id: str | None = None,
+                   progress: Progress | None = None, jobs: int | None = None, **options) -> MatrixOutcome:
+    """Compare every pair of ``models`` (default: every model found): one child comparison run per pair under a
+    parent run holding the matrix of P(row better than column) and P(rope) and the ranking.
+
+    Pairs are fitted, and their reports built, in up to ``jobs`` processes (default: one per CPU; they are
+    spawned, so a script calling this with several jobs needs the ``if __name__ == "__main__":`` guard).
+    ``run_id`` names a RUNNING parent run to fill (the server's job record).  Other arguments as
+    :func:`compare_runs`.
+    """
+    source, fit = _options(experiment_names, experiment_ids, options, source, fit)
+    models = list(ModelsOptions(models=tuple(models)).models)
     client = MlflowClient(tracking_uri)
-    ids = resolve_experiments(client, experiment_names, experiment_ids)
-    collected = collect_scores(
-        client, ids, metric, list(models), filter_string=filter_string, layout=layout,
-        model_tag=model_tag, dataset_tag=dataset_tag, folds=folds, progress=progress,
-    )
-    tensors = {pair: _pair(collected, *pair, drop_incomplete, on_duplicate) for pair in pairs}
-    settings = _fit_settings(rope, greater_is_better, prior, chains, draws, threshold, seed, backend, False)
-    if progress:
-        print(f"bayescompare: sampling {len(pairs)} pairs ({chains} chains x {draws} draws each)", file=sys.stderr)
-    results = _fit_all(tensors, settings, jobs)
-    outcomes = {
-        pair: ComparisonOutcome(results[pair], tensors[pair], metric, ids, layout=collected.layout)
-        for pair in pairs
-    }
-    summary = summarise(results, models, metric)
-    matrix = MatrixOutcome([str(m) for m in models], outcomes, summary)
-    if log:
-        parent_id, child_ids = runlog.log_matrix(
-            client, summary, [(results[p], tensors[p]) for p in pairs], metric=metric, experiment_ids=ids,
-            experiment_id=target_experiment_id, layout=collected.layout, tracking_url=server_url(client),
-        )
-        matrix.run_id = parent_id
-        matrix.experiment_id = client.get_run(parent_id).info.experiment_id
-        for pair, child_id in zip(pairs, child_ids):
-            outcomes[pair].run_id, outcomes[pair].experiment_id = child_id, matrix.experiment_id
+    progress = runlog.stage_recorder(client, run_id, progress)
+    started = int(time.time() * 1000)
+    with _failing_run(client, run_id), tempfile.TemporaryDirectory(prefix="bayescompare-matrix-") as folder:
+        ids = resolve_experiments(client, source.experiment_names, source.experiment_ids)
+        notify(progress, "fetching")
+        models = models or discover(client, ids, model_tag=source.model_tag, dataset_tag=source.dataset_tag)["models"]
+        pairs = model_pairs(models)
+        collected = _collect(client, ids, source, models, progress)
+        tensors = {p: collected.tensor(*p, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
+                   for p in pairs}
+        stan_fit.compile_program("hierarchical", fit.backend, progress)  # once, before the workers load it
+        notify(progress, "sampling", f"{len(pairs)} pairs ({fit.chains} chains × {fit.draws} draws each)")
+        log = log or run_id is not None
+        tasks = {p: (tensors[p], fit, source.metric, ids, collected.layout,
+                     Path(folder) / str(i) if log else None) for i, p in enumerate(pairs)}
+        fitted = run_all(_fit_pair, tasks, jobs=jobs, progress=progress)
+        summary = summarise({p: fitted[p][0] for p in pairs}, models, source.metric)
+        matrix = MatrixOutcome([str(m) for m in models],
+                               {p: ComparisonOutcome(fitted[p][0], tensors[p], source.metric, ids,
+                                                     layout=collected.layout) for p in pairs}, summary)
+        if log:
+            notify(progress, "reporting")
+            bundle = matrix_bundle(summary, [fitted[p][0] for p in pairs], experiment_ids=ids,
+                                   layout=collected.layout, directory=Path(folder) / "parent")
+            target = _target(client, run_id, source, ids)
+            children = {p: fitted[p][1] for p in pairs}
+            matrix.run_id = _log_family(client, bundle, children, target, run_id, started, progress)
+            matrix.experiment_id = target
+            for p, child in children.items():
+                matrix.pairs[p].run_id, matrix.pairs[p].experiment_id = child, target
     return matrix
 
 
-def require(outcome, claim: str = "a-better", threshold: float = 0.95) -> bool:
-    """Does the posterior support ``claim`` about model A at ``threshold``?
+def require(outcome, claim: str = "a-better", threshold: float | None = None) -> bool:
+    """Does the posterior support ``claim`` about model A at ``threshold`` (default: the test's)?
 
     ``a-better``: P(A better) ≥ threshold; ``not-worse``: P(A better) + P(rope) ≥ threshold;
     ``equivalent``: P(rope) ≥ threshold.  ``outcome`` is a :class:`ComparisonOutcome` or a result.
     """
     if claim not in CLAIMS:
         raise InputError(f"unknown claim {claim!r}: choose one of {', '.join(CLAIMS)}")
-    if not 0 < threshold <= 1:
-        raise InputError(f"threshold must lie in (0, 1]; got {threshold}")
+    if threshold is None:
+        threshold = outcome.settings["threshold"]
+    threshold = FitOptions(threshold=threshold).threshold
     return claim_probability(outcome, claim) >= threshold
 
 
@@ -240,111 +200,80 @@ def claim_probability(outcome, claim: str) -> float:
     }[claim]
 
 
-def server_url(client) -> str | None:
-    """The tracking server's base URL when the store is a server (links in reports), else ``None``."""
-    uri = str(client.tracking_uri)
-    return uri.rstrip("/") if uri.startswith(("http://", "https://")) else None
-
-
-def run_url_path(experiment_id: str, run_id: str) -> str:
-    """The MLflow UI's (hash-routed) path of a run."""
-    return f"#/experiments/{experiment_id}/runs/{run_id}"
-
-
 # ------------------------------------------------------------------------------------------------------ steps
 
 
-def _pair(collected, model_a, model_b, drop_incomplete, on_duplicate) -> CVTensor:
-    """Tensor step: pair the two models' folds by (dataset, repeat, fold)."""
-    return collected.tensor(model_a, model_b, drop_incomplete=drop_incomplete, on_duplicate=on_duplicate)
+def _options(names, ids, options: dict, source, fit) -> tuple[SourceOptions, FitOptions]:
+    """The options of a call: the option objects given, with the keywords (and the experiments) replaced.
+    ``target_experiment_id`` is the earlier API's name of ``target_experiment``."""
+    options = dict(options)
+    if "target_experiment_id" in options:
+        options["target_experiment"] = options.pop("target_experiment_id")
+    if names or ids or "experiment_names" in options or "experiment_ids" in options:
+        options["experiment_names"] = tuple([names] if isinstance(names, str) else names) or \
+            options.get("experiment_names", ())
+        options["experiment_ids"] = tuple([ids] if isinstance(ids, str) else ids) or options.get("experiment_ids", ())
+    return from_keywords(options, (SourceOptions, source), (FitOptions, fit))
 
 
-def _fit_settings(rope, greater_is_better, prior, chains, draws, threshold, seed, backend, sensitivity) -> dict:
-    return dict(rope=rope, greater_is_better=greater_is_better, prior=prior, chains=chains, draws=draws,
-                threshold=threshold, seed=seed, backend=backend, sensitivity=sensitivity)
+def _collect(client, ids, source: SourceOptions, models, progress):
+    """Collect step: every per-fold score of the models."""
+    return collect_scores(client, ids, source.metric, list(models), filter_string=source.filter_string,
+                          layout=source.layout, model_tag=source.model_tag, dataset_tag=source.dataset_tag,
+                          folds=source.folds, progress=progress)
 
 
-def _fit(tensor: CVTensor, settings: dict):
-    """Fit step: the hierarchical test on one pair."""
-    return hierarchical_test(tensor, **settings)
+def _target(client, run_id: str | None, source: SourceOptions, ids) -> str:
+    """The experiment of the run: the one of ``run_id`` when it exists, else the target option's."""
+    if run_id is not None:
+        return client.get_run(run_id).info.experiment_id
+    return runlog.resolve_target(client, source.target_experiment, ids)
 
 
-def _fit_all(tensors: dict, settings: dict, jobs: int | None) -> dict:
-    """Fit every pair, in parallel processes when more than one job is allowed.  Each process compiles (or loads
-    from the on-disk cache) the Stan model once."""
-    workers = max(1, min(jobs or os.cpu_count() or 1, os.cpu_count() or 1, len(tensors)))
-    if workers == 1:
-        return {pair: _fit(tensor, settings) for pair, tensor in tensors.items()}
-    context = multiprocessing.get_context("spawn")  # Stan's backends do not survive a fork of a used process
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init)
+def _fit_pair(tensor: CVTensor, fit: FitOptions, metric: str, ids, layout, folder: Path | None):
+    """One pair, in a worker: the test and, when it will be logged, its run's bundle (written into ``folder``)."""
+    result = hierarchical_test(tensor, options=fit)
+    if folder is None:
+        return result, None
+    bundle = comparison_bundle(result, tensor, metric=metric, experiment_ids=ids, layout=layout, directory=folder)
+    return result, bundle
+
+
+def _log_family(client, parent, children: dict, target: str, run_id: str | None, started: int,
+                progress: Progress | None) -> str:
+    """Log the child runs under the parent (created now, unless it is the RUNNING ``run_id``), then the parent's
+    own bundle.  Children are written by a few threads when the store is a server.  A failed child fails the
+    parent."""
+    if run_id is None:
+        run_id = runlog.start_run(client, target, name=parent.name, tags=parent.tags, stage="logging",
+                                  start_time=started)
+    notify(progress, "logging")
+    threads = 4 if str(client.tracking_uri).startswith(("http://", "https://")) else 1
     try:
-        with _ctrl_c_ignored_by_new_workers():
-            futures = {pair: pool.submit(_fit, tensor, settings) for pair, tensor in tensors.items()}
-        results = {pair: future.result() for pair, future in futures.items()}
-    except BaseException:  # Ctrl-C or a failed pair: stop the other fits now instead of running them to the end
-        _abandon(pool)
+        with ThreadPoolExecutor(threads) as pool:
+            ids = pool.map(lambda item: runlog.log_bundle(client, item[1], experiment_id=target,
+                                                          parent_run_id=run_id, start_time=started),
+                           list(children.items()))
+            for pair, child_id in zip(list(children), ids):
+                children[pair] = child_id
+    except BaseException as exc:
+        runlog.fail_run(client, run_id, exc)
         raise
-    pool.shutdown(wait=True)
-    return results
-
-
-def _abandon(pool: ProcessPoolExecutor) -> None:
-    """Cancel what has not started and SIGTERM the workers (each kills its pystan sampler processes first)."""
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for proc in processes:
-        with contextlib.suppress(Exception):
-            proc.terminate()
-    for proc in processes:
-        with contextlib.suppress(Exception):
-            proc.join(10)
+    return runlog.log_bundle(client, parent, run_id=run_id, progress=progress)
 
 
 @contextlib.contextmanager
-def _ctrl_c_ignored_by_new_workers():
-    """Ignore SIGINT while the pool spawns its workers (``submit`` starts them): a spawned process inherits the
-    ignored signal and Python then installs no KeyboardInterrupt handler, so a Ctrl-C that arrives while a worker is
-    still importing cannot make it print a traceback.  :func:`_worker_init` keeps it ignored; Ctrl-C is the
-    parent's.  Only the main thread can change signal handlers; elsewhere this does nothing."""
-    previous = signal.getsignal(signal.SIGINT)
-    if threading.current_thread() is not threading.main_thread() or previous is None:  # None: set outside Python
-        yield
-        return
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _failing_run(client, run_id: str | None):
+    """End the RUNNING ``run_id`` FAILED with the error when the work fails (nothing to do without one)."""
     try:
         yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def _worker_init() -> None:
-    """Start-up of a pool worker.  pystan samples in its own (forked) process pool; a multiprocessing child joins
-    its non-daemon children when it exits, and nothing else would stop that pool, so the worker would hang.
-    A finalizer that runs before the join shuts it down.  Ctrl-C is the parent's to handle (it stops the workers
-    with SIGTERM, see :func:`_abandon`), so workers ignore SIGINT, as pystan's own sampler processes do."""
-    multiprocessing.util.Finalize(None, _stop_pystan_pool, exitpriority=100)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _worker_terminate)
-
-
-def _worker_terminate(signum, frame) -> None:
-    from .fit import _stop_pystan_workers
-
-    _stop_pystan_workers()
-    os._exit(128 + signum)
-
-
-def _stop_pystan_pool() -> None:
-    services = sys.modules.get("httpstan.services_stub")
-    if services is not None:
-        services.executor.shutdown(wait=True)
+    except BaseException as exc:
+        if run_id is not None:
+            runlog.fail_if_running(client, run_id, str(exc) or type(exc).__name__)
+        raise
 
 
 def _nested(frame) -> dict:
     """``{row: {column: value}}`` with ``None`` on the diagonal."""
     return frame.astype(object).where(frame.notna(), None).to_dict(orient="index")
 
-
-def _stage(client, run_id: str | None, stage: str) -> None:
-    if run_id is not None:
-        runlog.set_stage(client, run_id, stage)

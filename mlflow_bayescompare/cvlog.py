@@ -16,7 +16,9 @@ def log_cv_scores(model: str, dataset: str, scores, *, metric: str = "accuracy",
                   tags: dict | None = None, client: MlflowClient | None = None) -> str:
     """Log ``scores`` (run-major: repeat * folds + fold) as ``metric`` with step = global fold index.
 
-    The run gets tags ``model`` and ``dataset`` and params ``cv_folds`` and ``cv_repeats``; returns its id.
+    The run gets tags ``model`` and ``dataset`` and params ``cv_folds`` and ``cv_repeats``, and the summary metrics
+    ``<metric>_mean`` and ``<metric>_std`` (MLflow's runs table shows a stepped metric's *last* value, the last
+    fold's; these are what to sort by there); returns its id.
     ``experiment_id`` defaults to the active experiment, ``client`` to ``MlflowClient()``.
     """
     values = _validated(model, dataset, scores, metric, folds, repeats)
@@ -33,7 +35,9 @@ def log_cv_scores(model: str, dataset: str, scores, *, metric: str = "accuracy",
         all_params = {**(params or {}), "cv_folds": int(folds), "cv_repeats": int(repeats)}
         client.log_batch(
             run_id,
-            metrics=[Metric(metric, float(v), now, step) for step, v in enumerate(values)],
+            metrics=[Metric(metric, float(v), now, step) for step, v in enumerate(values)]
+            + [Metric(f"{metric}_mean", float(np.mean(values)), now, 0),
+               Metric(f"{metric}_std", float(np.std(values, ddof=1)) if values.size > 1 else 0.0, now, 0)],
             params=[Param(str(k), str(v)) for k, v in all_params.items()],
         )
     except BaseException:

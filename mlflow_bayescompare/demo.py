@@ -9,6 +9,7 @@ compares them and logs the comparison run.
 
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -16,6 +17,9 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+
+from .console import redact_uri, ui_address
+from .progress import TerminalProgress
 
 EXPERIMENT = "bayescompare-demo"
 MODELS = ("lda", "cart")
@@ -61,7 +65,7 @@ def run_demo(
     """Generate, cross-validate, log and compare; return the :class:`ComparisonOutcome`."""
     from mlflow import MlflowClient
 
-    from .compare import compare_runs, run_url_path
+    from .compare import compare_runs
     from .cvlog import log_cv_scores
 
     uri = tracking_uri or default_tracking_uri()
@@ -69,7 +73,7 @@ def run_demo(
     experiment_id = _experiment(client, EXPERIMENT)
     settings = SETTINGS[:n_settings]
     echo(f"Demo: {' vs '.join(MODELS)} on {len(settings)} Friedman settings, {repeats}x{folds} cross-validation "
-         f"(seed {seed})\n  tracking URI: {uri}\n  experiment:   {EXPERIMENT} (id {experiment_id})")
+         f"(seed {seed})\n  tracking URI: {redact_uri(uri)}\n  experiment:   {EXPERIMENT} (id {experiment_id})")
     start = time.perf_counter()
     for i, setting in enumerate(settings):
         X, y = friedman_classification(setting, np.random.default_rng([seed, i]))
@@ -82,24 +86,21 @@ def run_demo(
                           tags={"bayescompare.demo": "friedman"})
         echo(f"  [{i + 1}/{len(settings)}] {setting.name}: mean accuracy "
              + ", ".join(f"{m} {np.mean(v):.3f}" for m, v in scores.items()))
-    echo(f"  cross-validated and logged {2 * len(settings)} runs in {time.perf_counter() - start:.0f} s; "
-         "comparing (the first run compiles the Stan model, about a minute)…")
-    outcome = compare_runs(
-        experiment_ids=[experiment_id], metric=METRIC, model_a=MODELS[0], model_b=MODELS[1], seed=seed,
-        tracking_uri=uri, on_duplicate="latest", chains=chains, draws=draws,
-        filter_string="tags.`bayescompare.demo` = 'friedman'",
-    )
+    echo(f"  cross-validated and logged {2 * len(settings)} runs in {time.perf_counter() - start:.0f} s")
+    with TerminalProgress(sys.stderr) as progress:
+        outcome = compare_runs(
+            experiment_ids=[experiment_id], metric=METRIC, model_a=MODELS[0], model_b=MODELS[1], seed=seed,
+            tracking_uri=uri, on_duplicate="latest", chains=chains, draws=draws,
+            filter_string="tags.`bayescompare.demo` = 'friedman'", progress=progress,
+        )
     a, b = MODELS
-    backend_store = uri if tracking_uri else "sqlite:///mlflow.db"
+    address, serve = ui_address(tracking_uri or "sqlite:///mlflow.db", outcome.experiment_id, outcome.run_id)
     echo(
         f"\nVerdict: {outcome.verdict}\n"
         f"  P({a} better) = {outcome.p_a_better:.3f}   P(rope) = {outcome.p_rope:.3f}   "
         f"P({b} better) = {outcome.p_b_better:.3f}   (rope ±{outcome.rope:g} accuracy)\n"
-        f"\nComparison run {outcome.run_id} in experiment '{EXPERIMENT}'. To look at it:\n"
-        f"  mlflow ui --backend-store-uri {backend_store}\n"
-        f"  then open http://127.0.0.1:5000/{run_url_path(outcome.experiment_id, outcome.run_id)}"
-        + ("" if uri.startswith("sqlite") else f"\n  (or {uri.rstrip('/')}/"
-           f"{run_url_path(outcome.experiment_id, outcome.run_id)})")
+        f"\nComparison run {outcome.run_id} in experiment '{EXPERIMENT}': {address}"
+        + (f"\n  serve it with: {serve}" if serve else "")
     )
     return outcome
 

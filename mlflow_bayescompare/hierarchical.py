@@ -6,7 +6,7 @@ Pipeline: inputs → :mod:`.tensor` (paired differences) → :mod:`.prepare` (sc
 
 from __future__ import annotations
 
-import sys
+import dataclasses
 from importlib import metadata
 
 import numpy as np
@@ -14,38 +14,22 @@ import pandas as pd
 
 from . import baselines, fit, prepare, summary
 from . import model as stan_model
+from .console import log
 from .errors import InputError
-from .result import HierarchicalResult, divergent_transitions
+from .options import FitOptions, build
+from .progress import Progress
+from .result import HierarchicalResult, Orientation, divergent_transitions
 from .tensor import CVTensor, from_arrays, from_tidy
+
+__all__ = ["hierarchical_test", "as_tensor", "SENSITIVITY_ROPES", "SENSITIVITY_PRIORS"]
 
 SENSITIVITY_ROPES = (0.005, 0.01, 0.02)
 SENSITIVITY_PRIORS = ("hierarchical", "gamma(2,0.1)", "gaussian")
 
 
-def hierarchical_test(
-    scores_a=None,
-    scores_b=None,
-    *,
-    diffs=None,
-    rope: float = 0.01,
-    folds=None,
-    rho=None,
-    datasets=None,
-    model_a: str | None = None,
-    model_b: str | None = None,
-    greater_is_better: bool = True,
-    prior: str = "hierarchical",
-    threshold: float = 0.95,
-    chains: int = 4,
-    draws: int = 1000,
-    warmup: int = 1000,
-    seed: int | None = None,
-    backend: str = "auto",
-    sensitivity: bool = False,
-    std_upper_bound: float = 1000.0,
-    alpha_bounds: tuple[float, float] = (0.5, 5.0),
-    beta_bounds: tuple[float, float] = (0.05, 0.15),
-) -> HierarchicalResult:
+def hierarchical_test(scores_a=None, scores_b=None, *, diffs=None, folds=None, datasets=None,
+                      model_a: str | None = None, model_b: str | None = None, options: FitOptions | None = None,
+                      progress: Progress | None = None, **settings) -> HierarchicalResult:
     """Compare model A with model B across datasets.
 
     Args:
@@ -53,151 +37,142 @@ def hierarchical_test(
             (datasets may differ in length); or a tidy DataFrame as ``scores_a`` with columns dataset, model,
             repeat, fold, score (``model_a``/``model_b`` pick the models); or a :class:`CVTensor`.
         diffs: the differences ``a - b`` instead of the scores.
-        rope: half-width of the region of practical equivalence, in score units (Sec. 3.1; default ±0.01).
         folds: folds of the cross-validation (ρ = 1/folds, Nadeau & Bengio; Sec. 2), one number or one per dataset.
-        rho: the correlation given directly instead of ``folds``.
-        greater_is_better: False for losses and errors: then a *lower* score of A counts as A better.
-        prior: ν prior, ``hierarchical`` (paper default), ``gamma(2,0.1)``, ``gamma(1,0.0345)`` or ``gaussian``.
-        threshold: probability at which an outcome is declared (step 4 of the paper's inference; 1 - α).
-        chains, draws, warmup, seed, backend: MCMC settings; ``backend`` is auto, cmdstanpy or pystan.
-        sensitivity: also fit the priors ``hierarchical``, ``gamma(2,0.1)``, ``gaussian`` and evaluate ropes
-            0.005, 0.01, 0.02 (the paper's sensitivity analysis); the table lands in ``result.sensitivity``.
-        std_upper_bound, alpha_bounds, beta_bounds: the hyper-prior bounds of Sec. 3 (σ̄ = 1000·s̄, α ∈ U(0.5, 5),
-            β ∈ U(0.05, 0.15)).
+        options: a :class:`~.options.FitOptions`; ``settings`` are its fields given as keywords instead (rope,
+            greater_is_better, prior, threshold, rho, chains, draws, warmup, seed, backend, sensitivity and the
+            hyper-prior bounds of Sec. 3), which override ``options``.
+        progress: a hook receiving the stages ``compiling`` (the first time on a machine) and ``sampling``.
 
     Returns:
         :class:`HierarchicalResult`.  Orientation: x = a − b; the paper's *right* (x > rope) is "A better" when
         greater is better, its *left* (x < −rope) is "B better"; ``p_a_better``/``p_b_better`` apply it.
     """
-    tensor = _as_tensor(scores_a, scores_b, diffs, datasets, folds, model_a, model_b)
-    _check_settings(threshold=threshold, chains=chains, draws=draws, warmup=warmup)
-    if seed is None:
-        seed = int(np.random.SeedSequence().entropy % (2**31 - 1))
-    rho_values = prepare.correlations(tensor.datasets, folds if folds is not None else tensor.folds, rho)
-    settings = {
-        "rope": rope,
-        "folds": folds if folds is not None else tensor.folds,
-        "rho": rho_values.tolist(),
-        "prior": prior,
-        "threshold": threshold,
-        "greater_is_better": greater_is_better,
-        "chains": chains,
-        "draws": draws,
-        "warmup": warmup,
-        "seed": seed,
-        "std_upper_bound": std_upper_bound,
-        "alpha_bounds": list(alpha_bounds),
-        "beta_bounds": list(beta_bounds),
-        "versions": _versions(),
-    }
-    run = _Runner(tensor, rho_values, rope, seed, backend, chains, draws, warmup,
-                  std_upper_bound, alpha_bounds, beta_bounds)
-    result = run.result(prior, greater_is_better, threshold, settings)
-    if sensitivity:
-        result.sensitivity = _sensitivity(run, result, greater_is_better, threshold)
+    opts = build(FitOptions, options, **settings)
+    tensor = as_tensor(scores_a, scores_b, diffs, datasets, folds, model_a, model_b)
+    if opts.seed is None:
+        opts = dataclasses.replace(opts, seed=int(np.random.SeedSequence().entropy % (2**31 - 1)))
+    folds = folds if folds is not None else tensor.folds
+    rho = prepare.correlations(tensor.datasets, folds, opts.rho)
+    fitter = _Fitter(tensor, rho, opts, progress)
+    result = fitter.result(folds)
+    if opts.sensitivity:
+        result.sensitivity = _sensitivity(fitter, result)
         result.sensitivity_note = summary.sensitivity_note(result.sensitivity, result.decision)
     return result
 
 
-class _Runner:
-    """Prepares the data once per prior and turns a fit into a result."""
+class _Fitter:
+    """Fits the model on one tensor, once per prior asked for, and turns a fit into a result."""
 
-    def __init__(self, tensor, rho, rope, seed, backend, chains, draws, warmup, upper, alpha, beta):
-        self.tensor, self.rho, self.rope, self.seed = tensor, rho, rope, seed
-        self.backend, self.chains, self.draws, self.warmup = backend, chains, draws, warmup
-        self.bounds = {"std_upper_bound": upper, "alpha_bounds": alpha, "beta_bounds": beta}
+    def __init__(self, tensor: CVTensor, rho: np.ndarray, opts: FitOptions, progress: Progress | None):
+        self.tensor, self.rho, self.opts, self.progress = tensor, rho, opts, progress
         self.form: dict[str, str] = {}  # per prior: how δ_i was sampled, for the diagnostics
 
-    def fit(self, prior: str):
+    def fit(self, prior: str) -> tuple[prepare.Prepared, fit.Fit]:
+        """Prepare and sample; when the fit diverges, sample the other form of δ_i too and keep the better fit
+        (prepare's choice of form rests on a point estimate of the spread of the δ_i, rough when q is small)."""
+        opts = self.opts
         prepared = prepare.prepare(
-            self.tensor.datasets,
-            self.tensor.diffs,
-            rope=self.rope,
-            rho=self.rho,
-            prior_code=stan_model.prior_code(prior),
-            rng=np.random.default_rng(self.seed),
-            **self.bounds,
+            self.tensor.datasets, self.tensor.diffs, rope=opts.rope, rho=self.rho,
+            prior_code=stan_model.prior_code(prior), rng=np.random.default_rng(opts.seed),
+            std_upper_bound=opts.std_upper_bound, alpha_bounds=opts.alpha_bounds, beta_bounds=opts.beta_bounds,
         )
         posterior = self._sample(prepared.stan_data)
         self.form[prior] = _form(prepared.stan_data)
         if posterior.divergences:
-            # prepare's choice of centred vs non-centred δ_i rests on a point estimate of the spread of the δ_i,
-            # which is rough when q is small; when it shows divergences, try the other form, keep the better fit.
             switched = prepare.switch_parameterisation(prepared.stan_data)
             retry = self._sample(switched)
+            seconds = posterior.seconds + retry.seconds  # the reported times cover both fits
+            compile_seconds = posterior.compile_seconds + retry.compile_seconds
             other, other_divergences = _form(switched), retry.divergences
-            seconds = posterior.seconds + retry.seconds  # the reported sampling time covers both fits
             if retry.divergences < posterior.divergences:
                 other, other_divergences = self.form[prior], posterior.divergences
                 prepared.stan_data, posterior = switched, retry
-            posterior.seconds = seconds
+            posterior.seconds, posterior.compile_seconds = seconds, compile_seconds
             self.form[prior] = (f"{_form(prepared.stan_data)}; {other} was tried too "
                                 f"({divergent_transitions(other_divergences)})")
         return prepared, posterior
 
     def _sample(self, stan_data: dict) -> fit.Fit:
-        return fit.sample(stan_data, chains=self.chains, draws=self.draws, warmup=self.warmup, seed=self.seed,
-                          backend=self.backend)
+        o = self.opts
+        return fit.sample(stan_data, chains=o.chains, draws=o.draws, warmup=o.warmup, seed=o.seed,
+                          backend=o.backend, progress=self.progress)
 
-    def result(self, prior, greater_is_better, threshold, settings) -> HierarchicalResult:
-        prepared, posterior = self.fit(prior)
-        tensor, scale = self.tensor, prepared.scale
+    def result(self, folds) -> HierarchicalResult:
+        opts, tensor = self.opts, self.tensor
+        prepared, posterior = self.fit(opts.prior)
         areas = summary.next_dataset_areas(posterior.draws, prepared.rope_scaled)
         p_left, p_rope, p_right = summary.winner_fractions(areas)
-        a_is_right = greater_is_better
-        probs = {
-            "a_better": p_right if a_is_right else p_left,
-            "rope": p_rope,
-            "b_better": p_left if a_is_right else p_right,
-        }
+        orientation = Orientation(opts.greater_is_better)
+        probs = orientation.orient(p_left, p_rope, p_right)
         odds = summary.posterior_odds(probs, len(areas))
-        decision, sentence = summary.verdict(probs, odds, tensor.model_a, tensor.model_b, threshold)
-        draws = _score_units(posterior.draws, scale)
-        shrink = summary.shrinkage_table(draws["delta"], self.rope)
-        means = np.array([np.mean(x) for x in tensor.diffs])
-        table = pd.concat(
-            [
-                pd.DataFrame({"dataset": tensor.datasets, "n": prepared.n, "rho": self.rho, "mle": means}),
-                shrink,
-                baselines.per_dataset(tensor.diffs, self.rho, self.rope),
-            ],
-            axis=1,
+        decision, sentence = summary.verdict(probs, odds, tensor.model_a, tensor.model_b, opts.threshold)
+        draws = _score_units(posterior.draws, prepared.scale)
+        table = self._shrinkage(prepared, posterior, draws, orientation)
+        return HierarchicalResult(
+            model_a=tensor.model_a, model_b=tensor.model_b, greater_is_better=opts.greater_is_better,
+            rope=opts.rope, p_left=p_left, p_rope=p_rope, p_right=p_right, next_probs=areas, verdict=sentence,
+            decision=decision, odds=odds, evidence=summary.evidence(odds),
+            shrinkage=table,
+            delta0=summary.describe(draws["delta0"]), sigma0=summary.describe(draws["sigma0"]),
+            delta0_probs=orientation.orient(*summary.side_masses(draws["delta0"], opts.rope)),
+            nu=summary.describe(draws["nu"]) if "nu" in draws else None,
+            signed_rank_p=baselines.signed_rank_p([np.mean(x) for x in tensor.diffs]),
+            diagnostics=self._diagnostics(posterior, prepared, table),
+            settings={**opts.to_dict(), "folds": folds, "rho": self.rho.tolist(), "versions": _versions(),
+                      "backend": posterior.backend, "scale": prepared.scale, "perturbed": prepared.perturbed},
+            draws=draws, stan_data=prepared.stan_data, sample_stats=posterior.sampler,
         )
-        table["p_a_better"] = table["p_right"] if a_is_right else table["p_left"]
-        table["p_b_better"] = table["p_left"] if a_is_right else table["p_right"]
+
+    def _shrinkage(self, prepared: prepare.Prepared, posterior: fit.Fit, draws: dict,
+                   orientation: Orientation) -> pd.DataFrame:
+        """One row per dataset: the MLE, the shrinkage estimate with its HDI and side probabilities, the
+        per-dataset baselines, each oriented as A better / B better too, and the model check: the dataset's
+        PSIS-LOO Pareto k̂ and whether its own strong evidence was shrunk to the opposite side."""
+        tensor = self.tensor
+        table = pd.concat([
+            pd.DataFrame({"dataset": tensor.datasets, "n": prepared.n, "rho": self.rho,
+                          "mle": [np.mean(x) for x in tensor.diffs]}),
+            summary.shrinkage_table(draws["delta"], self.opts.rope),
+            baselines.per_dataset(tensor.diffs, self.rho, self.opts.rope),
+        ], axis=1)
+        oriented = orientation.orient(table["p_left"], table["p_rope"], table["p_right"])
+        table["p_a_better"], table["p_b_better"] = oriented["a_better"], oriented["b_better"]
         table["perturbed"] = table["dataset"].isin(prepared.perturbed)
-        diagnostics = {**summary.diagnostics(posterior), "parameterisation": self.form[prior]}
-        if len(tensor.datasets) == 1:
+        table["pareto_k"] = summary.dataset_pareto_k(prepared.stan_data, posterior.draws)
+        table["conflict"] = summary.conflicts(table, self.opts.threshold)
+        return table
+
+    def _diagnostics(self, posterior: fit.Fit, prepared: prepare.Prepared, table: pd.DataFrame) -> dict:
+        diagnostics = {**summary.diagnostics(posterior), "parameterisation": self.form[self.opts.prior]}
+        if len(self.tensor.datasets) == 1:
             diagnostics["warnings"].append(
                 "one dataset only: the between-dataset spread σ0 is not identified, so the next-dataset "
                 "probabilities mostly reflect the prior; read the per-dataset (correlated t-test) columns instead"
             )
+        diagnostics["warnings"] += _model_check_warnings(table, self.opts.threshold)
         for warning in diagnostics["warnings"]:
-            print(f"mlflow-bayescompare: warning: {warning}", file=sys.stderr)
-        diagnostics["warnings"] += prepared.warnings  # already issued as UserWarning by prepare
-        return HierarchicalResult(
-            model_a=tensor.model_a,
-            model_b=tensor.model_b,
-            greater_is_better=greater_is_better,
-            rope=self.rope,
-            p_left=p_left,
-            p_rope=p_rope,
-            p_right=p_right,
-            next_probs=areas,
-            verdict=sentence,
-            decision=decision,
-            odds=odds,
-            evidence=summary.evidence(odds),
-            shrinkage=table,
-            delta0=summary.describe(draws["delta0"]),
-            sigma0=summary.describe(draws["sigma0"]),
-            nu=summary.describe(draws["nu"]) if "nu" in draws else None,
-            signed_rank_p=baselines.signed_rank_p(means),
-            diagnostics=diagnostics,
-            settings={**settings, "backend": posterior.backend, "scale": scale, "perturbed": prepared.perturbed},
-            draws=draws,
-            stan_data=prepared.stan_data,
-        )
+            log.warning(warning)
+        diagnostics["warnings"] += prepared.warnings  # already said by prepare
+        return diagnostics
+
+
+def _model_check_warnings(table: pd.DataFrame, threshold: float) -> list[str]:
+    """The datasets the Student-t population does not fit (Pareto k̂ > 0.7) and those whose own strong evidence
+    the shrinkage turned around, by name."""
+    out = []
+    poor = table[table["pareto_k"] > summary.PARETO_K_LIMIT]
+    if len(poor):
+        out.append(f"{len(poor)} dataset(s) the Student-t population does not fit (PSIS-LOO Pareto k̂ > "
+                   f"{summary.PARETO_K_LIMIT}): " + ", ".join(f"{r.dataset} (k̂ {r.pareto_k:.2f})"
+                                                          for r in poor.head(10).itertuples()))
+    turned = table[table["conflict"]]
+    if len(turned):
+        out.append(f"{len(turned)} dataset(s) whose own evidence (correlated t-test P ≥ {threshold:g}) the "
+                   "hierarchical estimate turns to the other side: " + ", ".join(
+                       f"{r.dataset} (mean difference {r.mle:.3g}, shrunk to {r.shrunk:.3g})"
+                       for r in turned.head(10).itertuples()))
+    return out
 
 
 def _form(stan_data: dict) -> str:
@@ -215,33 +190,29 @@ def _score_units(draws: dict[str, np.ndarray], scale: float) -> dict[str, np.nda
     return out
 
 
-def _sensitivity(run: _Runner, main: HierarchicalResult, greater_is_better, threshold) -> pd.DataFrame:
+def _sensitivity(fitter: _Fitter, main: HierarchicalResult) -> pd.DataFrame:
     """The conclusion under each ν prior × rope (paper, Sec. "Sensitivity analysis on real-world data sets")."""
-    rows = []
+    rows, scale = [], main.settings["scale"]
+    orientation, threshold = main.orientation, fitter.opts.threshold
     for prior in SENSITIVITY_PRIORS:
-        draws = main.draws if prior == main.settings["prior"] else None
-        scale = main.settings["scale"]
-        if draws is None:
-            prepared, posterior = run.fit(prior)
+        draws = main.draws
+        if prior != fitter.opts.prior:
+            prepared, posterior = fitter.fit(prior)
             draws = _score_units(posterior.draws, prepared.scale)
         scaled = {"delta0": draws["delta0"] / scale, "sigma0": draws["sigma0"] / scale}
         if "nu" in draws:
             scaled["nu_minus_one"] = draws["nu"] - 1
         for rope in SENSITIVITY_ROPES:
-            p_left, p_rope, p_right = summary.winner_fractions(summary.next_dataset_areas(scaled, rope / scale))
-            probs = {
-                "a_better": p_right if greater_is_better else p_left,
-                "rope": p_rope,
-                "b_better": p_left if greater_is_better else p_right,
-            }
+            probs = orientation.orient(*summary.winner_fractions(summary.next_dataset_areas(scaled, rope / scale)))
             odds = summary.posterior_odds(probs, draws["delta0"].size)
             decision, _ = summary.verdict(probs, odds, main.model_a, main.model_b, threshold)
-            rows.append({"prior": prior, "rope": rope, "p_a_better": probs["a_better"], "p_rope": p_rope,
+            rows.append({"prior": prior, "rope": rope, "p_a_better": probs["a_better"], "p_rope": probs["rope"],
                          "p_b_better": probs["b_better"], "decision": decision})
     return pd.DataFrame(rows)
 
 
-def _as_tensor(scores_a, scores_b, diffs, datasets, folds, model_a, model_b) -> CVTensor:
+def as_tensor(scores_a, scores_b, diffs=None, datasets=None, folds=None, model_a=None, model_b=None) -> CVTensor:
+    """The paired differences of any input form ``hierarchical_test`` accepts."""
     if isinstance(scores_a, CVTensor):
         return scores_a
     if isinstance(scores_a, pd.DataFrame):
@@ -251,20 +222,8 @@ def _as_tensor(scores_a, scores_b, diffs, datasets, folds, model_a, model_b) -> 
                 raise InputError(f"name model_a and model_b: the DataFrame holds models {models}")
             model_a, model_b = (model_a or models[0]), (model_b or models[1])
         return from_tidy(scores_a, model_a, model_b, folds=folds)
-    return from_arrays(
-        scores_a, scores_b, diffs=diffs, datasets=datasets, folds=folds, model_a=model_a or "A", model_b=model_b or "B"
-    )
-
-
-def _check_settings(*, threshold, chains, draws, warmup) -> None:
-    problems = []
-    if not 0 < threshold < 1:
-        problems.append(f"threshold must lie in (0, 1); got {threshold}")
-    for name, value, low in (("chains", chains, 1), ("draws", draws, 10), ("warmup", warmup, 10)):
-        if not isinstance(value, (int, np.integer)) or value < low:
-            problems.append(f"{name} must be a whole number >= {low}; got {value!r}")
-    if problems:
-        raise InputError(problems, header="invalid sampler settings:")
+    return from_arrays(scores_a, scores_b, diffs=diffs, datasets=datasets, folds=folds,
+                       model_a=model_a or "A", model_b=model_b or "B")
 
 
 def _versions() -> dict[str, str]:

@@ -1,31 +1,33 @@
-"""The Stan program and its compiled forms: which file, which prior variant, which backend, where it is cached.
+"""The Stan programs and where they run: which file, which prior variant, which backend, where it is cached.
 
-One ``.stan`` file (``stan/hierarchical.stan``) serves both backends:
+Each program is one ``.stan`` file in ``stan/`` (:data:`PROGRAMS`); the same file serves both backends:
 
 * **cmdstanpy**, when a CmdStan installation is found (``cmdstanpy.cmdstan_path()`` succeeds); the executable is
-  compiled once into the per-user cache directory;
-* **pystan** otherwise: its wheels carry stanc and the Stan headers, so it needs no download.  httpstan caches the
-  compiled extension in the per-user cache directory; its build step writes a ``build/`` folder into the current
-  directory, so we build from inside our cache directory instead.
+  compiled once into the per-user cache directory (:mod:`.cmdstan_backend`);
+* **pystan** otherwise, where its wheels exist (Linux x86-64, macOS): they carry stanc and the Stan headers, so it
+  needs no download.  httpstan caches the compiled extension in its own per-user cache (:mod:`.pystan_backend`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import os
-import re
-import shutil
-import sys
-import threading
-import time
-from functools import cache
+import platform
 from pathlib import Path
 
-from .errors import InputError, SamplingError
+from .console import log
+from .errors import InputError
+from .progress import Progress, notify
+
+__all__ = ["PACKAGE_DIR", "STAN_DIR", "PROGRAMS", "STAN_FILE", "PRIORS", "PRIOR_ALIASES", "BACKENDS",
+           "program_file", "program_code", "prior_code", "cache_dir", "cmdstan_available", "pystan_available",
+           "resolve_backend", "announce_compile", "pystan_model"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-STAN_FILE = PACKAGE_DIR / "stan" / "hierarchical.stan"
+STAN_DIR = PACKAGE_DIR / "stan"
+#: the Stan programs by name; a new program only needs its file in ``stan/`` and a line here
+PROGRAMS = {"hierarchical": STAN_DIR / "hierarchical.stan", "bbt": STAN_DIR / "bbt.stan"}
+PROGRAMS["bbt"] = STAN_DIR / "bbt.stan"  # the Bayesian Bradley-Terry ranking (ranking.py)
+STAN_FILE = PROGRAMS["hierarchical"]
 
 #: ν-prior variants of the paper's sensitivity analysis (Table "prior-nu"), mapped to the Stan data flag.
 PRIORS = {
@@ -37,20 +39,25 @@ PRIORS = {
 PRIOR_ALIASES = {"juarez-steel": "gamma(2,0.1)", "kruschke": "gamma(1,0.0345)", "normal": "gaussian"}
 BACKENDS = ("auto", "cmdstanpy", "pystan")
 
-_build_lock = threading.Lock()
+
+def program_file(program: str) -> Path:
+    """The ``.stan`` file of a program named in :data:`PROGRAMS`."""
+    if program not in PROGRAMS:
+        raise InputError(f"unknown Stan program {program!r}: choose one of {', '.join(PROGRAMS)}")
+    return PROGRAMS[program]
+
+
+def program_code(program: str = "hierarchical") -> str:
+    return program_file(program).read_text()
 
 
 def prior_code(prior: str) -> int:
-    """The Stan ``nu_prior`` flag of a prior name (spaces and case ignored)."""
+    """The Stan ``nu_prior`` flag of a prior name of the hierarchical program (spaces and case ignored)."""
     key = prior.replace(" ", "").lower()
     key = PRIOR_ALIASES.get(key, key)
     if key not in PRIORS:
         raise InputError(f"unknown prior {prior!r}: choose one of {', '.join(PRIORS)}")
     return PRIORS[key]
-
-
-def program_code() -> str:
-    return STAN_FILE.read_text()
 
 
 def cache_dir() -> Path:
@@ -73,161 +80,52 @@ def cmdstan_available() -> bool:
         return False
 
 
+def pystan_available() -> bool:
+    """pystan and httpstan import (they are installed only where httpstan publishes wheels)."""
+    try:
+        import httpstan  # noqa: F401
+        import stan  # noqa: F401
+
+        return True
+    except ImportError:
+        return False
+
+
+def _install_cmdstan() -> str:
+    """How to install CmdStan on this machine (cmdstanpy's installer; on Windows with its C++ toolchain)."""
+    if platform.system() == "Windows":
+        return "`python -m cmdstanpy.install_cmdstan --compiler` (it also installs the C++ toolchain)"
+    return "`python -m cmdstanpy.install_cmdstan` (it needs a C++ compiler and make)"
+
+
 def resolve_backend(backend: str = "auto") -> str:
-    """``auto`` → cmdstanpy when CmdStan is installed, else pystan."""
+    """``auto`` → cmdstanpy when CmdStan is installed, else pystan when it is installed."""
     if backend not in BACKENDS:
         raise InputError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
-    if backend == "auto":
-        return "cmdstanpy" if cmdstan_available() else "pystan"
-    if backend == "cmdstanpy" and not cmdstan_available():
-        raise InputError(
-            "backend 'cmdstanpy' needs a CmdStan installation (none found: run `python -m cmdstanpy.install_cmdstan` "
-            "or set CMDSTAN); backend 'pystan' works without one"
-        )
-    return backend
+    if backend in ("auto", "cmdstanpy") and cmdstan_available():
+        return "cmdstanpy"
+    if backend in ("auto", "pystan") and pystan_available():
+        return "pystan"
+    install = f"install CmdStan with {_install_cmdstan()}, or set CMDSTAN to an existing installation"
+    if backend == "cmdstanpy":
+        raise InputError(f"backend 'cmdstanpy' needs a CmdStan installation (none found): {install}; backend "
+                         "'pystan' works without one where it is installed")
+    missing = "backend 'pystan' is not installed" if backend == "pystan" else \
+        "no Stan backend found: neither CmdStan nor pystan is installed"
+    raise InputError(f"{missing} (pystan's wheels exist for Linux x86-64 and macOS only); for backend "
+                     f"'cmdstanpy', {install}")
 
 
-def _announce_compile() -> None:
-    print(
-        "mlflow-bayescompare: compiling the Stan model once (about 1-2 minutes); later runs reuse the cache in "
-        f"{cache_dir()}",
-        file=sys.stderr,
-        flush=True,
-    )
+def announce_compile(program: str, cache: Path, progress: Progress | None = None) -> None:
+    """Say, once per compile, that ``program`` is being compiled: the stage ``compiling`` and one log line."""
+    notify(progress, "compiling")
+    log.info("compiling the Stan program %s once (about 1-2 minutes); later runs reuse the cache in %s",
+             program, cache)
 
 
-@cache
-def cmdstan_model():
-    """The compiled :class:`cmdstanpy.CmdStanModel`, built at most once per process and cached on disk."""
-    import cmdstanpy
+def pystan_model(data: dict, seed: int | None = None, program: str = "hierarchical"):
+    """pystan's ``stan.model.Model`` of ``program`` bound to ``data`` (its log density, for tests and benchmarks);
+    see :func:`.pystan_backend.build`."""
+    from . import pystan_backend
 
-    code = program_code()
-    digest = hashlib.sha256(code.encode()).hexdigest()[:16]
-    target = cache_dir() / f"cmdstan-{digest}"
-    target.mkdir(exist_ok=True)
-    stan_file = target / "hierarchical.stan"
-    if not stan_file.exists():
-        shutil.copyfile(STAN_FILE, stan_file)
-    exe = target / "hierarchical"
-    with _build_lock:
-        if not exe.exists():
-            _announce_compile()
-        try:
-            return cmdstanpy.CmdStanModel(stan_file=str(stan_file), exe_file=str(exe) if exe.exists() else None)
-        except Exception as exc:
-            raise SamplingError(f"CmdStan could not compile {STAN_FILE.name}: {exc}") from exc
-
-
-_pystan_seen: set[str] = set()
-
-
-def pystan_model(data: dict, seed: int):
-    """A :class:`stan.model.Model` for ``data``.  pystan compiles per program (cached by httpstan on disk) but
-    binds data at build time, so this is called per fit; the compile itself happens at most once."""
-    import httpstan.cache
-    import httpstan.models
-    import stan
-
-    code = program_code()
-    name = httpstan.models.calculate_model_name(code)
-    with _build_lock, quiet_pystan():
-        compiling = name not in _pystan_seen and name not in httpstan.cache.list_model_names()
-        if compiling:
-            _announce_compile()
-        try:
-            with working_directory(cache_dir()) if compiling else contextlib.nullcontext():
-                model = stan.build(code, data=data, random_seed=seed)
-        except (RuntimeError, ValueError) as exc:
-            raise SamplingError(f"pystan could not build {STAN_FILE.name}: {exc}") from exc
-        _pystan_seen.add(name)
-        with contextlib.suppress(OSError):  # the folder dates the model's last use (forget_superseded_pystan_models)
-            os.utime(httpstan.cache.model_directory(name))
-        if compiling:
-            forget_superseded_pystan_models(name)
-        return model
-
-
-SUPERSEDED_DAYS = 7  # a compiled model of an earlier .stan file goes once unused for this long
-COMPILED_LIST = "pystan-models.txt"  # in cache_dir(): the httpstan models this package compiled
-
-
-def forget_superseded_pystan_models(current: str) -> None:
-    """Delete the compiled models of earlier versions of the program.  httpstan keeps every model it compiles
-    (about 110 MB each) forever, so each upgrade that changes the ``.stan`` file would leave one behind.  The models
-    this package compiled are listed in :func:`cache_dir`; one that is not ``current`` goes once nothing has used it
-    for ``SUPERSEDED_DAYS`` (every build for a fit dates the model's folder; earlier versions of this package wrote
-    their fits into its ``fits`` folder instead).  The wait spares another installed version of the package still in
-    use; anything else in httpstan's cache is never touched."""
-    import httpstan.cache
-
-    listing = cache_dir() / COMPILED_LIST
-    with contextlib.suppress(OSError, UnicodeDecodeError):  # housekeeping: never a reason to fail a fit
-        known = listing.read_text().split() if listing.exists() else []
-        keep = []
-        for name in dict.fromkeys(known):
-            if name == current or not re.fullmatch(r"models/[a-z0-9]+", name):  # a damaged line names nothing
-                continue
-            directory = httpstan.cache.model_directory(name)
-            if not directory.exists():
-                continue
-            last_used = max(path.stat().st_mtime for path in (directory, directory / "fits") if path.exists())
-            if time.time() - last_used > SUPERSEDED_DAYS * 86400:
-                httpstan.cache.delete_model_directory(name)
-            if directory.exists():
-                keep.append(name)
-        listing.write_text("".join(f"{name}\n" for name in [*keep, current]))
-
-
-@contextlib.contextmanager
-def working_directory(path: Path):
-    """Run pystan's build from ``path`` so its ``build/`` folder never lands in the user's directory."""
-    old = os.getcwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(old)
-
-
-@contextlib.contextmanager
-def quiet_pystan():
-    """Keep pystan's console chatter (its build and sampling progress, stanc's warnings about this package's own
-    model, the sampler's informational messages) off the user's terminal: failures still arrive as exceptions, and
-    the diagnostics report what matters.  Anything else written to stdout goes to stderr, so ``--json`` output
-    stays clean.  pystan's console is swapped for the whole process while this is active."""
-    import stan.model
-    from clikit.io import ConsoleIO
-
-    with swapped(stan.model, "ConsoleIO", ConsoleIO, _silent_console()), contextlib.redirect_stdout(sys.stderr):
-        yield
-
-
-@contextlib.contextmanager
-def swapped(module, name: str, original, replacement):
-    """``module.name`` is ``replacement`` for the duration, if it is ``original`` now: that is, for the pystan /
-    httpstan internals this package was written for, and not again when a swap is already in place (a nested or
-    concurrent call, which then leaves the first to restore it).  Otherwise nothing changes."""
-    if getattr(module, name, None) is not original:
-        yield
-        return
-    setattr(module, name, replacement)
-    try:
-        yield
-    finally:
-        setattr(module, name, original)
-
-
-@cache
-def _silent_console():
-    """pystan's console class (clikit's ConsoleIO) with null streams wherever pystan does not pass its own."""
-    from clikit.api.io import Input, Output
-    from clikit.io import ConsoleIO
-    from clikit.io.input_stream import NullInputStream
-    from clikit.io.output_stream import NullOutputStream
-
-    class SilentConsole(ConsoleIO):
-        def __init__(self, input=None, output=None, error_output=None):
-            super().__init__(input or Input(NullInputStream()), output or Output(NullOutputStream()),
-                             error_output or Output(NullOutputStream()))
-
-    return SilentConsole
+    return pystan_backend.build(program, data, seed)

@@ -10,11 +10,12 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy import special
 
+from .console import log
 from .errors import InputError
 
 
@@ -26,18 +27,23 @@ class Prepared:
     perturbed: list[str]  # datasets whose zero variance was perturbed
     rho: np.ndarray
     n: np.ndarray
-    warnings: list[str] = field(default_factory=list)  # about the data vs the rope (also issued as UserWarning)
+    warnings: list[str] = field(default_factory=list)  # about the data vs the rope (also logged)
+
+
+#: Why one fold cannot be used, in the words every message about it uses.
+FOLDS_ONE = ("folds = 1 makes ρ = 1/folds = 1: the scores would be perfectly correlated and carry no information "
+             "about variability; the test needs k-fold cross-validation (k >= 2), and for independent repeated "
+             "hold-out splits give rho instead (e.g. rho=0, or n_test/n_total)")
 
 
 def correlations(datasets: list[str], folds, rho) -> np.ndarray:
-    """ρ per dataset: ``rho`` if given (scalar or per dataset), else 1/folds."""
+    """ρ per dataset: ``rho`` if given (one value or one per dataset, checked by the options), else 1/folds."""
     q = len(datasets)
     if rho is not None:
-        values = np.broadcast_to(np.asarray(rho, dtype=float), (q,)).copy()
-        bad = [d for d, r in zip(datasets, values) if not 0 <= r < 1]
-        if bad:
-            raise InputError(f"rho must lie in [0, 1); got {values[datasets.index(bad[0])]} for dataset {bad[0]!r}")
-        return values
+        values = np.asarray(rho, dtype=float)
+        if values.ndim and values.size != q:
+            raise InputError(f"rho has {values.size} values for {q} datasets")
+        return np.broadcast_to(values, (q,)).copy()
     if folds is None or (isinstance(folds, (list, tuple)) and any(f is None for f in folds)):
         missing = [d for d, f in zip(datasets, folds or [None] * q) if f is None]
         raise InputError(
@@ -48,11 +54,7 @@ def correlations(datasets: list[str], folds, rho) -> np.ndarray:
     values = np.broadcast_to(np.asarray(folds, dtype=float), (q,))
     for d, k in zip(datasets, values):
         if k == 1:
-            raise InputError(
-                f"dataset {d!r} has folds = 1, which makes ρ = 1/folds = 1: the scores would be perfectly correlated "
-                "and carry no information about variability. The hierarchical test needs k-fold cross-validation "
-                "(k >= 2); for independent repeated hold-out splits pass rho explicitly (e.g. rho=0 or n_test/n_total)"
-            )
+            raise InputError(f"dataset {d!r}: {FOLDS_ONE}")
         if k < 1 or k != int(k):
             raise InputError(f"folds must be a whole number >= 2; got {k} for dataset {d!r}")
     return 1.0 / values
@@ -69,32 +71,58 @@ def prepare(
     std_upper_bound: float = 1000.0,
     alpha_bounds: tuple[float, float] = (0.5, 5.0),
     beta_bounds: tuple[float, float] = (0.05, 0.15),
-    exact_sigma_bound: bool = False,
 ) -> Prepared:
     """The Stan data for ``stan/hierarchical.stan`` (sufficient statistics of the scaled, patched differences)."""
     if not rope > 0:
         raise InputError(f"rope must be a positive half-width (the region is (-rope, rope)); got {rope}")
     n = np.array([len(x) for x in diffs])
-    sds = np.array([np.std(x, ddof=1) for x in diffs])
-    largest = max(float(np.max(np.abs(x))) for x in diffs)
-    notes = []
-    if largest == 0:
-        notes.append("every difference is zero: the two models' scores are identical on every fold of every "
-                     "dataset, so the result can only be practical equivalence")
-    elif largest > 1 and rope < 0.02:
-        notes.append(
-            f"differences reach {largest:.3g} but the rope is ±{rope}: the scores look like they are on a 0-100 "
-            "scale while the rope is on a 0-1 scale; pass a rope in the scores' units (e.g. rope=1 for percent)")
-    elif largest < rope:
-        notes.append(
-            f"the rope ±{rope:g} is wider than every difference in the data (the largest is {largest:.3g}): "
-            "everything is inside the rope, so practical equivalence is all the test can find; is the rope in the "
-            "scores' units?")
+    notes = _data_warnings(diffs, rope)
     for note in notes:
-        warnings.warn(note, UserWarning, stacklevel=3)
-    # All datasets constant: there is no spread to scale by; use the rope as the unit instead.
-    scale = float(np.mean(sds)) if np.mean(sds) > 0 else rope
-    rope_s = rope / scale
+        log.warning(note)
+    sds = np.array([np.std(x, ddof=1) for x in diffs])
+    scale = float(np.mean(sds)) if np.mean(sds) > 0 else rope  # every dataset constant: the rope is the unit
+    scaled, perturbed = _scale_and_patch(datasets, diffs, scale, rope / scale, rng)
+    xbar = np.array([x.mean() for x in scaled])
+    ssd = np.array([np.sum((x - x.mean()) ** 2) for x in scaled])
+    std_within = float(np.mean([np.std(x, ddof=1) for x in scaled]))
+    std_among = float(np.std(xbar, ddof=1)) if len(scaled) > 1 else std_within
+    if std_among == 0:  # every dataset has the same mean: fall back as for q = 1
+        std_among = std_within
+    bound = max(float(np.max(np.abs(x))) for x in scaled)
+    sigma_high = std_upper_bound * std_within
+    stan_data = {
+        "q": len(scaled), "n": n.tolist(), "rho": rho.tolist(), "xbar": xbar.tolist(), "ssd": ssd.tolist(),
+        "delta0_low": -bound, "delta0_high": bound,
+        "sigma0_high": std_upper_bound * std_among, "sigma_high": sigma_high,
+        "exact_sigma_bound": int(sigma_bound_matters(xbar, ssd, n, rho, bound, sigma_high)),
+        **delta_form(len(scaled), noncentred=weakly_informed(xbar, ssd, n, rho)),
+        "nu_prior": prior_code,
+        "alpha_low": alpha_bounds[0], "alpha_high": alpha_bounds[1],
+        "beta_low": beta_bounds[0], "beta_high": beta_bounds[1],
+    }
+    return Prepared(stan_data, scale, rope / scale, perturbed, rho, n, notes)
+
+
+def _data_warnings(diffs: list[np.ndarray], rope: float) -> list[str]:
+    """What looks wrong about the data against the rope (the fit still runs)."""
+    largest = max(float(np.max(np.abs(x))) for x in diffs)
+    if largest == 0:
+        return ["every difference is zero: the two models' scores are identical on every fold of every dataset, "
+                "so the result can only be practical equivalence"]
+    if largest > 1 and rope < 0.02:
+        return [f"differences reach {largest:.3g} but the rope is ±{rope}: the scores look like they are on a 0-100 "
+                "scale while the rope is on a 0-1 scale; pass a rope in the scores' units (e.g. rope=1 for "
+                "percent)"]
+    if largest < rope:
+        return [f"the rope ±{rope:g} is wider than every difference in the data (the largest is {largest:.3g}): "
+                "everything is inside the rope, so practical equivalence is all the test can find; is the rope in "
+                "the scores' units?"]
+    return []
+
+
+def _scale_and_patch(datasets, diffs, scale: float, rope_s: float, rng) -> tuple[list[np.ndarray], list[str]]:
+    """Divide by ``scale``; a constant dataset gets U(-rope, rope) noise added to its first half and subtracted from
+    its second half, which keeps its mean (the middle element of odd n stays as it is)."""
     scaled, perturbed = [], []
     for name, x in zip(datasets, diffs):
         x = np.asarray(x, dtype=float) / scale
@@ -106,33 +134,19 @@ def prepare(
             x[half : 2 * half] -= noise
             perturbed.append(name)
         scaled.append(x)
-    xbar = np.array([x.mean() for x in scaled])
-    ssd = np.array([np.sum((x - x.mean()) ** 2) for x in scaled])
-    std_within = float(np.mean([np.std(x, ddof=1) for x in scaled]))
-    std_among = float(np.std(xbar, ddof=1)) if len(scaled) > 1 else std_within
-    if std_among == 0:  # every dataset has the same mean: fall back as for q = 1
-        std_among = std_within
-    bound = max(float(np.max(np.abs(x))) for x in scaled)
-    stan_data = {
-        "q": len(scaled),
-        "n": n.tolist(),
-        "rho": rho.tolist(),
-        "xbar": xbar.tolist(),
-        "ssd": ssd.tolist(),
-        "delta0_low": -bound,
-        "delta0_high": bound,
-        "sigma0_high": std_upper_bound * std_among,
-        "sigma_high": std_upper_bound * std_within,
-        "exact_sigma_bound": int(exact_sigma_bound),
-        **delta_form(len(scaled), noncentred=weakly_informed(xbar, ssd, n, rho)),
-        "nu_prior": prior_code,
-        "alpha_low": alpha_bounds[0],
-        "alpha_high": alpha_bounds[1],
-        "beta_low": beta_bounds[0],
-        "beta_high": beta_bounds[1],
-    }
-    return Prepared(stan_data, scale, rope_s, perturbed, rho, n, notes)
+    return scaled, perturbed
 
+
+def sigma_bound_matters(xbar, ssd, n, rho, delta_bound: float, sigma_high: float) -> bool:
+    """Whether the upper bound U of σ_i changes the likelihood with σ_i integrated out (rewrite 2 of the Stan
+    program): its factor P_upper((n-1)/2, Q/(2U²)) is 1 to double precision unless Q/(2U²) is large somewhere a
+    δ_i can be.  Q grows with (x̄_i - δ_i)², so it is checked at the far end of δ0's range, widened by the
+    data's spread; with the paper's U = 1000 × the data's sd the factor is 1 and the Stan program skips it."""
+    m = n / (1 + (n - 1) * rho)
+    far = np.abs(xbar) + 2 * delta_bound + np.sqrt(ssd / np.maximum(n - 1, 1))
+    q_far = ssd / (1 - rho) + m * far**2
+    factor = special.gammaincc(0.5 * (n - 1), q_far / (2 * sigma_high**2))
+    return bool(np.any(factor < 1 - 1e-12))
 
 
 def weakly_informed(xbar: np.ndarray, ssd: np.ndarray, n: np.ndarray, rho: np.ndarray) -> bool:

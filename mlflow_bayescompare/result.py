@@ -1,9 +1,10 @@
-"""The result of a hierarchical comparison: what the test concluded and everything needed to report it.
+"""The result of a two-model comparison and the vocabulary every report of it uses.
 
 Orientation.  ``x = score_a - score_b`` throughout (the paper's x_i, eq. mvn).  In the paper's words *left* is
 ``delta < -rope`` and *right* is ``delta > rope``; with ``greater_is_better=True`` right means "A is better" and
-left "B is better", with ``greater_is_better=False`` the other way round.  ``p_a_better`` / ``p_b_better`` already
-apply that orientation; ``p_left`` / ``p_right`` keep the paper's.
+left "B is better", with ``greater_is_better=False`` the other way round.  :class:`Orientation` is the one place that
+turns the paper's sides into outcomes; the page, the reports and the plots show the outcomes in the order of
+:data:`OUTCOMES`, in the colours of :data:`COLORS`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,43 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-OUTCOMES = ("left", "rope", "right")
+__all__ = ["OUTCOMES", "COLORS", "ARVIZ_STATS", "DECISION_COLORS", "Orientation", "outcome_label", "HierarchicalResult",
+           "divergent_transitions", "jsonable", "json_safe"]
+
+#: The outcomes of a comparison, in the one order every table, bar and legend shows them.
+OUTCOMES = ("a_better", "rope", "b_better")
+#: Their colours everywhere: model A blue, model B orange, practical equivalence grey.
+COLORS = {"a_better": "#2b6cb0", "rope": "#7a8794", "b_better": "#d9822b"}
+#: Colours of the decisions (``equivalent`` is the rope's; an inconclusive result is amber).
+DECISION_COLORS = {"a_better": COLORS["a_better"], "b_better": COLORS["b_better"], "equivalent": COLORS["rope"],
+                   "inconclusive": "#b7791f"}
+
+
+#: Stan's sampler statistics by the names arviz gives them.
+ARVIZ_STATS = {"divergent__": "diverging", "treedepth__": "tree_depth", "energy__": "energy",
+               "stepsize__": "step_size", "n_leapfrog__": "n_steps", "accept_stat__": "acceptance_rate"}
+
+
+def outcome_label(outcome: str, model_a: str, model_b: str) -> str:
+    """``"rf better"``, ``"practically equivalent"`` or ``"svm better"``."""
+    return {"a_better": f"{model_a} better", "rope": "practically equivalent", "b_better": f"{model_b} better"}[outcome]
+
+
+@dataclass(frozen=True)
+class Orientation:
+    """The paper's sides of ``x = a - b`` as outcomes: right (x > rope) is A better when greater is better."""
+
+    greater_is_better: bool
+
+    @property
+    def sides(self) -> tuple[str, str, str]:
+        """The outcomes of the paper's (left, rope, right), e.g. ``("b_better", "rope", "a_better")``."""
+        return ("b_better", "rope", "a_better") if self.greater_is_better else ("a_better", "rope", "b_better")
+
+    def orient(self, left, rope, right) -> dict[str, Any]:
+        """``{"a_better": .., "rope": .., "b_better": ..}`` from values given in the paper's order."""
+        by_side = dict(zip(self.sides, (left, rope, right)))
+        return {outcome: by_side[outcome] for outcome in OUTCOMES}
 
 
 @dataclass
@@ -27,6 +64,9 @@ class HierarchicalResult:
         p_a_better, p_b_better: the same, oriented by ``greater_is_better``.
         next_probs: (draws, 3) array of the per-draw Student-t areas left of / inside / right of the rope,
             the points of the probability simplex.
+        delta0_probs: ``{"a_better", "rope", "b_better"}``: the posterior mass of δ0, the mean difference across
+            datasets, beyond / inside the rope (the statistic of the authors' simulation studies; also
+            ``p_delta0_a_better`` …).
         verdict: one sentence, e.g. "A is practically better (strong evidence)".
         decision: "a_better", "b_better", "equivalent" or "inconclusive" under the threshold rule.
         odds: posterior odds between the outcomes, e.g. ``{"a_better/b_better": 12.0, ...}`` (Sec. "Interpreting
@@ -69,28 +109,54 @@ class HierarchicalResult:
     settings: dict[str, Any]
     draws: dict[str, np.ndarray] = field(repr=False)
     stan_data: dict[str, Any] = field(repr=False)
+    delta0_probs: dict[str, float] = field(default_factory=dict)
+    sample_stats: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     sensitivity: pd.DataFrame | None = None
     sensitivity_note: str | None = None
 
     @property
-    def p_a_better(self) -> float:
-        return self.p_right if self.greater_is_better else self.p_left
-
-    @property
-    def p_b_better(self) -> float:
-        return self.p_left if self.greater_is_better else self.p_right
+    def orientation(self) -> Orientation:
+        return Orientation(self.greater_is_better)
 
     @property
     def probabilities(self) -> dict[str, float]:
-        """``{"a_better": .., "rope": .., "b_better": ..}``."""
-        return {"a_better": self.p_a_better, "rope": self.p_rope, "b_better": self.p_b_better}
+        """``{"a_better": .., "rope": .., "b_better": ..}`` on the next dataset."""
+        return self.orientation.orient(self.p_left, self.p_rope, self.p_right)
+
+    @property
+    def p_a_better(self) -> float:
+        return self.probabilities["a_better"]
+
+    @property
+    def p_b_better(self) -> float:
+        return self.probabilities["b_better"]
+
+    @property
+    def p_delta0_a_better(self) -> float:
+        """Posterior mass of δ0, the mean difference across datasets, on A's side of the rope."""
+        return self.delta0_probs["a_better"]
+
+    @property
+    def p_delta0_rope(self) -> float:
+        """Posterior mass of δ0 inside the rope."""
+        return self.delta0_probs["rope"]
+
+    @property
+    def p_delta0_b_better(self) -> float:
+        """Posterior mass of δ0 on B's side of the rope."""
+        return self.delta0_probs["b_better"]
 
     def to_inference_data(self):
-        """The posterior draws as an :class:`arviz.InferenceData` (score units)."""
+        """The posterior draws as an :class:`arviz.InferenceData` (score units), with the sampler's statistics
+        (divergences, tree depth, energy, step size …) as ``sample_stats`` so arviz can re-audit the fit."""
         import arviz as az
 
+        stats = {ARVIZ_STATS[k]: np.asarray(v) for k, v in self.sample_stats.items() if k in ARVIZ_STATS}
+        if "diverging" in stats:
+            stats["diverging"] = stats["diverging"].astype(bool)
         return az.from_dict(
             posterior=self.draws,
+            sample_stats=stats or None,
             coords={"dataset": list(self.shrinkage["dataset"].astype(str))},
             dims={"delta": ["dataset"]},
         )
@@ -107,6 +173,9 @@ class HierarchicalResult:
             "p_b_better": self.p_b_better,
             "p_left": self.p_left,
             "p_right": self.p_right,
+            "p_delta0_a_better": self.delta0_probs.get("a_better"),
+            "p_delta0_rope": self.delta0_probs.get("rope"),
+            "p_delta0_b_better": self.delta0_probs.get("b_better"),
             "verdict": self.verdict,
             "decision": self.decision,
             "odds": self.odds,

@@ -3,16 +3,19 @@ and MCMC diagnostics.  Everything here works on draws in the *scaled* units of :
 
 from __future__ import annotations
 
+import warnings
+
 import arviz as az
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special, stats
 
 from .fit import Fit
 from .result import divergent_transitions
 
 HDI_PROB = 0.95
 RHAT_LIMIT = 1.01
+PARETO_K_LIMIT = 0.7
 
 
 def next_dataset_areas(draws: dict[str, np.ndarray], rope: float) -> np.ndarray:
@@ -39,6 +42,52 @@ def winner_fractions(areas: np.ndarray) -> tuple[float, float, float]:
     right_wins = ~rope_wins & ~left_wins
     n = len(areas)
     return float(left_wins.sum() / n), float(rope_wins.sum() / n), float(right_wins.sum() / n)
+
+
+def side_masses(values: np.ndarray, rope: float) -> tuple[float, float, float]:
+    """The share of draws left of, inside and right of (-rope, rope): the posterior mass of each region, e.g. of
+    δ0 (the statistic of the paper's simulation studies, as the authors' driver stored ``delta0$rope``)."""
+    flat = np.ravel(values)
+    left, right = float(np.mean(flat < -rope)), float(np.mean(flat > rope))
+    return left, 1 - left - right, right
+
+
+def dataset_pareto_k(stan_data: dict, hyper: dict[str, np.ndarray], nodes: int = 64) -> np.ndarray:
+    """PSIS-LOO Pareto k̂ of each dataset left out whole (Vehtari, Gelman & Gabry 2017): how well the Student-t
+    population predicts a new dataset like it.  δ_i belongs to dataset i alone, so it is integrated out
+    (integrated LOO): p(x_i | θ) = ∫ L_i(δ) t_ν(δ; δ0, σ0) dδ, where L_i, the likelihood with σ_i integrated out
+    (rewrite 2 of the Stan program), is a Student-t density in δ with n_i − 2 degrees of freedom up to a constant.
+    The integral is the mean of one density over ``nodes`` quantiles of the other, whichever of the two is
+    narrower.  ``hyper`` holds the draws of delta0, sigma0 and (unless the prior is Gaussian) nu_minus_one, in
+    the scaled units of the Stan data.  k̂ > 0.7 marks a dataset the population does not predict well (the
+    paper's future-work caveat about the Student-t population)."""
+    n, rho = np.asarray(stan_data["n"], float), np.asarray(stan_data["rho"], float)
+    xbar, ssd = np.asarray(stan_data["xbar"], float), np.asarray(stan_data["ssd"], float)
+    df = np.maximum(n - 2, 1)
+    width = np.sqrt(ssd / (1 - rho) * (1 + (n - 1) * rho) / (n * df))
+    lik = stats.t(df, xbar, width)
+    shape, u = hyper["delta0"].shape, (np.arange(nodes) + 0.5) / nodes
+    loc, spread = hyper["delta0"].reshape(-1, 1, 1), hyper["sigma0"].reshape(-1, 1, 1)
+    pop = stats.norm if "nu_minus_one" not in hyper else stats.t(1 + hyper["nu_minus_one"].reshape(-1, 1, 1))
+    # nodes on the likelihood (q, nodes): mean of the population density there
+    on_lik = lik.ppf(u[:, None]).T[None]
+    by_lik = special.logsumexp(pop.logpdf((on_lik - loc) / spread) - np.log(spread), axis=2)
+    # nodes on the population (draws, 1, nodes): mean of the likelihood there
+    on_pop = loc + spread * pop.ppf(u[None, None, :])
+    by_pop = special.logsumexp(lik.logpdf(on_pop.reshape(-1, nodes, 1)), axis=1)
+    log_lik = np.where(spread[..., 0] < width, by_pop, by_lik) - np.log(nodes)
+    data = az.from_dict(posterior={"delta0": hyper["delta0"]}, log_likelihood={"x": log_lik.reshape(*shape, -1)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # arviz warns about high k̂: the caller reports them by name
+        return np.asarray(az.loo(data, pointwise=True).pareto_k)
+
+
+def conflicts(table: pd.DataFrame, threshold: float) -> pd.Series:
+    """Per dataset: its own evidence (the Bayesian correlated t-test) is at least ``threshold`` on one side of the
+    rope while its shrunk estimate's most probable side is the other one."""
+    shrunk_side = table[["p_left", "p_rope", "p_right"]].to_numpy().argmax(axis=1)
+    return ((table["bct_p_left"] >= threshold) & (shrunk_side == 2)) | \
+        ((table["bct_p_right"] >= threshold) & (shrunk_side == 0))
 
 
 def grade(odds: float) -> str:
@@ -137,6 +186,7 @@ def diagnostics(fit: Fit) -> dict:
         "treedepth_hits": saturated,
         "leapfrog_per_draw": float(fit.sampler["n_leapfrog__"].mean()),
         "sampling_seconds": fit.seconds,
+        "compile_seconds": fit.compile_seconds,
         "backend": fit.backend,
         "warnings": warnings,
     }

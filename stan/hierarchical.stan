@@ -66,7 +66,7 @@ transformed data {
     half_dof[i] = 0.5 * (n[i] - 1);
   }
   // The incomplete-gamma factor equals 1 to double precision when sigma_high is 1000 times the data's spread
-  // (the paper's bound): exact_sigma_bound = 0 skips it; the caller checks the factor on the posterior draws.
+  // (the paper's bound): exact_sigma_bound = 0 skips it; prepare.py sets it to 1 when the bound matters.
   real two_u2 = exact_sigma_bound ? 2 * square(sigma_high) : 0;
   // rewrite 2 as Student-t densities (n_i >= 3, idx_t) and the bare kernel Q_i^{-1/2} (n_i = 2, idx_2)
   int q2 = 0;

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from mlflow import MlflowClient
@@ -141,13 +142,19 @@ def test_demo_end_to_end_in_a_fresh_directory(tmp_path, monkeypatch):
 
     assert result.exit_code == 0, result.output
     assert (tmp_path / "mlflow.db").exists()
-    assert "Verdict: " in result.stdout and "mlflow ui --backend-store-uri sqlite:///mlflow.db" in result.stdout
+    assert "Verdict: " in result.stdout
+    assert "mlflow server --app-name bayescompare --backend-store-uri sqlite:///mlflow.db" in result.stdout
+    assert "bayescompare: sampling lda vs cart on 6 datasets" in result.stderr  # the stage, as compare shows it
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     experiment = client.get_experiment_by_name("bayescompare-demo")
     [run] = client.search_runs([experiment.experiment_id], "tags.`bayescompare.kind` = 'comparison'")
     assert run.info.status == "FINISHED" and run.data.metrics["n_datasets"] == 6
-    assert f"#/experiments/{experiment.experiment_id}/runs/{run.info.run_id}" in result.stdout
-    assert not (tmp_path / "build").exists()  # Stan builds elsewhere
+    assert f"http://127.0.0.1:5000/#/experiments/{experiment.experiment_id}/runs/{run.info.run_id}" in result.stdout
+    assert run.data.metrics["sampling_seconds"] < 60 and "compile_seconds" in run.data.metrics
+    cv_run = client.search_runs([experiment.experiment_id], "tags.model = 'lda'")[0]
+    assert cv_run.data.metrics["accuracy_mean"] == pytest.approx(
+        np.mean([m.value for m in client.get_metric_history(cv_run.info.run_id, "accuracy")]))
+    assert run.info.end_time - run.info.start_time > 1000  # dated from the start of the work, not its logging
 
 
 @pytest.mark.server

@@ -13,9 +13,11 @@ from mlflow.entities import Metric, Param
 from mlflow.store.tracking.dbmodels.models import SqlRun, SqlTag
 
 from mlflow_bayescompare import collect as collect_module
-from mlflow_bayescompare.collect import collect_scores, discover, fetch_histories, resolve_experiments
+from mlflow_bayescompare import fetch as fetch_module
+from mlflow_bayescompare.collect import collect_scores, discover, resolve_experiments
 from mlflow_bayescompare.cvlog import log_cv_scores
 from mlflow_bayescompare.errors import BayesCompareError, InputError
+from mlflow_bayescompare.fetch import fetch_histories
 from mlflow_bayescompare.tensor import from_tidy
 
 MODELS = {1: "nbc", 2: "aode"}
@@ -195,10 +197,19 @@ def test_resolve_and_discover(client, experiment_id, paper):
     assert found == {"models": ["aode", "nbc"], "datasets": ["uci1", "uci2", "uci3"], "metrics": ["accuracy"], "runs": 6}
 
 
-def test_progress_on_stderr(client, experiment_id, paper, capsys):
+def test_progress_hook_hears_fetching(client, experiment_id, paper, monkeypatch):
     log_steps(client, experiment_id, paper)
-    collect_scores(client, [experiment_id], "accuracy", progress=True)
-    assert "read metric histories of 6/6 runs" in capsys.readouterr().err
+    monkeypatch.setattr(collect_module, "PAGE", 4)  # 6 runs in pages of 4: one "listed" note
+    heard = []
+    collect_scores(client, [experiment_id], "accuracy",
+                   progress=lambda stage, detail=None: heard.append((stage, detail)))
+    assert ("fetching", "listed 4 runs") in heard
+    assert heard[-1] == ("fetching", "read metric histories of 6/6 runs")
+    assert {stage for stage, _ in heard} == {"fetching"}
+
+
+def test_fetch_histories_is_re_exported_by_collect():
+    assert collect_module.fetch_histories is fetch_histories  # benchmarks import it from collect
 
 
 def test_unreachable_server_names_uri(monkeypatch):
@@ -237,9 +248,9 @@ def test_bulk_chunks_and_methods_agree(server_client, server_experiment_id, pape
     runs = [r.info.run_id for r in server_client.search_runs([server_experiment_id])]
     reference, method = fetch_histories(server_client, runs, "accuracy")
     assert method == "bulk" and len(reference) == len(paper)
-    monkeypatch.setattr(collect_module, "BULK_MAX_POINTS", 20)  # 20 points per run: forces single-run fallback
-    monkeypatch.setattr(collect_module, "BULK_MAX_RUNS", 4)
-    assert collect_module._chunks(runs, {r: 5 for r in runs}, 4) == [runs[:4], runs[4:]]
+    monkeypatch.setattr(fetch_module, "BULK_MAX_POINTS", 20)  # 20 points per run: forces single-run fallback
+    monkeypatch.setattr(fetch_module, "BULK_MAX_RUNS", 4)
+    assert fetch_module._chunks(runs, {r: 5 for r in runs}, 4) == [runs[:4], runs[4:]]
     for how in ("bulk", "threads", "sequential"):
         got, used = fetch_histories(server_client, runs, "accuracy", method=how)
         assert used == how

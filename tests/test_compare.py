@@ -66,7 +66,8 @@ def test_target_experiment_and_experiment_by_name(client, tracking_uri, uci_expe
 
 def test_prestarted_run_fails_with_the_input_error(client, tracking_uri, uci_experiment):
     experiment_id, _ = uci_experiment
-    run_id = runlog.start_comparison_run(client, experiment_id, model_a="hnb", model_b="svm", metric="accuracy")
+    run_id = runlog.start_run(client, experiment_id, name="hnb vs svm · accuracy",
+                              tags={"bayescompare.kind": "comparison"})
 
     with pytest.raises(InputError, match="svm"):
         compare_runs(experiment_ids=[experiment_id], metric="accuracy", model_a="hnb", model_b="svm",

@@ -10,6 +10,7 @@ import pytest
 from mlflow import MlflowClient
 from uci_runs import uci_scores
 
+from mlflow_bayescompare import bundle as bundles
 from mlflow_bayescompare import hierarchical_test, runlog
 from mlflow_bayescompare.tensor import from_tidy
 
@@ -19,10 +20,12 @@ TAGS = {
     "bayescompare.diagnostics", "mlflow.note.content",
 }
 PARAMS = {"rope", "rho", "folds", "prior", "chains", "draws", "warmup", "seed", "backend", "threshold",
-          "greater_is_better", "layout", "version.mlflow", "version.mlflow-bayescompare", "version.stan"}
-METRICS = {"p_a_better", "p_rope", "p_b_better", "odds_a_better_vs_b_better", "odds_a_better_vs_rope",
+          "greater_is_better", "test", "sensitivity", "std_upper_bound", "alpha_bounds", "beta_bounds", "layout",
+          "version.mlflow", "version.mlflow-bayescompare", "version.stan"}
+METRICS = {"p_a_better", "p_rope", "p_b_better", "p_delta0_a_better", "p_delta0_rope", "p_delta0_b_better", "odds_a_better_vs_b_better", "odds_a_better_vs_rope",
            "odds_rope_vs_b_better", "delta0_mean", "delta0_hdi_low", "delta0_hdi_high", "sigma0_mean", "nu_median",
-           "signed_rank_p", "n_datasets", "rhat_max", "ess_bulk_min", "divergences", "sampling_seconds"}
+           "signed_rank_p", "n_datasets", "rhat_max", "ess_bulk_min", "divergences", "sampling_seconds",
+           "compile_seconds"}
 
 
 @pytest.fixture(scope="module")
@@ -43,10 +46,17 @@ def _artifacts(client, run_id, path=None):
     return sorted(out)
 
 
-def _log(client, experiment_id, fitted, **kwargs):
+def _log(client, experiment_id, fitted, run_id=None):
     result, tensor = fitted
-    return runlog.log_comparison(client, result, tensor, metric="accuracy", experiment_ids=[experiment_id],
-                                 layout="steps", **kwargs)
+    with bundles.comparison_bundle(result, tensor, metric="accuracy", experiment_ids=[experiment_id],
+                                   layout="steps", run_id=run_id) as bundle:
+        return runlog.log_bundle(client, bundle, experiment_id=experiment_id, run_id=run_id)
+
+
+def _start(client, experiment_id, model_a, model_b, metric):
+    return runlog.start_run(client, experiment_id, name=bundles.run_name(model_a, model_b, metric),
+                            tags={"bayescompare.kind": "comparison", "bayescompare.model_a": model_a,
+                                  "bayescompare.model_b": model_b, "bayescompare.metric": metric})
 
 
 def test_comparison_run_holds_everything(client, experiment_id, fitted, tmp_path):
@@ -81,7 +91,7 @@ def test_comparison_run_holds_everything(client, experiment_id, fitted, tmp_path
     assert metrics["p_a_better"] + metrics["p_rope"] + metrics["p_b_better"] == pytest.approx(1)
     assert metrics["n_datasets"] == 6
 
-    assert _artifacts(client, run.info.run_id) == sorted(runlog.ARTIFACTS)
+    assert _artifacts(client, run.info.run_id) == sorted(bundles.COMPARISON_ARTIFACTS)
     local = tmp_path / "download"
     local.mkdir()
     client.download_artifacts(run.info.run_id, "", str(local))
@@ -119,14 +129,13 @@ def test_failure_while_computing_creates_no_run(client, experiment_id, fitted):
     broken = type(tensor)(tensor.model_a, tensor.model_b, tensor.datasets, tensor.diffs, tensor.folds, table=None)
 
     with pytest.raises(Exception):
-        runlog.log_comparison(client, result, broken, metric="accuracy", experiment_ids=[experiment_id])
+        _log(client, experiment_id, (result, broken))
 
     assert client.search_runs([experiment_id]) == []
 
 
 def test_prestarted_run_is_filled_and_staged(client, experiment_id, fitted):
-    run_id = runlog.start_comparison_run(client, experiment_id, model_a="hnb", model_b="nbc", metric="accuracy",
-                                         source_experiment_ids=[experiment_id])
+    run_id = _start(client, experiment_id, "hnb", "nbc", "accuracy")
     run = client.get_run(run_id)
     assert (run.info.status, run.data.tags["bayescompare.stage"]) == ("RUNNING", "queued")
     runlog.set_stage(client, run_id, "sampling")
@@ -137,11 +146,11 @@ def test_prestarted_run_is_filled_and_staged(client, experiment_id, fitted):
     run = client.get_run(run_id)
     assert (run.info.status, run.data.tags["bayescompare.stage"]) == ("FINISHED", "done")
     assert len(client.search_runs([experiment_id])) == 1
-    assert _artifacts(client, run_id) == sorted(runlog.ARTIFACTS)
+    assert _artifacts(client, run_id) == sorted(bundles.COMPARISON_ARTIFACTS)
 
 
 def test_fail_run_records_the_error(client, experiment_id):
-    run_id = runlog.start_comparison_run(client, experiment_id, model_a="a", model_b="b", metric="m")
+    run_id = _start(client, experiment_id, "a", "b", "m")
     runlog.fail_run(client, run_id, ValueError("no runs for model 'b'"))
     run = client.get_run(run_id)
     assert run.info.status == "FAILED"
@@ -150,14 +159,13 @@ def test_fail_run_records_the_error(client, experiment_id):
 
 def test_long_description_is_cut_at_a_line():
     text = "\n".join(f"| row {i} | {'x' * 50} |" for i in range(400))
-    cut = runlog._fit_tag(text)
+    cut = bundles.fit_tag(text)
     assert len(cut) <= 8000 and cut.endswith("report.md)") and "| row 0 |" in cut
 
 
 @pytest.mark.server
 def test_comparison_run_on_a_server(server_client, server_experiment_id, fitted):
-    run_id = _log(server_client, server_experiment_id, fitted, tracking_url=server_client.tracking_uri)
+    run_id = _log(server_client, server_experiment_id, fitted)
     run = MlflowClient(server_client.tracking_uri).get_run(run_id)
     assert run.info.status == "FINISHED"
-    assert _artifacts(server_client, run_id) == sorted(runlog.ARTIFACTS)
-    assert f"{server_client.tracking_uri}/#/" in run.data.tags["mlflow.note.content"]
+    assert _artifacts(server_client, run_id) == sorted(bundles.COMPARISON_ARTIFACTS)

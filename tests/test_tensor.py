@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import re
 import time
 
 import numpy as np
@@ -151,14 +153,43 @@ def test_every_problem_reported_at_once():
         from_tidy(df, "rf", "svm")
     problems = problems_of(e)
     assert str(e.value).startswith("Cannot compare 'rf' with 'svm':")
-    assert "dataset 'iris' model 'rf' fold 1 (run run-rf-iris): score is nan" in problems
-    assert "dataset 'iris' model 'svm' fold 2 (run run-svm-iris): score is inf" in problems
+    assert "dataset 'iris' model 'rf' (run run-rf-iris): score is nan at fold 1" in problems
+    assert "dataset 'iris' model 'svm' (run run-svm-iris): score is inf at fold 2" in problems
     assert "dataset 'wine': only model 'rf' has scores, 'svm' has none" in problems
     assert "dataset 'digits': model 'svm' lacks fold 3" in problems
     assert ("dataset 'adult': model 'rf' has 2 runs (run-rf-adult, run-rf-adult-2); delete or filter out the "
-            "extra runs, or keep the latest (on_duplicate='latest')") in problems
+            "extra runs, or keep the latest (--latest on the command line, on_duplicate='latest' in Python)"
+            ) in problems
     assert "dataset 'cars': fold count differs: 'rf' uses 4 folds, 'svm' uses 2" in problems
     assert len(problems) == 6
+
+
+def test_one_line_per_dataset_model_and_kind():
+    df = tidy(datasets=("x", "y"), folds=10, repeats=10)
+    df = df.assign(repeat=df.fold // 10, fold=df.fold % 10, score=df.score.astype(object))
+    rf_y3 = (df.model == "rf") & (df.dataset == "y") & (df.repeat == 3)
+    df.loc[(df.model == "rf") & (df.dataset == "x"), "score"] = np.nan                    # 100 NaN scores
+    df.loc[rf_y3 & df.fold.isin([1, 2, 3]), "score"] = np.finfo(np.float64).max           # MLflow's inf
+    df.loc[rf_y3 & (df.fold == 5), "score"] = -np.inf
+    df.loc[(df.model == "svm") & (df.dataset == "y") & (df.repeat == 3) & (df.fold == 5), "score"] = "abc"
+    df = df[~((df.model == "svm") & (df.dataset == "y") & (df.repeat >= 7) & (df.fold < 3))]
+    with pytest.raises(InputError) as e:
+        from_tidy(df, "rf", "svm")
+    assert problems_of(e) == [
+        "dataset 'y' model 'svm' (run run-svm-y): score 'abc' is not a number at repeat 3 fold 5",
+        "dataset 'x' model 'rf' (run run-rf-x): score is nan at repeats 0-9 folds 0-9",
+        "dataset 'y' model 'rf' (run run-rf-y): score is inf (MLflow stores inf as 1.79769e+308) at repeat 3 "
+        "folds 1-3; score is -inf at repeat 3 fold 5",
+        "dataset 'y': model 'svm' lacks repeats 7-9 folds 0-2",
+    ]
+
+
+def test_all_nan_dataset_is_one_line():
+    df = tidy(datasets=("iris",), folds=200)
+    df.loc[df.model == "svm", "score"] = np.nan
+    with pytest.raises(InputError) as e:
+        from_tidy(df, "rf", "svm")
+    assert problems_of(e) == ["dataset 'iris' model 'svm' (run run-svm-iris): score is nan at folds 0-199"]
 
 
 def test_duplicate_runs_keep_latest():
@@ -177,12 +208,12 @@ def test_duplicate_scores_without_run_ids():
     df = pd.concat([df, df.iloc[[0]]])
     with pytest.raises(InputError) as e:
         from_tidy(df, "rf", "svm")
-    assert problems_of(e) == ["dataset 'iris' model 'rf' fold 0: more than one score"]
+    assert problems_of(e) == ["dataset 'iris' model 'rf': more than one score at fold 0"]
 
 
 @pytest.mark.parametrize("change, text", [
     (lambda d: d.assign(score=d.score.astype(object).where(d.index != 0, "n/a")),
-     "dataset 'iris' model 'rf' fold 0 (run run-rf-iris): score 'n/a' is not a number"),
+     "dataset 'iris' model 'rf' (run run-rf-iris): score 'n/a' is not a number at fold 0"),
     (lambda d: d.assign(fold=d.fold.astype(object).where(d.index != 0, "one")),
      "dataset 'iris' model 'rf': fold 'one' is not an integer"),
     (lambda d: d[d.fold < 1], "dataset 'iris': 1 paired score(s); need at least 2"),
@@ -204,13 +235,16 @@ def test_model_problems():
         from_tidy(tidy().drop(columns="score"), "rf", "svm")
 
 
-def test_drop_incomplete_warns_and_drops():
+def test_drop_incomplete_warns_and_drops(caplog):
     df = tidy(datasets=("iris", "wine", "digits"), folds=3)
     df = df[~((df.model == "svm") & (df.dataset == "wine") & (df.fold == 2))]
     df.loc[(df.model == "rf") & (df.dataset == "digits") & (df.fold == 0), "score"] = np.nan
-    with pytest.warns(UserWarning, match="dropping 2 incomplete dataset\\(s\\):.*'wine'.*lacks fold 2"):
+    with caplog.at_level(logging.WARNING, logger="mlflow_bayescompare"):
         t = from_tidy(df, "rf", "svm", folds=3, drop_incomplete=True)
     assert t.datasets == ["iris"] and len(t.diffs) == 1
+    [record] = [r for r in caplog.records if r.name == "mlflow_bayescompare"]
+    assert record.levelno == logging.WARNING
+    assert re.search(r"dropping 2 incomplete dataset\(s\):.*'wine'.*lacks fold 2", record.getMessage())
     with pytest.raises(InputError, match="Every dataset is incomplete"):
         from_tidy(df[df.dataset != "iris"], "rf", "svm", folds=3, drop_incomplete=True)
 

@@ -1,0 +1,262 @@
+"""Report step: everything a result's MLflow run will hold, computed before the run is touched.
+
+A :class:`Bundle` is the run's name, tags, params and metrics plus a directory of artifacts (the reports, plots,
+tables, the posterior and the Stan program with its data).  :mod:`.runlog` writes it to a run.  Building it needs no
+MLflow, so a failure here never leaves a half-written run, and it can be built in a worker process.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import math
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH, MAX_TAG_VAL_LENGTH
+
+from . import tags as T
+from .result import divergent_transitions, jsonable
+
+__all__ = ["Bundle", "comparison_bundle", "matrix_bundle", "comparison_tags", "comparison_params",
+           "comparison_metrics", "diagnostics_problem", "source_runs", "run_name", "fit_tag", "COMPARISON_ARTIFACTS"]
+
+#: What a comparison run holds, relative to its artifact root.
+COMPARISON_ARTIFACTS = (
+    "report.html", "report.md", "summary.json", "shrinkage.csv", "cv_differences.csv", "posterior.nc",
+    "plots/simplex.png", "plots/posterior.png", "plots/shrinkage.png", "plots/model_fit.png",
+    "stan/hierarchical.stan", "stan/data.json",
+)
+
+
+@dataclass
+class Bundle:
+    """A run's content, computed: ``directory`` holds the artifacts.  :meth:`cleanup` (or ``with``) removes a
+    directory the bundle made itself."""
+
+    name: str
+    tags: dict[str, str]
+    params: dict[str, str]
+    metrics: dict[str, float]
+    directory: Path
+    _tmp: tempfile.TemporaryDirectory | None = field(default=None, repr=False)
+
+    def cleanup(self) -> None:
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> Bundle:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.cleanup()
+
+
+def run_name(model_a: str, model_b: str, metric: str) -> str:
+    return f"{model_a} vs {model_b} · {metric}"
+
+
+def _directory(directory: Path | None, prefix: str) -> tuple[Path, tempfile.TemporaryDirectory | None]:
+    if directory is not None:
+        directory.mkdir(parents=True, exist_ok=True)
+        return directory, None
+    tmp = tempfile.TemporaryDirectory(prefix=prefix)
+    return Path(tmp.name), tmp
+
+
+def comparison_bundle(result, tensor, *, metric: str, experiment_ids: Sequence[str], layout: str | None = None,
+                      run_id: str | None = None, directory: Path | None = None) -> Bundle:
+    """The comparison run of ``result`` (fitted on ``tensor``); ``run_id`` when the run already exists (the report
+    then links to itself); ``directory`` to write the artifacts into (default: a temporary directory)."""
+    from . import plots, report
+    from .model import STAN_FILE
+
+    root, tmp = _directory(directory, "bayescompare-")
+    try:
+        ctx = report.ReportContext(title=run_name(result.model_a, result.model_b, metric), metric=metric,
+                                   experiment_ids=[str(e) for e in experiment_ids],
+                                   source_runs=source_runs(tensor, experiment_ids), comparison_run_id=run_id)
+        figures = plots.all_figures(result)
+        pngs = {key: plots.figure_png(fig) for key, fig in figures.items()}
+        markdown = report.render_markdown(result, ctx)
+        (root / "plots").mkdir(exist_ok=True)
+        (root / "stan").mkdir(exist_ok=True)
+        for key, png in pngs.items():
+            (root / "plots" / f"{key}.png").write_bytes(png)
+        (root / "report.md").write_text(markdown, encoding="utf-8")
+        (root / "report.html").write_text(report.render_html(result, pngs, ctx), encoding="utf-8")
+        (root / "summary.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
+        result.shrinkage.to_csv(root / "shrinkage.csv", index=False)
+        tensor.table.to_csv(root / "cv_differences.csv", index=False)
+        result.to_inference_data().to_netcdf(str(root / "posterior.nc"))
+        shutil.copyfile(STAN_FILE, root / "stan" / "hierarchical.stan")
+        (root / "stan" / "data.json").write_text(json.dumps(result.stan_data, indent=1, default=jsonable))
+        run_tags = {**comparison_tags(result, metric=metric, experiment_ids=experiment_ids), T.NOTE: fit_tag(markdown)}
+        return Bundle(ctx.title, run_tags, comparison_params(result, layout=layout), comparison_metrics(result),
+                      root, tmp)
+    except BaseException:
+        if tmp is not None:
+            tmp.cleanup()
+        raise
+
+
+def comparison_tags(result, *, metric: str, experiment_ids: Sequence[str]) -> dict[str, str]:
+    """The ``bayescompare.*`` tags of a comparison run (without the description)."""
+    return {
+        T.KIND: "comparison",
+        T.MODEL_A: result.model_a,
+        T.MODEL_B: result.model_b,
+        T.METRIC: metric,
+        T.VERDICT: result.verdict,
+        T.DECISION: result.decision,
+        T.SOURCE_EXPERIMENTS: ",".join(str(e) for e in experiment_ids),
+        T.DIAGNOSTICS: diagnostics_problem(result) or "ok",
+    }
+
+
+def comparison_params(result, *, layout: str | None = None) -> dict[str, str]:
+    """Everything needed to reproduce the fit: the engine's settings, the layout read and the versions used."""
+    params: dict[str, Any] = {}
+    for key, value in result.settings.items():
+        if isinstance(value, dict):  # versions -> version.<package>
+            params.update({f"{key.rstrip('s')}.{k}": v for k, v in value.items()})
+        elif isinstance(value, (list, tuple)) and len(value) > 1 and all(v == value[0] for v in value):
+            params[key] = value[0]  # one fold count / rho shared by every dataset
+        elif value is not None:
+            params[key] = value
+    if layout is not None:
+        params["layout"] = layout
+    params["version.stan"] = _stan_version(result.settings.get("backend"))
+    return {key: _param_value(value) for key, value in params.items() if value is not None}
+
+
+def comparison_metrics(result) -> dict[str, float]:
+    """The numbers shown in MLflow's runs table and charts (non-finite values are left out; summary.json has them)."""
+    diag = result.diagnostics
+    metrics: dict[str, Any] = {
+        "p_a_better": result.p_a_better,
+        "p_rope": result.p_rope,
+        "p_b_better": result.p_b_better,
+        "p_delta0_a_better": result.p_delta0_a_better,
+        "p_delta0_rope": result.p_delta0_rope,
+        "p_delta0_b_better": result.p_delta0_b_better,
+        "delta0_mean": result.delta0.get("mean"),
+        "delta0_hdi_low": result.delta0.get("hdi_low"),
+        "delta0_hdi_high": result.delta0.get("hdi_high"),
+        "sigma0_mean": result.sigma0.get("mean"),
+        "nu_median": (result.nu or {}).get("median"),
+        "signed_rank_p": result.signed_rank_p,
+        "n_datasets": len(result.shrinkage),
+        "rhat_max": diag.get("rhat_max"),
+        "ess_bulk_min": diag.get("ess_bulk_min"),
+        "divergences": diag.get("divergences"),
+        "sampling_seconds": diag.get("sampling_seconds"),
+        "compile_seconds": diag.get("compile_seconds"),
+    }
+    for key, value in result.odds.items():
+        metrics["odds_" + key.replace("/", "_vs_")] = value
+    return {key: float(v) for key, v in metrics.items() if _finite(v)}
+
+
+def diagnostics_problem(result, rhat_limit: float = 1.01) -> str | None:
+    """Why the sampler's output should not be trusted (R-hat above ``rhat_limit``, divergences), or ``None``."""
+    diag = result.diagnostics
+    problems = []
+    rhat = diag.get("rhat_max")
+    if rhat is not None and _finite(rhat) and rhat > rhat_limit:
+        problems.append(f"R-hat {rhat:.3f} > {rhat_limit}")
+    if diag.get("divergences"):
+        problems.append(divergent_transitions(int(diag["divergences"])))
+    return "; ".join(problems) or None
+
+
+def source_runs(tensor, experiment_ids: Sequence[str] = ()) -> list[dict[str, str]]:
+    """One entry per source run, models A then B: ``{"model", "dataset", "run_id"}`` plus ``experiment_id`` when
+    there is a single source experiment (with several, the report links to the run alone)."""
+    table = tensor.table
+    extra = {"experiment_id": str(experiment_ids[0])} if len(experiment_ids) == 1 else {}
+    out = []
+    for model, column in ((tensor.model_a, "run_id_a"), (tensor.model_b, "run_id_b")):
+        pairs = table[["dataset", column]].drop_duplicates()
+        out += [{"model": model, "dataset": str(d), "run_id": str(r), **extra}
+                for d, r in pairs.itertuples(index=False)]
+    return out
+
+
+def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: str | None = None,
+                  directory: Path | None = None) -> Bundle:
+    """The parent run of a matrix comparison: the matrix plot, the ranking (CSV + markdown) and the probability
+    matrices.  ``results`` are the pairs' :class:`HierarchicalResult` objects."""
+    from .matrix import matrix_figure, ranking_markdown
+    from .plots import figure_png
+
+    root, tmp = _directory(directory, "bayescompare-matrix-")
+    try:
+        markdown = ranking_markdown(summary)
+        (root / "matrix.png").write_bytes(figure_png(matrix_figure(summary)))
+        (root / "ranking.md").write_text(markdown, encoding="utf-8")
+        summary.ranking.to_csv(root / "ranking.csv", index=False)
+        summary.better.rename_axis("model").to_csv(root / "p_better.csv")
+        summary.rope.rename_axis("model").to_csv(root / "p_rope.csv")
+        params = comparison_params(results[0], layout=layout)
+        params["models"] = _param_value(list(summary.models))
+        run_tags = {
+            T.KIND: "matrix",
+            T.MODELS: fit_tag(",".join(summary.models)),
+            T.METRIC: summary.metric,
+            T.BEST: str(summary.ranking["model"].iloc[0]),
+            T.SOURCE_EXPERIMENTS: ",".join(str(e) for e in experiment_ids),
+            T.NOTE: fit_tag(markdown),
+        }
+        metrics = {"n_models": float(len(summary.models)), "n_pairs": float(len(results)),
+                   "n_datasets": float(max(len(r.shrinkage) for r in results))}
+        return Bundle(f"{len(summary.models)} models · {summary.metric}", run_tags, params, metrics, root, tmp)
+    except BaseException:
+        if tmp is not None:
+            tmp.cleanup()
+        raise
+
+
+def fit_tag(text: str, limit: int = MAX_TAG_VAL_LENGTH) -> str:
+    """``text`` cut at a line boundary to fit in a tag value, saying so when cut."""
+    if len(text) <= limit:
+        return text
+    note = "\n\n… (cut to fit; the full report is the artifact report.md)"
+    cut = text[: limit - len(note)]
+    return cut[: cut.rfind("\n") if "\n" in cut else len(cut)] + note
+
+
+def _stan_version(backend: str | None) -> str | None:
+    if backend == "cmdstanpy":
+        try:
+            import cmdstanpy
+
+            return f"CmdStan {cmdstanpy.cmdstan_version()}"
+        except Exception:  # CmdStan found at fit time but its version file is unreadable
+            return "CmdStan (unknown version)"
+    if backend == "pystan":
+        return f"pystan {_version('pystan')}, httpstan {_version('httpstan')}"
+    return None
+
+
+def _param_value(value: Any) -> str:
+    text = json.dumps(value, default=jsonable) if isinstance(value, (list, tuple, dict)) else str(value)
+    return text if len(text) <= MAX_PARAM_VAL_LENGTH else text[: MAX_PARAM_VAL_LENGTH - 1] + "…"
+
+
+def _finite(value: Any) -> bool:
+    try:
+        return value is not None and math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None

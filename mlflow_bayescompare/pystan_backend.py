@@ -1,0 +1,421 @@
+"""The pystan backend: every use of pystan's and httpstan's insides, in this one module.
+
+pystan compiles a program (into httpstan's cache, once) and binds the data; the chains then run through httpstan's
+sampler processes directly, each read by its own thread, chain k with the Stan seed ``chain_seeds(seed)[k]``: the
+same draws as pystan's one-chain ``sample`` call with that seed, without its HTTP round trips, its 50 ms progress
+polls and httpstan's gzipped copy of every chain on disk.
+
+Tested with pystan 3.10.0 and httpstan 4.13.0 (pystan 3.9 / httpstan 4.12 and httpstan 4.17 have the same names;
+read, not run).  What is used beyond their public API:
+
+* ``httpstan.services_stub.executor``: httpstan's pool of sampler processes (forked; SIGINT ignored).  Started
+  here before the chain threads exist, replaced after a crash or Ctrl-C (with ``services_stub.init_worker``),
+  shut down at the exit of a process that sampled;
+* ``httpstan.services_stub._make_lazy_function_wrapper``: the picklable call of a model's service function;
+* ``ProcessPoolExecutor._processes`` (the standard library's): the sampler processes, killed on Ctrl-C;
+* ``httpstan.services.arguments`` (``function_arguments``, ``lookup_default``, ``Method``) and
+  ``httpstan.models.import_services_extension_module``: a service's arguments and CmdStan's defaults;
+* the writers' wire format (``stan_services.cpp``, ``socket_writer.hpp``): one connection to a Unix socket per
+  writer, JSON lines, the diagnostic stream opening with ``{"version":1,"topic":"diagnostic"``, logger messages
+  starting ``error:`` / ``warn:``;
+* ``httpstan.models.calculate_model_name`` and ``httpstan.cache`` (``list_model_names``, ``model_directory``,
+  ``delete_model_directory``): the compiled-model cache;
+* ``stan.common.HttpstanClient`` and httpstan's ``POST /models``: a compile without data;
+* ``stan.fit.Fit``'s constructor (outputs, chains, param names, constrained names, dims, warmup, draws, thin,
+  save_warmup): parsing one chain's output;
+* ``stan.model.ConsoleIO`` (clikit's ``ConsoleIO``, with clikit's ``Input``/``Output`` and null streams):
+  swapped for a silent console while pystan builds;
+* setuptools' ``build/`` folder, which httpstan's compile leaves in the working directory.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import json
+import multiprocessing
+import os
+import re
+import selectors
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import time
+from functools import cache
+
+import numpy as np
+
+from . import model as stan_model
+from .errors import SamplingError
+from .progress import Progress
+
+__all__ = ["SERVICE", "COMPILED_LIST", "SUPERSEDED_DAYS", "compile_program", "build", "sample", "run_chains",
+           "quiet", "stop_samplers", "shutdown", "forget_superseded"]
+
+SERVICE = "hmc_nuts_diag_e_adapt"  # the function pystan's ``sample`` calls
+SUPERSEDED_DAYS = 7  # a compiled model of an earlier .stan file goes once unused for this long
+COMPILED_LIST = "pystan-models.txt"  # in cache_dir(): the httpstan models this package compiled
+DIAGNOSTIC_STREAM = b'{"version":1,"topic":"diagnostic"'
+
+_lock = threading.Lock()
+_compiled: set[str] = set()  # httpstan model names known to be compiled
+
+
+
+def compile_program(program: str = "hierarchical", progress: Progress | None = None) -> float:
+    """Compile ``program`` into httpstan's cache unless it is there; the seconds spent compiling, or waiting for
+    another process's compile of it (0 when cached)."""
+    import httpstan.models
+
+    code = stan_model.program_code(program)
+    name = httpstan.models.calculate_model_name(code)
+    with _lock:
+        if name in _compiled:
+            return 0.0
+        seconds = _compile(program, code, name, progress)
+        _compiled.add(name)
+    if seconds:
+        forget_superseded(name)
+    return seconds
+
+
+def _compile(program: str, code: str, name: str, progress: Progress | None) -> float:
+    """Compile under a lock file in :func:`.model.cache_dir`: httpstan's compile of a model first deletes its
+    folder, so two at once (a server's start-up compile and a job's) would break each other, and a model is in the
+    cache only once its compile has ended.  The compile runs from inside that directory, where setuptools leaves
+    its ``build/`` folder."""
+    import fcntl
+
+    import httpstan.cache
+
+    where, start, announced = httpstan.cache.model_directory(name), time.perf_counter(), False
+    with open(stan_model.cache_dir() / f"compile-{name.rsplit('/', 1)[-1]}.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # another process compiles it: wait for that
+            stan_model.announce_compile(program, where, progress)
+            announced = True
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        if name in httpstan.cache.list_model_names():
+            return time.perf_counter() - start if announced else 0.0
+        if not announced:
+            stan_model.announce_compile(program, where, progress)
+        with _working_directory(stan_model.cache_dir()), quiet():
+            response = _post_model(code)
+    if response.status != 201:
+        raise SamplingError(f"pystan could not compile {stan_model.program_file(program).name}: "
+                            f"{response.json()['message']}")
+    return time.perf_counter() - start
+
+
+def _post_model(code: str):
+    """httpstan's answer to ``POST /models``: compile ``code`` (no data needed, unlike ``stan.build``)."""
+    import asyncio
+
+    import stan.common
+
+    async def post():
+        async with stan.common.HttpstanClient() as client:
+            return await client.post("/models", json={"program_code": code})
+
+    return asyncio.run(post())
+
+
+def build(program: str, data: dict, seed: int | None = None):
+    """pystan's ``stan.model.Model`` of ``program`` bound to ``data``, compiling the program first if needed."""
+    import httpstan.cache
+    import stan
+
+    compile_program(program)
+    with _lock, quiet():
+        try:
+            built = stan.build(stan_model.program_code(program), data=data, random_seed=seed)
+        except (RuntimeError, ValueError) as exc:
+            raise SamplingError(f"pystan could not build {stan_model.program_file(program).name}: {exc}") from exc
+    with contextlib.suppress(OSError):  # the folder dates the model's last use (forget_superseded)
+        os.utime(httpstan.cache.model_directory(built.model_name))
+    return built
+
+
+def forget_superseded(compiled: str) -> None:
+    """Delete the compiled models (about 110 MB each, kept by httpstan forever) of earlier versions of the programs:
+    those listed in :func:`.model.cache_dir` as compiled by this package, neither ``compiled`` nor a current
+    program's, once unused for ``SUPERSEDED_DAYS`` (each build dates its model's folder; earlier versions of the
+    package dated its ``fits``), which spares another installed version still in use.  Nothing else is touched."""
+    import httpstan.cache
+    import httpstan.models
+
+    listing = stan_model.cache_dir() / COMPILED_LIST
+    with contextlib.suppress(OSError, UnicodeDecodeError):  # housekeeping: never a reason to fail a fit
+        current = {httpstan.models.calculate_model_name(stan_model.program_code(p)) for p in stan_model.PROGRAMS}
+        known = listing.read_text().split() if listing.exists() else []
+        keep = []
+        for name in dict.fromkeys(known):
+            if name == compiled or not re.fullmatch(r"models/[a-z0-9]+", name):  # a damaged line names nothing
+                continue
+            directory = httpstan.cache.model_directory(name)
+            if not directory.exists():
+                continue
+            last_used = max(path.stat().st_mtime for path in (directory, directory / "fits") if path.exists())
+            if name not in current and time.time() - last_used > SUPERSEDED_DAYS * 86400:
+                httpstan.cache.delete_model_directory(name)
+            if directory.exists():
+                keep.append(name)
+        listing.write_text("".join(f"{name}\n" for name in [*keep, compiled]))
+
+
+@contextlib.contextmanager
+def _working_directory(path):
+    """Compile from ``path``, so that setuptools' ``build/`` folder never lands in the user's directory."""
+    old = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)
+
+
+@contextlib.contextmanager
+def quiet():
+    """Keep pystan's console chatter (its build and sampling progress, stanc's warnings about this package's own
+    programs, the sampler's informational messages) off the user's terminal: failures still arrive as exceptions,
+    and the diagnostics report what matters.  Anything else written to stdout goes to stderr, so ``--json`` output
+    stays clean.  pystan's console is swapped for the whole process, unless a swap is in place already (a nested
+    or concurrent call, which then leaves the first to restore it) or pystan's console is not clikit's."""
+    import stan.model
+    from clikit.io import ConsoleIO
+
+    swap = getattr(stan.model, "ConsoleIO", None) is ConsoleIO
+    if swap:
+        stan.model.ConsoleIO = _silent_console()
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if swap:
+            stan.model.ConsoleIO = ConsoleIO
+
+
+@cache
+def _silent_console():
+    """pystan's console class (clikit's ConsoleIO) with null streams wherever pystan does not pass its own."""
+    from clikit.api.io import Input, Output
+    from clikit.io import ConsoleIO
+    from clikit.io.input_stream import NullInputStream
+    from clikit.io.output_stream import NullOutputStream
+
+    class SilentConsole(ConsoleIO):
+        def __init__(self, input=None, output=None, error_output=None):
+            super().__init__(input or Input(NullInputStream()), output or Output(NullOutputStream()),
+                             error_output or Output(NullOutputStream()))
+
+    return SilentConsole
+
+
+
+def sample(program: str, stan_data: dict, *, chains: int, draws: int, warmup: int, seed: int) -> tuple[dict, dict]:
+    """Sample ``program`` given ``stan_data``: ``(draws, sampler)`` as :func:`run_chains` gives them, chain k with
+    the Stan seed ``chain_seeds(seed, chains)[k]``."""
+    from .fit import chain_seeds
+
+    seeds = chain_seeds(seed, chains)
+    return run_chains(build(program, stan_data, seeds[0]), seeds=seeds, draws=draws, warmup=warmup)
+
+
+def run_chains(built, *, seeds: list[int], draws: int, warmup: int) -> tuple[dict, dict]:
+    """One chain per seed of the built pystan model, each through httpstan's sampler processes (:func:`_run_chain`)
+    on its own thread.  Returns ``draws[name]`` ``(chains, draws, *dims)`` for every name the program declares
+    and ``sampler[name]`` ``(chains, draws)`` for each of Stan's sampler columns (``lp__``, ``divergent__`` …)."""
+    import stan.fit
+
+    _start_samplers()
+    arguments = _chain_arguments(built, draws=draws, warmup=warmup)
+
+    def one_chain(chain_seed):
+        output = _run_chain(built.model_name, {**arguments, "random_seed": chain_seed})
+        return stan.fit.Fit((output,), 1, built.param_names, built.constrained_param_names, built.dims, warmup,
+                            draws, 1, False)
+
+    try:
+        with _kill_samplers_on_ctrl_c(), \
+                concurrent.futures.ThreadPoolExecutor(len(seeds), thread_name_prefix="stan-chain") as pool:
+            fits = list(pool.map(one_chain, seeds))
+    except RuntimeError as exc:
+        raise SamplingError(f"Stan failed to sample: {exc}") from exc
+    except KeyboardInterrupt:
+        stop_samplers()
+        raise
+    shapes = dict(zip(built.param_names, built.dims))
+
+    def stacked(name, dims):  # a single-chain fit gives (*dims, draws)
+        return np.stack([np.moveaxis(fit[name], -1, 0).reshape(draws, *dims) for fit in fits])
+
+    return ({name: stacked(name, shapes[name]) for name in built.param_names},
+            {name: stacked(name, ()) for name in fits[0].sample_and_sampler_param_names})
+
+
+def _chain_arguments(built, *, draws: int, warmup: int) -> dict:
+    """What pystan's ``sample(num_chains=1, ...)`` passes to Stan for a chain, its ``random_seed`` aside: the data,
+    chain id 1, no initial values, and httpstan's (CmdStan's) defaults for everything else."""
+    import httpstan.models
+    from httpstan.services import arguments
+
+    given = {"data": built.data, "init": {}, "chain": 1, "num_samples": draws, "num_warmup": warmup,
+             "random_seed": None}  # set per chain
+    module = httpstan.models.import_services_extension_module(built.model_name)
+    defaults = {name: arguments.lookup_default(arguments.Method.SAMPLE, name)
+                for name in arguments.function_arguments(SERVICE, module) if name not in given}
+    return {**given, **defaults}
+
+
+def _run_chain(model_name: str, arguments: dict) -> bytes:
+    """Run one chain in httpstan's sampler processes and return its output: Stan's writers each send JSON lines
+    through their own connection to a Unix socket.  The diagnostic writer's stream (the unconstrained values,
+    momenta and gradients of every iteration, three times the size of the draws, which httpstan cannot switch off)
+    is read and dropped; the sample writer's and the logger's are kept.  A non-zero return code is raised with
+    Stan's error messages, as httpstan does."""
+    import httpstan.services_stub as services
+
+    service = services._make_lazy_function_wrapper(SERVICE, model_name)
+    with tempfile.TemporaryDirectory(prefix="bayescompare-") as folder, \
+            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        address = os.path.join(folder, "stan.sock")
+        listener.bind(address)
+        listener.listen(4)  # Stan's three writers and its logger
+        done = services.executor.submit(service, address, **arguments)
+        kept: dict[socket.socket, bytearray | None] = {}  # None: the diagnostic stream
+        try:
+            _read_streams(listener, kept, done)
+        finally:
+            for conn in kept:
+                conn.close()
+    output = b"".join(bytes(stream) for stream in kept.values() if stream is not None)
+    try:
+        code = done.result()
+    except concurrent.futures.BrokenExecutor:  # a sampler process died (or Ctrl-C killed it)
+        raise
+    except Exception as exc:  # a C++ exception of Stan's, as pybind11 passes it on
+        raise RuntimeError(f"{exc} {_stan_messages(output)}".strip()) from exc
+    if code != 0:
+        raise RuntimeError(_stan_messages(output) or f"Stan returned error code {code}")
+    return output
+
+
+def _read_streams(listener: socket.socket, kept: dict, done: concurrent.futures.Future) -> None:
+    """Accept the writers' connections and read them until every stream has ended (a selector: epoll has no limit
+    of 1024 file descriptors, which ``select`` and httpstan's own reader have)."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(listener, selectors.EVENT_READ)
+        while True:
+            streams_open = len(selector.get_map()) - 1
+            # An open stream ends when its sampler does, even by a crash: wait for it without a timeout.
+            # Once every stream has ended, take any writer still queued, then stop.
+            events = selector.select(None if streams_open else 0 if kept else 0.01)
+            for key, _ in events:
+                if key.fileobj is listener:
+                    conn = listener.accept()[0]
+                    kept[conn] = bytearray()
+                    selector.register(conn, selectors.EVENT_READ)
+                else:
+                    _read(key.fileobj, kept, selector)
+            if not events and not streams_open and (kept or done.done()):
+                return
+
+
+def _read(conn: socket.socket, kept: dict, selector: selectors.BaseSelector) -> None:
+    """Read what a writer sent; drop the diagnostic stream once its first bytes show it."""
+    data = conn.recv(1 << 16)
+    if not data:
+        selector.unregister(conn)
+        return
+    stream = kept[conn]
+    if stream is not None:
+        stream += data
+        if len(stream) >= len(DIAGNOSTIC_STREAM) and stream.startswith(DIAGNOSTIC_STREAM):
+            kept[conn] = None
+
+
+def _stan_messages(output: bytes) -> str:
+    """Stan's error messages in a chain's logger stream, then its first four warnings (httpstan's choice)."""
+    errors, warnings = [], []
+    for line in output.splitlines():
+        if b'"topic":"logger"' in line:
+            text = json.loads(line)["values"][-1]
+            if text.startswith("error:"):
+                errors.append(text.removeprefix("error:").strip())
+            elif text.startswith("warn:"):
+                warnings.append(text.removeprefix("warn:").strip())
+    return " ".join([*errors, *warnings[:4]]).strip()
+
+
+
+def _start_samplers() -> None:
+    """httpstan forks its sampler processes when its pool is first used: have that happen here, before the chain
+    threads exist (a process forked while other threads run can crash).  A pool broken by a sampler process that
+    died earlier is replaced, so one crash does not fail every later fit of a long-running process."""
+    import httpstan.services_stub as services
+
+    try:
+        services.executor.submit(int).result()
+    except concurrent.futures.BrokenExecutor:
+        stop_samplers()
+        services.executor.submit(int).result()
+
+
+def stop_samplers() -> None:
+    """Kill httpstan's sampler processes (after Ctrl-C or SIGTERM: they ignore SIGINT and would run Stan to the
+    end) and give httpstan a fresh pool for later fits.  Does nothing where pystan never sampled."""
+    services = sys.modules.get("httpstan.services_stub")
+    if services is None:
+        return
+    old = services.executor
+    _kill_samplers()
+    with contextlib.suppress(Exception):
+        old.shutdown(wait=False, cancel_futures=True)
+    services.executor = concurrent.futures.ProcessPoolExecutor(mp_context=multiprocessing.get_context("fork"),
+                                                               initializer=services.init_worker)
+
+
+def shutdown() -> None:
+    """Shut httpstan's sampler pool down and wait for its processes: for the exit of a process that sampled and
+    would otherwise wait for them forever (a multiprocessing child joins its non-daemon children)."""
+    services = sys.modules.get("httpstan.services_stub")
+    if services is not None:
+        services.executor.shutdown(wait=True)
+
+
+def _kill_samplers() -> None:
+    services = sys.modules.get("httpstan.services_stub")
+    for proc in list((getattr(getattr(services, "executor", None), "_processes", None) or {}).values()):
+        with contextlib.suppress(Exception):
+            proc.kill()
+
+
+@contextlib.contextmanager
+def _kill_samplers_on_ctrl_c():
+    """Make Ctrl-C stop sampling at once.  httpstan's sampler processes ignore SIGINT and would run Stan to the
+    end, with the chain threads reading their output until then; killing the samplers first closes every stream,
+    and whatever the chain threads then raise about the broken pool is reported as the interrupt it is.  Left alone
+    where SIGINT is not the default (pool workers that ignore it, other handlers) or outside the main thread."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    pressed = []
+
+    def interrupt(signum, frame):
+        pressed.append(signum)
+        _kill_samplers()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield
+    except Exception as exc:
+        if pressed:
+            raise KeyboardInterrupt("sampling interrupted") from exc
+        raise
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)

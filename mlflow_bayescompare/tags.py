@@ -1,0 +1,45 @@
+"""The tags of the runs this package writes: one home for their names and for the kinds of run.
+
+A run written by the package carries ``bayescompare.kind``: ``comparison`` (two models), ``matrix`` (every pair of
+several models, the pairs as child runs) or ``ranking`` (several models ranked at once).  Runs of these kinds are
+never read back as source runs.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "KIND", "KINDS", "STAGE", "ERROR", "NOTE", "PARENT", "USER", "MODEL_A", "MODEL_B", "MODELS", "METRIC",
+    "VERDICT", "DECISION", "DIAGNOSTICS", "TEST", "BEST", "SOURCE_EXPERIMENTS", "STRICT", "REQUIRE",
+    "JOB_HOST", "JOB_PID", "JOB_PID_START", "JOB_MACHINE_BOOT", "JOB_SERVER_BOOT", "JOB_USER", "JOB_REQUEST",
+]
+
+KIND = "bayescompare.kind"
+KINDS = ("comparison", "matrix", "ranking")
+STAGE = "bayescompare.stage"  # where the work on the run is (progress.STAGES)
+ERROR = "bayescompare.error"  # why the run FAILED
+MODEL_A = "bayescompare.model_a"
+MODEL_B = "bayescompare.model_b"
+MODELS = "bayescompare.models"  # comma-separated, matrix and ranking runs
+METRIC = "bayescompare.metric"
+VERDICT = "bayescompare.verdict"
+DECISION = "bayescompare.decision"
+DIAGNOSTICS = "bayescompare.diagnostics"  # "ok" or the sampler's problems
+TEST = "bayescompare.test"  # which test answered: hierarchical or signed-rank
+BEST = "bayescompare.best"  # the best model of a matrix or ranking
+SOURCE_EXPERIMENTS = "bayescompare.source_experiment_ids"
+STRICT = "bayescompare.strict"  # set by --strict when the sampler's output failed the gate
+REQUIRE = "bayescompare.require"  # "<claim>@<threshold>" asked of a server job
+
+# jobs run by the server app: who owns the work, to tell a live job from an orphan
+JOB_HOST = "bayescompare.job.host"
+JOB_PID = "bayescompare.job.pid"
+JOB_PID_START = "bayescompare.job.pid_start"
+JOB_MACHINE_BOOT = "bayescompare.job.machine_boot_id"
+JOB_SERVER_BOOT = "bayescompare.job.server_boot_id"
+JOB_USER = "bayescompare.job.user"
+JOB_REQUEST = "bayescompare.job.request"
+
+# MLflow's own
+NOTE = "mlflow.note.content"  # the run description (markdown)
+PARENT = "mlflow.parentRunId"
+USER = "mlflow.user"
