@@ -5,13 +5,13 @@ sets, rope 0.01, ρ = 1/10) and the paper's six pairs, each pair is prepared onc
 zero-variance patch, prior bounds) and then sampled, one after the other, by
 
 * **ours**: ``fit.sample`` on the sufficient statistics (σ_i integrated out, centred/non-centred δ_i), through the
-  package's pystan path ``fit.pystan_chains``;
+  package's pystan path ``pystan_backend.run_chains``;
 * **authors**: ``benchmarks/authors_form.stan``, the authors' Stan program as baycomp and scmamp ship it, on the
   full 54 x 100 matrix of the *same* scaled, patched differences (explicit σ_i, centred δ_i, O(n²) quadratic form
   per dataset, and the q x n matrix ``diff`` with the per-dataset terms written out with every draw), sampled as
   baycomp samples it: one pystan call for all chains, pystan's defaults;
 * **full**: ``benchmarks/full_covariance.stan``, the same model with those terms kept inside the model block (only
-  the parameters written out) and the closed-form M⁻¹, sampled through ``fit.pystan_chains`` like ours: a faster,
+  the parameters written out) and the closed-form M⁻¹, sampled through ``pystan_backend.run_chains`` like ours: a faster,
   stricter yardstick that isolates what the model formulation buys.
 
 The speed targets are checked against **authors**, the formulation the issue's 3–12 minutes per pair describe; the
@@ -42,7 +42,6 @@ import functools
 import os
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,7 +52,7 @@ import pandas as pd
 
 from mlflow_bayescompare import fit as fit_mod
 from mlflow_bayescompare import model as stan_model
-from mlflow_bayescompare import prepare, summary
+from mlflow_bayescompare import prepare, pystan_backend, summary
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "tests" / "data" / "uci_classification.csv"
@@ -138,11 +137,10 @@ class Reference:
         return self.stan.read_text()
 
     def build(self, data: dict, seed: int):
-        """``stan.build`` from a temporary directory, so pystan's ``build/`` folder never lands in the repo."""
-        import stan
-
-        with tempfile.TemporaryDirectory() as tmp, stan_model.working_directory(Path(tmp)), stan_model.quiet_pystan():
-            return stan.build(self.code, data=data, random_seed=seed)
+        """pystan's model of the reference, built through the package's pystan path (registered as a program
+        under the file's stem, so it compiles into the cache, never into the repo)."""
+        stan_model.PROGRAMS.setdefault(self.stan.stem, self.stan)
+        return pystan_backend.build(self.stan.stem, data, seed)
 
     def sample(self, data: dict, *, chains: int, draws: int, warmup: int, seed: int) -> fit_mod.Fit:
         if self.as_baycomp:
@@ -152,10 +150,13 @@ class Reference:
             finally:  # httpstan keeps every seeded fit on disk (and would serve it again): drop this program's
                 self.drop_fits()
         else:  # the package's path: a thread and a seed per chain, straight through httpstan's sampler processes
-            raw, sampler, seconds = fit_mod.pystan_chains(lambda chain_seed: self.build(data, chain_seed),
-                                                          tuple(self.parameters), chains=chains, draws=draws,
-                                                          warmup=warmup, seed=seed)
-        out = {self.parameters[name]: value.reshape(chains, draws, *value.shape[2:]) for name, value in raw.items()}
+            start = time.perf_counter()
+            seeds = fit_mod.chain_seeds(seed, chains)
+            raw, sampler = pystan_backend.run_chains(self.build(data, seeds[0]), seeds=seeds, draws=draws,
+                                                     warmup=warmup)
+            seconds = time.perf_counter() - start
+        out = {self.parameters[name]: value.reshape(chains, draws, *value.shape[2:]) for name, value in raw.items()
+               if name in self.parameters}
         return fit_mod.Fit(out, sampler, "pystan", seconds)
 
     def drop_fits(self) -> None:
@@ -171,12 +172,13 @@ class Reference:
         httpstan's default (compressed, complete) fit cache.  Only pystan's console output is silenced."""
         start = time.perf_counter()
         posterior = self.build(data, seed)
-        with stan_model.quiet_pystan():
+        with pystan_backend.quiet():
             fit = posterior.sample(num_chains=chains, num_samples=draws, num_warmup=warmup)
         # pystan's last axis runs over draws, and within each draw over the chains
         raw = {name: np.moveaxis(fit[name], -1, 0).reshape(draws, chains, *fit[name].shape[:-1]).swapaxes(0, 1)
                for name in self.parameters}
-        sampler = {name: fit[name].reshape(draws, chains).T for name in fit_mod.SAMPLER_STATS}
+        sampler = {name: fit[name].reshape(draws, chains).T
+                   for name in ("divergent__", "treedepth__", "n_leapfrog__")}
         return raw, sampler, time.perf_counter() - start
 
 
@@ -304,7 +306,7 @@ def main(argv=None) -> int:
             jobs.append((p, seed, prepared, scaled_patched(diffs, prepared, seed)))
     t0 = time.perf_counter()
     _, seed, prepared, x = jobs[0]
-    stan_model.pystan_model(prepared.stan_data, seed)
+    pystan_backend.build("hierarchical", prepared.stan_data, seed)
     for name in references:
         REFERENCES[name].build(REFERENCES[name].data(x, prepared), seed)
     # a few iterations of ours start httpstan's sampler processes, a one-time cost of the process like the compile

@@ -25,8 +25,10 @@ __all__ = ["PACKAGE_DIR", "STAN_DIR", "PROGRAMS", "STAN_FILE", "PRIORS", "PRIOR_
 PACKAGE_DIR = Path(__file__).resolve().parent
 STAN_DIR = PACKAGE_DIR / "stan"
 #: the Stan programs by name; a new program only needs its file in ``stan/`` and a line here
-PROGRAMS = {"hierarchical": STAN_DIR / "hierarchical.stan", "bbt": STAN_DIR / "bbt.stan"}
-PROGRAMS["bbt"] = STAN_DIR / "bbt.stan"  # the Bayesian Bradley-Terry ranking (ranking.py)
+PROGRAMS = {
+    "hierarchical": STAN_DIR / "hierarchical.stan",  # the hierarchical test (Corani et al. 2017)
+    "bbt": STAN_DIR / "bbt.stan",  # the Bayesian Bradley-Terry ranking (Wainer 2023; ranking.py)
+}
 STAN_FILE = PROGRAMS["hierarchical"]
 
 #: ν-prior variants of the paper's sensitivity analysis (Table "prior-nu"), mapped to the Stan data flag.

@@ -280,8 +280,10 @@ class SourceOptions(_Options):
         problems = []
         for name in ("model_tag", "dataset_tag"):
             value = getattr(self, name)
-            if isinstance(value, str) and ("`" in value or not value.strip()):
-                problems.append(f"{name} must be a tag key without backticks; got {value!r}")
+            if isinstance(value, str) and "`" in value:
+                problems.append(f"{name} contains a backtick, which MLflow's filters cannot express; got {value!r}")
+            elif isinstance(value, str) and not value.strip():
+                problems.append(f"{name} must not be empty")
         return problems
 
 

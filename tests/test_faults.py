@@ -300,11 +300,11 @@ def test_matrix_workers_start_with_ctrl_c_ignored():
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from mlflow_bayescompare import compare
+    from mlflow_bayescompare import workers
 
     before = signal.getsignal(signal.SIGINT)
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        with compare._ctrl_c_ignored_by_new_workers():
+        with workers._ctrl_c_ignored_by_new_workers():
             started = pool.submit(signal.getsignal, signal.SIGINT)
         assert signal.getsignal(signal.SIGINT) is before
         assert started.result(120) == signal.SIG_IGN
@@ -316,8 +316,7 @@ def test_ctrl_c_during_a_server_job_ends_the_run_failed(uci_store):
     from mlflow_bayescompare.compare import compare_runs
 
     uri, client, eid = uci_store
-    run_id = runlog.start_comparison_run(client, eid, model_a="hnb", model_b="nbc", metric="accuracy",
-                                         source_experiment_ids=[eid])
+    run_id = runlog.start_run(client, eid, name="hnb vs nbc · accuracy", tags={"bayescompare.kind": "comparison"})
     done = threading.Event()
 
     def interrupt_when_sampling():  # Ctrl-C two seconds after the run's stage tag says "sampling"
