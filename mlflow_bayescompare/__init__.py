@@ -6,8 +6,10 @@ The Bayesian hierarchical correlated t-test of Corani, Benavoli, Demšar, Mangil
 
 from .errors import BayesCompareError, InputError, SamplingError
 from .hierarchical import hierarchical_test
-from .options import FitOptions, ModelsOptions, PairOptions, SourceOptions
+from .options import FitOptions, ModelsOptions, PairOptions, RankOptions, SourceOptions
+from .ranking import rank_models
+from .ranking_result import RankingResult
 from .result import HierarchicalResult
 
-__all__ = ["hierarchical_test", "HierarchicalResult", "FitOptions", "SourceOptions", "PairOptions", "ModelsOptions",
-           "BayesCompareError", "InputError", "SamplingError"]
+__all__ = ["hierarchical_test", "HierarchicalResult", "rank_models", "RankingResult", "FitOptions", "RankOptions",
+           "SourceOptions", "PairOptions", "ModelsOptions", "BayesCompareError", "InputError", "SamplingError"]

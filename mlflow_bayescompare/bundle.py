@@ -21,13 +21,13 @@ from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH, MAX_TAG_VAL_LENGTH
 from . import tags as T
 from .result import divergent_transitions, jsonable
 
-__all__ = ["Bundle", "comparison_bundle", "matrix_bundle", "comparison_tags", "comparison_params",
+__all__ = ["Bundle", "comparison_bundle", "matrix_bundle", "ranking_bundle", "ranking_metrics", "comparison_tags", "comparison_params",
            "comparison_metrics", "diagnostics_problem", "source_runs", "run_name", "fit_tag", "COMPARISON_ARTIFACTS"]
 
 #: What a comparison run holds, relative to its artifact root.
 COMPARISON_ARTIFACTS = (
     "report.html", "report.md", "summary.json", "shrinkage.csv", "cv_differences.csv", "posterior.nc",
-    "plots/simplex.png", "plots/posterior.png", "plots/shrinkage.png", "plots/model_fit.png",
+    *(f"plots/{name}.{ext}" for name in ("simplex", "posterior", "shrinkage", "model_fit") for ext in ("png", "svg")),
     "stan/hierarchical.stan", "stan/data.json",
 )
 
@@ -85,8 +85,9 @@ def comparison_bundle(result, tensor, *, metric: str, experiment_ids: Sequence[s
         markdown = report.render_markdown(result, ctx)
         (root / "plots").mkdir(exist_ok=True)
         (root / "stan").mkdir(exist_ok=True)
-        for key, png in pngs.items():
-            (root / "plots" / f"{key}.png").write_bytes(png)
+        for key, fig in figures.items():
+            (root / "plots" / f"{key}.png").write_bytes(pngs[key])
+            plots.save(fig, root / "plots" / f"{key}.svg")
         (root / "report.md").write_text(markdown, encoding="utf-8")
         (root / "report.html").write_text(report.render_html(result, pngs, ctx), encoding="utf-8")
         (root / "summary.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
@@ -187,19 +188,27 @@ def source_runs(tensor, experiment_ids: Sequence[str] = ()) -> list[dict[str, st
     return out
 
 
-def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: str | None = None,
+def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: str | None = None, ranking=None,
                   directory: Path | None = None) -> Bundle:
-    """The parent run of a matrix comparison: the matrix plot, the ranking (CSV + markdown) and the probability
-    matrices.  ``results`` are the pairs' :class:`HierarchicalResult` objects."""
+    """The parent run of a matrix comparison: the matrices of P(row better than column) and P(rope) (plot and
+    CSV) and the ranking: the Bayesian Bradley-Terry ``ranking`` of all models when given (its tables and plots,
+    as a ranking run holds them), else the pairs' summary.  ``results`` are the pairs' results."""
     from .matrix import matrix_figure, ranking_markdown
     from .plots import figure_png
 
     root, tmp = _directory(directory, "bayescompare-matrix-")
     try:
-        markdown = ranking_markdown(summary)
+        best = summary.ranking["model"].iloc[0]
+        if ranking is not None:
+            with ranking_bundle(ranking, metric=summary.metric, experiment_ids=experiment_ids, layout=layout,
+                                directory=root) as bbt:
+                best = bbt.tags[T.BEST]
+            markdown = (bbt.tags[T.NOTE] + "\n" + ranking_markdown(summary, matrix_only=True))
+        else:
+            markdown = ranking_markdown(summary)
+            summary.ranking.to_csv(root / "ranking.csv", index=False)
         (root / "matrix.png").write_bytes(figure_png(matrix_figure(summary)))
         (root / "ranking.md").write_text(markdown, encoding="utf-8")
-        summary.ranking.to_csv(root / "ranking.csv", index=False)
         summary.better.rename_axis("model").to_csv(root / "p_better.csv")
         summary.rope.rename_axis("model").to_csv(root / "p_rope.csv")
         params = comparison_params(results[0], layout=layout)
@@ -208,12 +217,13 @@ def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: st
             T.KIND: "matrix",
             T.MODELS: fit_tag(",".join(summary.models)),
             T.METRIC: summary.metric,
-            T.BEST: str(summary.ranking["model"].iloc[0]),
+            T.BEST: str(best),
             T.SOURCE_EXPERIMENTS: ",".join(str(e) for e in experiment_ids),
             T.NOTE: fit_tag(markdown),
         }
         metrics = {"n_models": float(len(summary.models)), "n_pairs": float(len(results)),
-                   "n_datasets": float(max(len(r.shrinkage) for r in results))}
+                   "n_datasets": float(max(len(r.shrinkage) for r in results)),
+                   **(ranking_metrics(ranking) if ranking is not None else {})}
         return Bundle(f"{len(summary.models)} models · {summary.metric}", run_tags, params, metrics, root, tmp)
     except BaseException:
         if tmp is not None:
@@ -260,3 +270,60 @@ def _version(dist: str) -> str | None:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def ranking_bundle(result, *, metric: str, experiment_ids: Sequence[str], layout: str | None = None,
+                   directory: Path | None = None) -> Bundle:
+    """The run of a ranking (the BBT model of several models): the ranking, pairs, wins and posterior predictive
+    tables, the critical-difference diagram, the P(win) matrix and P(best) (PNG and SVG), the reports, the posterior
+    and the Stan program with its data.  Per model, the metrics ``p_best.<model>`` and ``mean_rank.<model>``."""
+    from . import ranking_plots, ranking_report
+    from .model import PROGRAMS
+    from .plots import figure_png, save
+
+    root, tmp = _directory(directory, "bayescompare-ranking-")
+    try:
+        figures = ranking_plots.all_figures(result)
+        pngs = {name: figure_png(fig) for name, fig in figures.items()}
+        (root / "plots").mkdir(exist_ok=True)
+        (root / "stan").mkdir(exist_ok=True)
+        for name, fig in figures.items():
+            (root / "plots" / f"{name}.png").write_bytes(pngs[name])
+            save(fig, root / "plots" / f"{name}.svg")
+        markdown = ranking_report.render_markdown(result, metric)
+        (root / "report.md").write_text(markdown, encoding="utf-8")
+        (root / "report.html").write_text(ranking_report.render_html(result, metric, pngs), encoding="utf-8")
+        (root / "summary.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
+        for name in ("ranking", "pairs", "wins", "ppc"):
+            getattr(result, name).to_csv(root / f"{name}.csv", index=False)
+        result.to_inference_data().to_netcdf(str(root / "posterior.nc"))
+        shutil.copyfile(PROGRAMS["bbt"], root / "stan" / "bbt.stan")
+        (root / "stan" / "data.json").write_text(json.dumps(result.stan_data, indent=1, default=jsonable))
+        models = ",".join(map(str, result.models))
+        run_tags = {T.KIND: "ranking", T.MODELS: fit_tag(models), T.METRIC: metric,
+                    T.BEST: str(result.ranking["model"].iloc[0]),
+                    T.SOURCE_EXPERIMENTS: ",".join(str(e) for e in experiment_ids),
+                    T.DIAGNOSTICS: diagnostics_problem(result) or "ok", T.NOTE: fit_tag(markdown)}
+        params = {k: v for k, v in comparison_params(result, layout=layout).items() if k != "datasets"}
+        return Bundle(f"ranking of {len(result.models)} models · {metric}", run_tags, params,
+                      ranking_metrics(result), root, tmp)
+    except BaseException:
+        if tmp is not None:
+            tmp.cleanup()
+        raise
+
+
+def ranking_metrics(result) -> dict[str, float]:
+    """``p_best.<model>`` and ``mean_rank.<model>`` (names MLflow accepts), the sizes and the sampler's health."""
+    metrics: dict[str, Any] = {"n_models": len(result.models), "n_datasets": len(result.settings.get("datasets", [])),
+                               **{k: result.diagnostics.get(k) for k in ("rhat_max", "ess_bulk_min", "divergences",
+                                                                          "sampling_seconds", "compile_seconds")}}
+    for row in result.ranking.itertuples():
+        key = _metric_key(str(row.model))
+        metrics[f"p_best.{key}"], metrics[f"mean_rank.{key}"] = row.p_best, row.mean_rank
+    return {key: float(v) for key, v in metrics.items() if _finite(v)}
+
+
+def _metric_key(name: str) -> str:
+    """A model name as MLflow accepts it in a metric key (letters, digits, ``_-. /``; others become ``_``)."""
+    return "".join(c if c.isalnum() or c in "_-. /" else "_" for c in name)[:200] or "_"

@@ -1,4 +1,4 @@
-"""The ``mlflow-bayescompare`` command line: ``compare``, ``matrix`` and ``demo`` over :mod:`.compare`.
+"""The ``mlflow-bayescompare`` command line: ``compare``, ``matrix``, ``rank`` and ``demo`` over :mod:`.compare`.
 
 The options of each command are declared from :mod:`.options` and validated there; this module adds only what is
 the command line's own: where the store is, whether to log, JSON output, ``--strict`` and the text shown.
@@ -15,7 +15,8 @@ import click
 
 from .console import install_cli_handler, redact_uri, ui_address
 from .errors import BayesCompareError, InputError
-from .options import FitOptions, ModelsOptions, PairOptions, SourceOptions, click_options, parse_fields
+from .options import (FitOptions, ModelsOptions, PairOptions, RankOptions, SourceOptions, click_options,
+                      parse_fields)
 from .progress import TerminalProgress
 from .result import json_safe
 
@@ -107,6 +108,39 @@ def matrix(tracking_uri, no_log, as_json, jobs, **fields) -> None:
 
 
 @main.command(epilog=EXIT_CODES)
+@click_options(SourceOptions, RankOptions, ModelsOptions, exclude=("RankOptions.drop_incomplete",))
+@_run_options
+@click.option("--require", "require_best", metavar="best=MODEL",
+              help="Exit 1 unless MODEL's probability of being the best reaches --threshold.")
+def rank(tracking_uri, no_log, as_json, require_best, **fields) -> None:
+    """Which of my models is best?  Ranks three or more models at once (Bayesian Bradley-Terry) and logs a
+    ranking run."""
+    from . import compare as api
+
+    with _errors(), _output(as_json) as out:
+        source, options, models = parse_fields(fields, [SourceOptions, RankOptions, ModelsOptions], origin="cli",
+                                               exclude=("RankOptions.drop_incomplete",))
+        wanted = _required_best(require_best)
+        with TerminalProgress(sys.stderr) as progress:
+            outcome = api.rank_runs(models=models.models, source=source, rank=options, log=not no_log,
+                                    tracking_uri=tracking_uri, progress=progress)
+        report, failures = outcome.to_dict(), []
+        if wanted is not None:
+            p_best = dict(zip(outcome.ranking["model"].astype(str), outcome.ranking["p_best"]))
+            if wanted not in p_best:
+                raise InputError(f"--require best={wanted}: no such model among {', '.join(p_best)}")
+            supported = bool(p_best[wanted] >= options.threshold)
+            report["require"] = {"claim": f"best={wanted}", "threshold": options.threshold,
+                                 "probability": p_best[wanted], "supported": supported}
+            if not supported:
+                failures.append(f"claim 'best={wanted}' not supported: P(best) is {p_best[wanted]:.3f} "
+                                f"< {options.threshold:g}")
+        out(report, _ranking_text(outcome, tracking_uri))
+    if failures:
+        raise CliError("; ".join(failures), exit_code=1)
+
+
+@main.command(epilog=EXIT_CODES)
 @click.option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", show_envvar=True,
               help="Where to log (default: sqlite:///mlflow.db in the current directory).")
 @click.option("--datasets", type=click.IntRange(2, 54), default=12, show_default=True,
@@ -191,6 +225,16 @@ def _stdout_to_stderr():
             os.close(saved)
 
 
+def _required_best(value: str | None) -> str | None:
+    """The model of ``--require best=MODEL``."""
+    if value is None:
+        return None
+    key, _, model = value.partition("=")
+    if key.strip() != "best" or not model.strip():
+        raise InputError(f"Invalid value for '--require': expected best=MODEL; got {value!r}")
+    return model.strip()
+
+
 def _table(rows: list[tuple[str, str]], indent: str = "  ") -> list[str]:
     """Label/value rows with the values aligned in one column."""
     width = max(len(label) for label, _ in rows)
@@ -235,6 +279,19 @@ def _matrix_text(outcome, tracking_uri) -> str:
                      f"P(b) {o.p_b_better:.3f}  {o.verdict}")
     if outcome.run_id:
         lines += _where(tracking_uri, "Parent run", outcome.run_id, outcome.experiment_id)
+    return "\n".join(lines)
+
+
+def _ranking_text(outcome, tracking_uri) -> str:
+    from .ranking_report import headline
+
+    ranking = outcome.ranking
+    lines = [f"Ranking of {len(ranking)} models · {outcome.metric} (Bayesian Bradley-Terry):",
+             ranking[["model", "p_best", "mean_rank", "rank_low", "rank_high", "strength"]].to_string(
+                 index=False, float_format=lambda v: f"{v:.3f}"),
+             headline(outcome.result)]
+    if outcome.run_id:
+        lines += _where(tracking_uri, "Ranking run", outcome.run_id, outcome.experiment_id)
     return "\n".join(lines)
 
 

@@ -8,6 +8,7 @@ Options are given as :mod:`.options` objects (``source=``, ``fit=``) or as keywo
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -19,18 +20,19 @@ from mlflow import MlflowClient
 
 from . import fit as stan_fit
 from . import runlog
-from .bundle import comparison_bundle, matrix_bundle
+from .bundle import comparison_bundle, matrix_bundle, ranking_bundle
 from .collect import collect_scores, discover, resolve_experiments
 from .errors import InputError
 from .hierarchical import hierarchical_test
 from .matrix import MatrixSummary, model_pairs, summarise
-from .options import CLAIMS, FitOptions, ModelsOptions, PairOptions, SourceOptions, from_keywords
+from .options import CLAIMS, FitOptions, ModelsOptions, PairOptions, RankOptions, SourceOptions, from_keywords
+from .ranking import rank_models
 from .progress import Progress, notify
 from .tensor import CVTensor
 from .workers import run_all
 
-__all__ = ["compare_runs", "compare_matrix", "require", "claim_probability", "ComparisonOutcome",
-           "MatrixOutcome"]
+__all__ = ["compare_runs", "compare_matrix", "rank_runs", "require", "claim_probability", "ComparisonOutcome",
+           "MatrixOutcome", "RankingOutcome"]
 
 
 @dataclass
@@ -66,12 +68,14 @@ class MatrixOutcome:
     models: list[str]
     pairs: dict[tuple[str, str], ComparisonOutcome]
     summary: MatrixSummary
+    bbt: Any = None  # the Bayesian Bradley-Terry ranking of all models at once (three or more models)
     run_id: str | None = None
     experiment_id: str | None = None
 
     @property
     def ranking(self):
-        return self.summary.ranking
+        """The BBT ranking (P(best), mean rank …) with three or more models, else the pair's summary."""
+        return self.bbt.ranking if self.bbt is not None else self.summary.ranking
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -79,7 +83,7 @@ class MatrixOutcome:
             "metric": self.summary.metric,
             "run_id": self.run_id,
             "experiment_id": self.experiment_id,
-            "ranking": self.summary.ranking.to_dict(orient="records"),
+            "ranking": self.ranking.to_dict(orient="records"),
             "p_better": _nested(self.summary.better),  # p_better[row][column] = P(row better than column)
             "p_rope": _nested(self.summary.rope),
             "pairs": [
@@ -88,6 +92,29 @@ class MatrixOutcome:
                 for (a, b), o in self.pairs.items()
             ],
         }
+
+
+@dataclass
+class RankingOutcome:
+    """The :class:`~.ranking_result.RankingResult` plus where it was logged; the result's attributes (``ranking``,
+    ``pairs``, ``wins`` …) are readable on the outcome directly."""
+
+    result: Any
+    metric: str
+    experiment_ids: list[str]
+    layout: str | None = None
+    run_id: str | None = None
+    experiment_id: str | None = None
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or name == "result":
+            raise AttributeError(name)
+        return getattr(self.result, name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.result.to_dict(), "metric": self.metric, "layout": self.layout,
+                "source_experiment_ids": self.experiment_ids, "run_id": self.run_id,
+                "experiment_id": self.experiment_id}
 
 
 def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str] = (), *, model_a: str,
@@ -103,7 +130,7 @@ def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[
     fill (the server's job record): its stage tag follows the work and it ends FAILED, with the error, if anything
     goes wrong.  ``progress`` hears the stages (see :mod:`.progress`).
     """
-    source, fit = _options(experiment_names, experiment_ids, options, source, fit)
+    source, fit = _options(experiment_names, experiment_ids, options, (SourceOptions, source), (FitOptions, fit))
     pair = PairOptions(model_a=model_a, model_b=model_b)
     client = MlflowClient(tracking_uri)
     progress = runlog.stage_recorder(client, run_id, progress)
@@ -134,14 +161,15 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
                    log: bool = True, tracking_uri: str | None = None, run_id: str | None = None,
                    progress: Progress | None = None, jobs: int | None = None, **options) -> MatrixOutcome:
     """Compare every pair of ``models`` (default: every model found): one child comparison run per pair under a
-    parent run holding the matrix of P(row better than column) and P(rope) and the ranking.
+    parent run holding the matrix of P(row better than column) and P(rope) and, with three or more models, their
+    Bayesian Bradley-Terry ranking (P(best), mean rank: :func:`rank_runs`).
 
     Pairs are fitted, and their reports built, in up to ``jobs`` processes (default: one per CPU; they are
     spawned, so a script calling this with several jobs needs the ``if __name__ == "__main__":`` guard).
     ``run_id`` names a RUNNING parent run to fill (the server's job record).  Other arguments as
     :func:`compare_runs`.
     """
-    source, fit = _options(experiment_names, experiment_ids, options, source, fit)
+    source, fit = _options(experiment_names, experiment_ids, options, (SourceOptions, source), (FitOptions, fit))
     models = list(ModelsOptions(models=tuple(models)).models)
     client = MlflowClient(tracking_uri)
     progress = runlog.stage_recorder(client, run_id, progress)
@@ -161,12 +189,13 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
                      Path(folder) / str(i) if log else None) for i, p in enumerate(pairs)}
         fitted = run_all(_fit_pair, tasks, jobs=jobs, progress=progress)
         summary = summarise({p: fitted[p][0] for p in pairs}, models, source.metric)
+        bbt = _bbt(collected, models, source, _rank_options(fit), progress) if len(models) >= 3 else None
         matrix = MatrixOutcome([str(m) for m in models],
                                {p: ComparisonOutcome(fitted[p][0], tensors[p], source.metric, ids,
-                                                     layout=collected.layout) for p in pairs}, summary)
+                                                     layout=collected.layout) for p in pairs}, summary, bbt)
         if log:
             notify(progress, "reporting")
-            bundle = matrix_bundle(summary, [fitted[p][0] for p in pairs], experiment_ids=ids,
+            bundle = matrix_bundle(summary, [fitted[p][0] for p in pairs], experiment_ids=ids, ranking=bbt,
                                    layout=collected.layout, directory=Path(folder) / "parent")
             target = _target(client, run_id, source, ids)
             children = {p: fitted[p][1] for p in pairs}
@@ -175,6 +204,36 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
             for p, child in children.items():
                 matrix.pairs[p].run_id, matrix.pairs[p].experiment_id = child, target
     return matrix
+
+
+def rank_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str] = (), *,
+              models: Sequence[str] = (), source: SourceOptions | None = None, rank: RankOptions | None = None,
+              log: bool = True, tracking_uri: str | None = None, run_id: str | None = None,
+              progress: Progress | None = None, **options) -> RankingOutcome:
+    """Rank ``models`` (default: every model found, at least three) with the Bayesian Bradley-Terry model
+    (:func:`~.ranking.rank_models`) on the scores logged in the given experiments, per fold or as per-dataset
+    means, and log a ranking run.  ``options`` are fields of :class:`~.options.SourceOptions` and
+    :class:`~.options.RankOptions`; the rest as :func:`compare_runs`."""
+    source, rank = _options(experiment_names, experiment_ids, options, (SourceOptions, source), (RankOptions, rank))
+    models = list(ModelsOptions(models=tuple(models)).models)
+    client = MlflowClient(tracking_uri)
+    progress = runlog.stage_recorder(client, run_id, progress)
+    started = int(time.time() * 1000)
+    with _failing_run(client, run_id):
+        ids = resolve_experiments(client, source.experiment_names, source.experiment_ids)
+        notify(progress, "fetching")
+        models = models or discover(client, ids, model_tag=source.model_tag, dataset_tag=source.dataset_tag)["models"]
+        collected = _collect(client, ids, source, models, progress)
+        result = _bbt(collected, models, source, rank, progress)
+        outcome = RankingOutcome(result, source.metric, ids, layout=collected.layout)
+        if log or run_id is not None:
+            notify(progress, "reporting")
+            target = _target(client, run_id, source, ids)
+            with ranking_bundle(result, metric=source.metric, experiment_ids=ids, layout=collected.layout) as bundle:
+                outcome.run_id = runlog.log_bundle(client, bundle, experiment_id=target, run_id=run_id,
+                                                   start_time=started, progress=progress)
+            outcome.experiment_id = target
+    return outcome
 
 
 def require(outcome, claim: str = "a-better", threshold: float | None = None) -> bool:
@@ -203,7 +262,7 @@ def claim_probability(outcome, claim: str) -> float:
 # ------------------------------------------------------------------------------------------------------ steps
 
 
-def _options(names, ids, options: dict, source, fit) -> tuple[SourceOptions, FitOptions]:
+def _options(names, ids, options: dict, *classes_and_bases) -> tuple:
     """The options of a call: the option objects given, with the keywords (and the experiments) replaced.
     ``target_experiment_id`` is the earlier API's name of ``target_experiment``."""
     options = dict(options)
@@ -213,7 +272,7 @@ def _options(names, ids, options: dict, source, fit) -> tuple[SourceOptions, Fit
         options["experiment_names"] = tuple([names] if isinstance(names, str) else names) or \
             options.get("experiment_names", ())
         options["experiment_ids"] = tuple([ids] if isinstance(ids, str) else ids) or options.get("experiment_ids", ())
-    return from_keywords(options, (SourceOptions, source), (FitOptions, fit))
+    return from_keywords(options, *classes_and_bases)
 
 
 def _collect(client, ids, source: SourceOptions, models, progress):
@@ -221,6 +280,37 @@ def _collect(client, ids, source: SourceOptions, models, progress):
     return collect_scores(client, ids, source.metric, list(models), filter_string=source.filter_string,
                           layout=source.layout, model_tag=source.model_tag, dataset_tag=source.dataset_tag,
                           folds=source.folds, progress=progress)
+
+
+def _bbt(collected, models, source: SourceOptions, rank: RankOptions, progress):
+    """Fit step of a ranking: the BBT model on every dataset's scores (one run per model and dataset)."""
+    scores = _one_run_each(collected.scores, source.on_duplicate)
+    notify(progress, "sampling", f"{len(models)} models on {scores['dataset'].nunique()} datasets "
+                                 f"({rank.chains} chains × {rank.draws} draws)")
+    if source.drop_incomplete and not rank.drop_incomplete:
+        rank = dataclasses.replace(rank, drop_incomplete=True)
+    return rank_models(scores, models=list(models), options=rank, progress=progress)
+
+
+def _rank_options(fit: FitOptions) -> RankOptions:
+    """The ranking of a matrix, sampled like its pairs."""
+    return RankOptions(greater_is_better=fit.greater_is_better, threshold=fit.threshold, chains=fit.chains,
+                       draws=fit.draws, warmup=fit.warmup, seed=fit.seed, backend=fit.backend)
+
+
+def _one_run_each(scores, on_duplicate: str):
+    """The scores with one run per (dataset, model): the latest with ``on_duplicate="latest"``, else an error that
+    names every (dataset, model) with several runs."""
+    runs = scores.groupby(["dataset", "model"], sort=False)["run_id"].nunique()
+    repeated = runs[runs > 1]
+    if repeated.empty:
+        return scores
+    if on_duplicate == "latest":
+        latest = scores.sort_values("start_time", kind="stable").groupby(["dataset", "model"])["run_id"].last()
+        return scores[scores["run_id"].isin(set(latest))]
+    raise InputError([f"dataset '{d}': model '{m}' has {n} runs; delete or filter out the extra runs, or keep the "
+                      "latest (--latest on the command line, on_duplicate='latest' in Python)"
+                      for (d, m), n in repeated.items()], header="Cannot rank the models:")
 
 
 def _target(client, run_id: str | None, source: SourceOptions, ids) -> str:

@@ -89,31 +89,28 @@ def matrix_figure(summary: MatrixSummary) -> Figure:
     return fig
 
 
-def ranking_markdown(summary: MatrixSummary) -> str:
-    """The run description of a matrix run: the ranking table and the P(better) matrix."""
-    r = summary.ranking
-    lines = [
-        f"# Ranking of {len(summary.models)} models · {summary.metric}",
-        "",
-        "Ranked by mean probability of being practically better than another model on the next dataset "
-        "(Bayesian hierarchical test, Corani et al. 2017). Each pair has its own child comparison run.",
-        "",
-        "| rank | model | mean P(better) | mean P(rope) | mean P(worse) | wins | equivalent | losses | inconclusive |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for row in r.itertuples(index=False):
-        lines.append(
-            f"| {row.rank} | {_md(row.model)} | {row.mean_p_better:.3f} | {row.mean_p_rope:.3f} | "
-            f"{row.mean_p_worse:.3f} | {row.wins} | {row.equivalent} | {row.losses} | {row.inconclusive} |"
-        )
-    lines += ["", "P(row better than column):", "", "| | " + " | ".join(map(_md, summary.models)) + " |",
-              "|---|" + "---:|" * len(summary.models)]
+def ranking_markdown(summary: MatrixSummary, matrix_only: bool = False) -> str:
+    """The run description of a matrix run: the pairs' ranking table (unless ``matrix_only``, when the parent
+    holds the Bayesian Bradley-Terry ranking instead) and the P(better) matrix."""
+    from .report import md_escape
+
+    lines = []
+    if not matrix_only:
+        lines += [
+            f"# Ranking of {len(summary.models)} models · {md_escape(summary.metric)}", "",
+            "Ranked by mean probability of being practically better than another model on the next dataset "
+            "(Bayesian hierarchical test, Corani et al. 2017). Each pair has its own child comparison run.", "",
+            "| rank | model | mean P(better) | mean P(rope) | mean P(worse) | wins | equivalent | losses | "
+            "inconclusive |",
+            "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        lines += [f"| {row.rank} | {md_escape(row.model)} | {row.mean_p_better:.3f} | {row.mean_p_rope:.3f} | "
+                  f"{row.mean_p_worse:.3f} | {row.wins} | {row.equivalent} | {row.losses} | {row.inconclusive} |"
+                  for row in summary.ranking.itertuples(index=False)]
+        lines.append("")
+    lines += ["Pairwise hierarchical comparisons (one child run each), P(row better than column):", "",
+              "| | " + " | ".join(map(md_escape, summary.models)) + " |", "|---|" + "---:|" * len(summary.models)]
     for m in summary.models:
         cells = ["–" if not np.isfinite(v) else f"{v:.3f}" for v in summary.better.loc[m]]
-        lines.append(f"| {_md(m)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {md_escape(m)} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
-
-
-def _md(text: str) -> str:
-    """Escape a name for a markdown table cell."""
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")

@@ -6,7 +6,8 @@ Options come in frozen dataclasses, one per concern:
 * :class:`FitOptions`: the two-model tests (the hierarchical test of Corani et al. 2017 and the Bayesian
   signed-rank test): rope, direction, prior, threshold, the MCMC settings and the hyper-prior bounds;
 * :class:`PairOptions`: the two models of a comparison and the claim to require;
-* :class:`ModelsOptions`: the models of a matrix or ranking.
+* :class:`ModelsOptions`: the models of a matrix or ranking;
+* :class:`RankOptions`: the ranking of many models (the Bayesian Bradley-Terry model of Wainer 2023).
 
 Each field carries an :class:`Option` spec in its metadata.  Constructing an object validates it and cleans the
 values (numpy numbers become Python numbers, lists become tuples, prior aliases their canonical name); every problem
@@ -28,7 +29,7 @@ import numpy as np
 from .errors import InputError
 
 __all__ = [
-    "Option", "SourceOptions", "FitOptions", "PairOptions", "ModelsOptions", "parse_fields", "click_options",
+    "Option", "SourceOptions", "FitOptions", "PairOptions", "ModelsOptions", "RankOptions", "parse_fields", "click_options",
     "build", "from_keywords", "defaults", "public_name", "PRIORS", "PRIOR_ALIASES", "BACKENDS", "LAYOUTS", "TESTS", "CLAIMS",
 ]
 
@@ -467,7 +468,8 @@ def parse_fields(fields: Mapping[str, Any], classes: Iterable[type], *, origin: 
     named in ``exclude`` (which a request may not set); a flag field is given as a boolean (true sets its
     ``flag_value``)."""
     classes, exclude = list(classes), set(exclude)
-    known = {public_name(f): (cls, f) for cls in classes for f in dataclasses.fields(cls) if f.name not in exclude}
+    known = {public_name(f): (cls, f) for cls in classes for f in dataclasses.fields(cls)
+             if not _excluded(cls, f, exclude)}
     problems = [f"unknown field {_shown(str(k)[:60], origin)}; accepted: {', '.join(sorted(known))}"
                 for k in fields if k not in known][:20]
     values: dict[type, dict[str, Any]] = {cls: {} for cls in classes}
@@ -494,6 +496,11 @@ def parse_fields(fields: Mapping[str, Any], classes: Iterable[type], *, origin: 
     if problems:
         raise InputError(problems, header="invalid request:" if origin == "json" else "invalid options:")
     return tuple(built)
+
+
+def _excluded(cls, f: dataclasses.Field, exclude: set[str]) -> bool:
+    """Whether ``exclude`` names the field, alone (``"sensitivity"``) or with its class (``"RankOptions.seed"``)."""
+    return f.name in exclude or f"{cls.__name__}.{f.name}" in exclude
 
 
 def _shown(name: str, origin: str) -> str:
@@ -529,7 +536,7 @@ def click_options(*classes, exclude: Iterable[str] = ()):
     def decorate(fn):
         for cls in reversed(classes):
             for f in reversed(dataclasses.fields(cls)):
-                if f.name not in exclude and f.metadata["option"].cli:
+                if not _excluded(cls, f, exclude) and f.metadata["option"].cli:
                     fn = _click_option(click, f)(fn)
         return fn
 

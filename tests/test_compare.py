@@ -86,14 +86,15 @@ def test_compare_matrix_logs_parent_and_children(client, tracking_uri, uci_exper
 
     assert list(matrix.pairs) == [("nbc", "hnb"), ("nbc", "j48"), ("hnb", "j48")]
     assert matrix.summary.better.loc["hnb", "nbc"] == pytest.approx(matrix.pairs["nbc", "hnb"].p_b_better)
-    assert list(matrix.ranking["rank"]) == [1, 2, 3] and set(matrix.ranking["model"]) == {"nbc", "hnb", "j48"}
+    assert set(matrix.ranking["model"]) == {"nbc", "hnb", "j48"}  # the BBT ranking of the three
+    assert list(matrix.summary.ranking["rank"]) == [1, 2, 3]  # and the pairs' own summary
     parent = client.get_run(matrix.run_id)
     assert parent.info.status == "FINISHED"
     assert parent.data.tags["bayescompare.kind"] == "matrix"
     assert parent.data.tags["bayescompare.best"] == matrix.ranking["model"].iloc[0]
-    assert "| rank | model |" in parent.data.tags["mlflow.note.content"]
-    assert sorted(a.path for a in client.list_artifacts(matrix.run_id)) == [
-        "matrix.png", "p_better.csv", "p_rope.csv", "ranking.csv", "ranking.md"]
+    assert "| rank | model | P(best) |" in parent.data.tags["mlflow.note.content"]
+    assert {"matrix.png", "p_better.csv", "p_rope.csv", "ranking.csv", "ranking.md", "pairs.csv", "wins.csv"} <= \
+        {a.path for a in client.list_artifacts(matrix.run_id)}
     ranking = pd.read_csv(client.download_artifacts(matrix.run_id, "ranking.csv", str(tmp_path)))
     assert list(ranking["model"]) == list(matrix.ranking["model"])
     children = client.search_runs([experiment_id], f"tags.`mlflow.parentRunId` = '{matrix.run_id}'")

@@ -1,0 +1,87 @@
+"""Text reports of a :class:`~.ranking_result.RankingResult`: the run description (markdown) and a self-contained
+HTML page with the critical-difference diagram, the P(win) matrix and P(best)."""
+
+from __future__ import annotations
+
+import base64
+import html
+
+from .ranking_result import RankingResult
+from .report import md_escape
+
+__all__ = ["render_markdown", "render_html", "headline"]
+
+REFERENCE = ("Bayesian Bradley-Terry model of J. Wainer, “A Bayesian Bradley-Terry model to compare multiple ML "
+             "algorithms on multiple data sets”, JMLR 24 (2023).")
+
+
+def headline(res: RankingResult) -> str:
+    """One sentence: the best model, how probable it is that it is the best, and what it cannot be told from."""
+    top = res.ranking.iloc[0]
+    ties = res.pairs[(res.pairs["better"] == top["model"]) & ~res.pairs["credible"]]["worse"].tolist()
+    tail = (f"; not credibly better than {', '.join(map(str, ties))}" if ties else
+            "; credibly better than every other model")
+    return f"{top['model']} is the most probably best model (P(best) = {top['p_best']:.2f}){tail}"
+
+
+def _ranking_rows(res: RankingResult) -> list[list[str]]:
+    return [[str(i + 1), str(r.model), f"{r.p_best:.3f}", f"{r.mean_rank:.2f}",
+             f"{r.rank_low:g}–{r.rank_high:g}", f"{r.strength:+.3f}"]
+            for i, r in enumerate(res.ranking.itertuples())]
+
+
+def _pair_rows(res: RankingResult) -> list[list[str]]:
+    return [[f"{r.better} > {r.worse}", f"{r.p_win:.3f}", f"{r.p_win_low:.2f}–{r.p_win_high:.2f}",
+             f"{r.p_above_half:.3f}", f"{r.p_in_rope:.3f}", "yes" if r.credible else "no"]
+            for r in res.pairs.itertuples()]
+
+
+RANKING_HEADER = ["rank", "model", "P(best)", "mean rank", "rank HDI", "strength"]
+PAIR_HEADER = ["pair", "P(win)", "P(win) HDI", "P(P(win) > 0.5)", "P(win in rope)", "credible"]
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows])
+
+
+def render_markdown(res: RankingResult, metric: str) -> str:
+    """The run description: the headline, the ranking, the pairs and the warnings."""
+    hdi = res.settings.get("hdi_prob", 0.89)
+    parts = [f"### Ranking of {len(res.models)} models · {md_escape(metric)}",
+             f"**{md_escape(headline(res))}**",
+             f"P(best): the posterior probability that the model has the largest strength; rank HDI and P(win) HDI "
+             f"at {hdi:g}. P(win): the probability that the better model of a pair wins on a new dataset; a pair "
+             f"is credible when P(P(win) > 0.5) ≥ {res.settings.get('threshold', 0.95):g}.",
+             _md_table(RANKING_HEADER, _ranking_rows(res)), "#### Pairs", _md_table(PAIR_HEADER, _pair_rows(res))]
+    parts += [f"> ⚠️ **Warning:** {md_escape(w)}" for w in res.diagnostics.get("warnings") or []]
+    parts.append(md_escape(REFERENCE))
+    return "\n\n".join(parts) + "\n"
+
+
+def _html_table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+_CSS = ("body{margin:0;background:#f4f6f8;color:#1f2933;font:14px/1.5 system-ui,sans-serif}"
+        "main{max-width:1120px;margin:0 auto;padding:24px 20px}.card{background:#fff;border:1px solid #e4e7eb;"
+        "border-radius:8px;padding:16px 18px;margin:0 0 16px}table{border-collapse:collapse;width:100%;"
+        "font-size:13px}th,td{padding:5px 8px;border-bottom:1px solid #eef0f2;text-align:left}"
+        "img{max-width:100%;height:auto}.warn{background:#fffbea;border:1px solid #f0b429;padding:8px 12px}")
+
+
+def render_html(res: RankingResult, metric: str, figures_png: dict[str, bytes]) -> str:
+    """The report as one self-contained page: inline CSS, figures as base64 PNG, no script, no external URL."""
+    figures = "".join(
+        f'<div class="card"><img alt="{html.escape(name)}" src="data:image/png;base64,'
+        f'{base64.b64encode(png).decode("ascii")}"></div>' for name, png in figures_png.items())
+    warnings = "".join(f'<p class="warn">⚠ {html.escape(w)}</p>' for w in res.diagnostics.get("warnings") or [])
+    body = (f"<h1>Ranking of {len(res.models)} models · {html.escape(metric)}</h1>"
+            f'<div class="card"><b>{html.escape(headline(res))}</b>{warnings}</div>'
+            f'<div class="card">{_html_table(RANKING_HEADER, _ranking_rows(res))}</div>{figures}'
+            f'<div class="card"><h2>Pairs</h2>{_html_table(PAIR_HEADER, _pair_rows(res))}</div>'
+            f"<footer>{html.escape(REFERENCE)}</footer>")
+    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Ranking · '
+            f"{html.escape(metric)}</title><style>{_CSS}</style></head><body><main>{body}</main></body></html>\n")
