@@ -54,6 +54,8 @@ def install_cli_handler(stream=None) -> CliHandler:
     handler = CliHandler(stream)
     log.addHandler(handler)
     log.setLevel(logging.INFO)
+    import mlflow  # noqa: F401  (importing MLflow configures its loggers: quiet them after that)
+
     for name in _THIRD_PARTY:
         logging.getLogger(name).setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"arviz(\.|$)")

@@ -1,10 +1,11 @@
 """The ``demo`` command: the paper's Friedman experiment at small scale, end to end on a local MLflow store.
 
-LDA vs CART (scikit-learn) on a few settings of Friedman's functions #1-#3 (sample size, noise, 0 or 20 extra
-N(0, 1) features; Corani et al. 2017, Sec. "Experiments with Friedman's functions"), each regression target turned
-into two classes by its median.  Both models see the same 10x10 stratified cross-validation splits.  The per-fold
-accuracies are logged in the steps layout (:func:`.cvlog.log_cv_scores`), then :func:`.compare.compare_runs`
-compares them and logs the comparison run.
+LDA, CART and naive Bayes (scikit-learn) on a few settings of Friedman's functions #1-#3 (sample size, noise, 0 or 20
+extra N(0, 1) features; Corani et al. 2017, Sec. "Experiments with Friedman's functions"), each regression target
+turned into two classes by its median.  Every model sees the same 10x10 stratified cross-validation splits.  The
+per-fold accuracies are logged in the steps layout (:func:`.cvlog.log_cv_scores`); :func:`.compare.rank_runs` ranks
+the three models together (a ranking run) and :func:`.compare.compare_runs` compares LDA with CART, the paper's
+pair (a comparison run).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from .console import redact_uri, ui_address
 from .progress import TerminalProgress
 
 EXPERIMENT = "bayescompare-demo"
-MODELS = ("lda", "cart")
+MODELS = ("lda", "cart", "nb")
 METRIC = "accuracy"
 
 
@@ -62,18 +63,42 @@ def run_demo(
     draws: int = 1000,
     echo: Callable[[str], None] = print,
 ):
-    """Generate, cross-validate, log and compare; return the :class:`ComparisonOutcome`."""
+    """Generate, cross-validate and log; rank the three models, then compare LDA with CART (the paper's pair).
+    Returns the :class:`ComparisonOutcome` of the pair."""
     from mlflow import MlflowClient
 
-    from .compare import compare_runs
-    from .cvlog import log_cv_scores
+    from .compare import compare_runs, rank_runs
+    from .ranking_report import headline
 
     uri = tracking_uri or default_tracking_uri()
     client = MlflowClient(uri)
     experiment_id = _experiment(client, EXPERIMENT)
-    settings = SETTINGS[:n_settings]
-    echo(f"Demo: {' vs '.join(MODELS)} on {len(settings)} Friedman settings, {repeats}x{folds} cross-validation "
+    echo(f"Demo: {', '.join(MODELS)} on {n_settings} Friedman settings, {repeats}x{folds} cross-validation "
          f"(seed {seed})\n  tracking URI: {redact_uri(uri)}\n  experiment:   {EXPERIMENT} (id {experiment_id})")
+    _log_settings(client, experiment_id, SETTINGS[:n_settings], repeats=repeats, folds=folds, seed=seed, echo=echo)
+    common = dict(experiment_ids=[experiment_id], metric=METRIC, seed=seed, tracking_uri=uri, on_duplicate="latest",
+                  chains=chains, draws=draws, filter_string="tags.`bayescompare.demo` = 'friedman'")
+    with TerminalProgress(sys.stderr) as progress:
+        ranking = rank_runs(models=MODELS, progress=progress, **common)
+        outcome = compare_runs(model_a=MODELS[0], model_b=MODELS[1], progress=progress, **common)
+    shown = tracking_uri or "sqlite:///mlflow.db"
+    rows = ranking.ranking[["model", "p_best", "mean_rank"]].to_string(index=False, float_format=lambda v: f"{v:.3f}")
+    a, b = MODELS[:2]
+    address, serve = ui_address(shown, outcome.experiment_id, outcome.run_id)
+    echo(f"\nRanking of {len(MODELS)} models (Bayesian Bradley-Terry):\n{rows}\n{headline(ranking.result)}\n"
+         f"  ranking run: {ui_address(shown, ranking.experiment_id, ranking.run_id)[0]}\n"
+         f"\nVerdict ({a} vs {b}): {outcome.verdict}\n"
+         f"  P({a} better) = {outcome.p_a_better:.3f}   P(rope) = {outcome.p_rope:.3f}   "
+         f"P({b} better) = {outcome.p_b_better:.3f}   (rope ±{outcome.rope:g} accuracy)\n"
+         f"\nComparison run {outcome.run_id} in experiment '{EXPERIMENT}': {address}"
+         + (f"\n  serve it with: {serve}" if serve else ""))
+    return outcome
+
+
+def _log_settings(client, experiment_id: str, settings, *, repeats: int, folds: int, seed: int, echo) -> None:
+    """Cross-validate every model on every setting (the same folds for all) and log the scores, steps layout."""
+    from .cvlog import log_cv_scores
+
     start = time.perf_counter()
     for i, setting in enumerate(settings):
         X, y = friedman_classification(setting, np.random.default_rng([seed, i]))
@@ -86,23 +111,7 @@ def run_demo(
                           tags={"bayescompare.demo": "friedman"})
         echo(f"  [{i + 1}/{len(settings)}] {setting.name}: mean accuracy "
              + ", ".join(f"{m} {np.mean(v):.3f}" for m, v in scores.items()))
-    echo(f"  cross-validated and logged {2 * len(settings)} runs in {time.perf_counter() - start:.0f} s")
-    with TerminalProgress(sys.stderr) as progress:
-        outcome = compare_runs(
-            experiment_ids=[experiment_id], metric=METRIC, model_a=MODELS[0], model_b=MODELS[1], seed=seed,
-            tracking_uri=uri, on_duplicate="latest", chains=chains, draws=draws,
-            filter_string="tags.`bayescompare.demo` = 'friedman'", progress=progress,
-        )
-    a, b = MODELS
-    address, serve = ui_address(tracking_uri or "sqlite:///mlflow.db", outcome.experiment_id, outcome.run_id)
-    echo(
-        f"\nVerdict: {outcome.verdict}\n"
-        f"  P({a} better) = {outcome.p_a_better:.3f}   P(rope) = {outcome.p_rope:.3f}   "
-        f"P({b} better) = {outcome.p_b_better:.3f}   (rope ±{outcome.rope:g} accuracy)\n"
-        f"\nComparison run {outcome.run_id} in experiment '{EXPERIMENT}': {address}"
-        + (f"\n  serve it with: {serve}" if serve else "")
-    )
-    return outcome
+    echo(f"  cross-validated and logged {len(MODELS) * len(settings)} runs in {time.perf_counter() - start:.0f} s")
 
 
 def friedman_classification(setting: Setting, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -130,13 +139,16 @@ def paired_cv(X: np.ndarray, y: np.ndarray, *, repeats: int, folds: int, seed: i
 
 
 def _models() -> dict:
-    """LDA and CART without tuning (CART with rpart's defaults minsplit 20, minbucket 7, as caret runs it)."""
+    """LDA and CART without tuning (CART with rpart's defaults minsplit 20, minbucket 7, as caret runs it), and
+    Gaussian naive Bayes as the third model of the ranking."""
     from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+    from sklearn.naive_bayes import GaussianNB
     from sklearn.tree import DecisionTreeClassifier
 
     return {
         "lda": LinearDiscriminantAnalysis(),
         "cart": DecisionTreeClassifier(min_samples_split=20, min_samples_leaf=7, random_state=0),
+        "nb": GaussianNB(),
     }
 
 

@@ -102,25 +102,29 @@ def _compile(program: str, code: str, name: str, progress: Progress | None) -> f
             return time.perf_counter() - start if announced else 0.0
         if not announced:
             stan_model.announce_compile(program, where, progress)
-        with _working_directory(stan_model.cache_dir()), quiet():
-            response = _post_model(code)
-    if response.status != 201:
-        raise SamplingError(f"pystan could not compile {stan_model.program_file(program).name}: "
-                            f"{response.json()['message']}")
+        with _working_directory(stan_model.cache_dir()), concurrent.futures.ProcessPoolExecutor(
+                1, mp_context=multiprocessing.get_context("spawn")) as compiler:
+            status, message = compiler.submit(_post_model, code).result()
+    if status != 201:
+        raise SamplingError(f"pystan could not compile {stan_model.program_file(program).name}: {message}")
     return time.perf_counter() - start
 
 
-def _post_model(code: str):
-    """httpstan's answer to ``POST /models``: compile ``code`` (no data needed, unlike ``stan.build``)."""
+def _post_model(code: str) -> tuple[int, str]:
+    """httpstan's answer to ``POST /models`` (status, message): compile ``code`` (no data needed, unlike
+    ``stan.build``).  It runs in a process of its own: httpstan's compile holds the interpreter's lock for the
+    whole minute, which would freeze the progress display and every other thread of the caller."""
     import asyncio
 
     import stan.common
 
     async def post():
         async with stan.common.HttpstanClient() as client:
-            return await client.post("/models", json={"program_code": code})
+            response = await client.post("/models", json={"program_code": code})
+            return response.status, ("" if response.status == 201 else response.json().get("message", ""))
 
-    return asyncio.run(post())
+    with quiet():
+        return asyncio.run(post())
 
 
 def build(program: str, data: dict, seed: int | None = None):

@@ -13,16 +13,26 @@ import matplotlib.image
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import LineCollection, PolyCollection
+from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
 from mlflow_bayescompare import plots, report
 from mlflow_bayescompare.hierarchical import hierarchical_test
-from mlflow_bayescompare.report import ReportContext, format_probability
+from mlflow_bayescompare.report import ReportContext, md_escape
+from mlflow_bayescompare.result import COLORS, OUTCOMES
 
 DATA = Path(__file__).parent / "data" / "uci_classification.csv"
 SCRIPT = "<script>alert(1)</script>"
 ESCAPED_SCRIPT = "&lt;script&gt;alert(1)&lt;/script&gt;"
+#: What showdown's GitHub flavour (MLflow's run description) turns into links or markup in plain text.
+SHOWDOWN_AUTOLINKS = {
+    "url": re.compile(r"(https?|ftp|dict)://|www\.", re.I),
+    "e-mail or @mention": re.compile(r"@"),
+    "emoji": re.compile(r":[^\s:]+:"),
+}
+URL_NAMES = {"model_a": "https://evil.example/x", "model_b": "www.evil.example", "metric": "mail@evil.example"}
 
 
 def _scores(df: pd.DataFrame, classifier: int, datasets: list[int]) -> np.ndarray:
@@ -57,11 +67,35 @@ def _hostile(res):
     return dataclasses.replace(res, model_a=SCRIPT, verdict=f"{SCRIPT} is not better", shrinkage=shrinkage)
 
 
-def _runs(res, n_extra=0):
-    runs = [{"model": m, "dataset": d, "run_id": f"{i:032x}", "experiment_id": "7"}
+def _urls(res):
+    """Model, dataset and verdict names that are bare URLs, e-mail addresses, @mentions and emoji codes."""
+    shrinkage = res.shrinkage.copy()
+    shrinkage["dataset"] = ["https://d.example/p", "www.d.example", "a@d.example", "@bob", ":smile:",
+                            "ftp://d.example", "WWW.D.EXAMPLE", "d.example"][: len(shrinkage)]
+    return dataclasses.replace(res, model_a=URL_NAMES["model_a"], model_b=URL_NAMES["model_b"], shrinkage=shrinkage,
+                               verdict=f"{URL_NAMES['model_a']} is better :+1:")
+
+
+def _checked(res):
+    """The result with the model check's columns set: dataset 1 not fitted (k̂ 0.9), dataset 2 in conflict."""
+    shrinkage = res.shrinkage.copy()
+    shrinkage["pareto_k"] = [0.1, 0.9, *[0.2] * (len(shrinkage) - 2)]
+    shrinkage["conflict"] = [i == 2 for i in range(len(shrinkage))]
+    return dataclasses.replace(res, shrinkage=shrinkage, diagnostics={**res.diagnostics, "warnings": [
+        "1 dataset(s) the Student-t population does not fit (PSIS-LOO Pareto k̂ > 0.7): x", "3 divergent transitions"]})
+
+
+def _runs(res, n_extra=0, experiment_id="7"):
+    runs = [{"model": m, "dataset": d, "run_id": f"{i:032x}", "experiment_id": experiment_id}
             for i, (m, d) in enumerate((m, d) for m in (res.model_a, res.model_b) for d in res.shrinkage.dataset)]
     runs += [{"model": "x", "dataset": "y", "run_id": f"e{i:031x}", "experiment_id": "7"} for i in range(n_extra)]
     return runs
+
+
+def _renderer(fig):
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return canvas.get_renderer()
 
 
 # --- figures ------------------------------------------------------------------------------------------------------
@@ -77,94 +111,187 @@ def test_all_figures_are_figures_and_leave_pyplot_alone(res):
     assert plt.get_fignums() == before
 
 
-def test_simplex_shows_every_draw_as_density_and_the_probabilities(res, figures):
+def test_the_palette_lives_in_result_only():
+    for name in ("A_COLOR", "B_COLOR", "ROPE_COLOR", "outcome_labels", "outcome_colors"):
+        assert not hasattr(plots, name) and not hasattr(report, name)
+
+
+def test_simplex_puts_a_left_rope_on_top_b_right(res, figures):
     ax = figures["simplex"].axes[0]
-    hexbins = [c for c in ax.collections if isinstance(c, PolyCollection) and c.get_array() is not None]
-    assert len(hexbins) == 1
-    assert hexbins[0].get_array().sum() == len(res.next_probs)
-    texts = " ".join(t.get_text() for t in ax.texts)
-    for p in (res.p_left, res.p_rope, res.p_right):
-        assert f"P = {p:.3f}" in texts
-    # greater is better: the paper's left (first vertex) is "B better"
-    assert f"p({res.model_b} better)" in texts and f"p({res.model_a} better)" in texts
-    assert len(figures["simplex"].axes) == 2  # the triangle and its colour bar
+    [hexbin] = [c for c in ax.collections if isinstance(c, PolyCollection) and c.get_array() is not None]
+    counts = np.asarray(hexbin.get_array(), dtype=float)
+    assert counts.sum() == len(res.next_probs)
+    areas = res.orientation.orient(*np.asarray(res.next_probs).T)  # vertices (0, 0), (0.5, 0.87), (1, 0)
+    expected = (0.5 * areas["rope"].mean() + areas["b_better"].mean(), np.sqrt(3) / 2 * areas["rope"].mean())
+    assert np.average(hexbin.get_offsets(), axis=0, weights=counts) == pytest.approx(expected, abs=0.02)
+    texts = {t.get_position(): t for t in ax.texts}
+    left, top, right = (texts[min(texts)], texts[max(texts, key=lambda p: p[1])], texts[max(texts)])
+    for text, outcome, label in ((left, "a_better", "nbc better"), (top, "rope", "practically equivalent"),
+                                 (right, "b_better", "hnb better")):
+        assert text.get_text() == f"p({label})\nP = {res.probabilities[outcome]:.3f}"
+        assert to_hex(text.get_color()) == COLORS[outcome]
 
 
-def test_posterior_predictive_is_a_density_and_rope_is_marked(res, figures):
-    top, bottom = figures["posterior"].axes
+def test_posterior_predictive_is_smooth_and_keeps_the_areas(res, figures):
+    top, _ = figures["posterior"].axes
     x, y = top.lines[0].get_data()
-    assert 0.95 < np.trapezoid(y, x) <= 1.001
-    for ax in (top, bottom):
-        texts = [t.get_text() for t in ax.texts]
-        assert f"← {res.model_b} better" in texts and f"{res.model_a} better →" in texts
-        assert any(f"rope ±{res.rope:g}" == h for h in ax.get_legend_handles_labels()[1])
+    assert 0.98 < np.trapezoid(y, x) <= 1.001
+    curvature = np.gradient(np.gradient(y, x), x)
+    signs = np.sign(curvature[np.abs(curvature) > 1e-3 * np.abs(curvature).max()])
+    assert np.count_nonzero(np.diff(signs)) <= 4  # two inflections; the 2000-spike mixture had 16
+    areas = res.orientation.orient(*np.asarray(res.next_probs).T)
+    for outcome, (lo, hi) in res.orientation.orient((-np.inf, -res.rope), (-res.rope, res.rope),
+                                                    (res.rope, np.inf)).items():
+        inside = (x >= lo) & (x <= hi)
+        assert np.trapezoid(y[inside], x[inside]) == pytest.approx(areas[outcome].mean(), abs=0.02)
+
+
+def test_density_panels_shade_each_side_in_its_model_colour(res, figures):
+    for ax in figures["posterior"].axes:
+        fills = [to_hex(c.get_facecolor()[0], keep_alpha=False) for c in ax.collections
+                 if isinstance(c, PolyCollection)]
+        assert fills == [COLORS[o] for o in OUTCOMES]
+        texts = {t.get_text(): to_hex(t.get_color()) for t in ax.texts}
+        assert texts == {"← hnb better": COLORS["b_better"], "nbc better →": COLORS["a_better"]}
+    labels = [t.get_text() for t in figures["posterior"].axes[1].get_legend().get_texts()]
+    assert labels[::2] == [f"nbc better: P = {res.p_delta0_a_better:.3f}",  # the first row (legends fill by column)
+                           f"practically equivalent: P = {res.p_delta0_rope:.3f}",
+                           f"hnb better: P = {res.p_delta0_b_better:.3f}"]
+
+
+def test_titles_side_labels_and_legends_do_not_overlap(res):
+    fig = plots.plot_posterior(dataclasses.replace(res, model_a="a" * 30, model_b="b" * 30))
+    renderer = _renderer(fig)
+    for ax in fig.axes:
+        boxes = [ax.title.get_window_extent(renderer), ax.get_legend().get_window_extent(renderer),
+                 *(t.get_window_extent(renderer) for t in ax.texts)]
+        assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+        assert 0 <= boxes[1].x0 and boxes[1].x1 <= fig.bbox.x1  # the legend fits the figure
 
 
 def test_shrinkage_has_one_row_per_dataset_and_grows_with_datasets(res, figures):
     ax = figures["shrinkage"].axes[0]
-    assert [t.get_text() for t in ax.get_yticklabels()] == list(res.shrinkage["dataset"])
-    hdi = [c for c in ax.collections if isinstance(c, LineCollection)]
-    assert len(hdi[0].get_segments()) == len(res.shrinkage)
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert [label.split("  ⚠")[0] for label in labels] == list(res.shrinkage["dataset"])
+    [hdi] = [c for c in ax.collections if isinstance(c, LineCollection)]
+    assert len(hdi.get_segments()) == len(res.shrinkage)
 
     many = pd.concat([res.shrinkage] * 13, ignore_index=True).head(100)
     many["dataset"] = [f"a rather long common prefix before dataset {i:03d}" for i in range(100)]
-    big = plots.plot_shrinkage(dataclasses.replace(res, shrinkage=many))
+    big = plots.plot_shrinkage(dataclasses.replace(res, shrinkage=many.drop(columns=["pareto_k", "conflict"])))
     assert big.get_figheight() > 3 * figures["shrinkage"].get_figheight()
     labels = [t.get_text() for t in big.axes[0].get_yticklabels()]
     assert len(labels) == 100 and len(set(labels)) == 100 and max(map(len, labels)) <= 32
 
 
+def test_shrinkage_keeps_the_axis_on_the_bulk_and_marks_what_it_clips(res):
+    twelve = pd.concat([res.shrinkage] * 2, ignore_index=True).head(12)
+    twelve["mle"] = twelve["shrunk"]
+    twelve.loc[3, ["mle", "hdi_high"]] = [1.5, 1.6]  # one mean difference far beyond the others
+    ax = plots.plot_shrinkage(dataclasses.replace(res, shrinkage=twelve)).axes[0]
+    lo, hi = ax.get_xlim()
+    bulk = twelve.drop(index=3)
+    assert hi < 0.1 and (bulk["hdi_high"].max() - bulk["hdi_low"].min()) / (hi - lo) > 0.8
+    assert [(t.get_text(), t.get_position()) for t in ax.texts] == [("HDI 1.6, MLE 1.5", (hi, 3 - 0.1))]
+    arrows = [line for line in ax.lines if line.get_marker() == ">"]
+    assert [line.get_xydata().tolist() for line in arrows] == [[[hi, 3.0]]]
+
+
+def test_shrinkage_marks_the_model_check(res):
+    ax = plots.plot_shrinkage(_checked(res)).axes[0]
+    labels = ax.get_yticklabels()
+    flagged = {i: t.get_text() for i, t in enumerate(labels) if "⚠" in t.get_text()}
+    assert flagged == {1: "uci-2  ⚠ $\\hat{k}$ 0.90", 2: "uci-3  ⚠ conflict"}
+    assert {to_hex(labels[i].get_color()) for i in flagged} == {plots.FLAG_COLOR}
+    unchecked = res.shrinkage.drop(columns=["pareto_k", "conflict"])
+    ax = plots.plot_shrinkage(dataclasses.replace(res, shrinkage=unchecked)).axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(res.shrinkage["dataset"])
+
+
 def test_model_fit_compares_predictive_with_kde_of_shrinkage(res, figures):
     ax = figures["model_fit"].axes[0]
-    assert len(ax.lines) == 2  # predictive and KDE
-    rug = [c for c in ax.collections if isinstance(c, LineCollection)]
-    assert len(rug[0].get_segments()) == len(res.shrinkage)
+    predictive, kde = ax.lines
+    assert to_hex(predictive.get_color()) not in COLORS.values()  # blue and orange mean the models
+    x, y = predictive.get_data()
+    assert 0.98 < np.trapezoid(y, x) <= 1.001
+    [rug] = [c for c in ax.collections if isinstance(c, LineCollection)]
+    assert sorted(s[0][0] for s in rug.get_segments()) == pytest.approx(sorted(res.shrinkage["shrunk"]))
 
 
-def test_pngs_decode(pngs):
+def test_pngs_are_sharp_at_twice_the_size(figures, pngs):
     for name, png in pngs.items():
-        image = matplotlib.image.imread(io.BytesIO(png), format="png")
-        height, width = image.shape[:2]
-        assert 300 < height < 4000 and 500 < width < 1200, name
+        height, width = matplotlib.image.imread(io.BytesIO(png), format="png").shape[:2]
+        fig = figures[name]
+        assert (width, height) == (round(fig.get_figwidth() * 200), round(fig.get_figheight() * 200)), name
+
+
+def test_save_chooses_the_format_by_suffix(figures, tmp_path):
+    fig = figures["model_fit"]
+    assert plots.save(fig, tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
+    assert b"<svg" in plots.save(fig, tmp_path / "f.svg").read_bytes()[:400]
+    assert plots.save(fig, tmp_path / "f.PDF").read_bytes()[:5] == b"%PDF-"
+    with pytest.raises(ValueError, match="png, .svg or .pdf"):
+        plots.save(fig, tmp_path / "f.jpg")
 
 
 # --- Markdown -----------------------------------------------------------------------------------------------------
 
 
-def test_markdown_has_verdict_probabilities_and_reading_aids(res):
+def test_markdown_answers_both_questions_side_by_side(res):
     md = report.render_markdown(res, ReportContext(metric="accuracy"))
-    assert f"**{report.md_escape(res.verdict)}**" in md
-    for p in (res.p_a_better, res.p_rope, res.p_b_better):
-        assert format_probability(p) in md
-    assert f"P(A better): {res.model_a} better than {res.model_b}" in md
-    assert "signed-rank" in md and f"p = {res.signed_rank_p:.3f}" in md
-    assert "Conclusion stable" in md or "Conclusion changes when" in md
-    assert "posterior odds" in md and "weak" in md
-    assert md.count("> ⚠️ **Warning:**") == len(res.diagnostics["warnings"])
+    assert f"**{md_escape(res.verdict)}**" in md
+    rows = [f"| nbc better | {res.p_a_better:.3f} | {res.p_delta0_a_better:.3f} |",
+            f"| practically equivalent (±0.01) | {res.p_rope:.3f} | {res.p_delta0_rope:.3f} |",
+            f"| hnb better | {res.p_b_better:.3f} | {res.p_delta0_b_better:.3f} |"]
+    assert "\n".join(rows) in md
+    assert "decision (threshold 0.95): inconclusive" in md and res.decision == "inconclusive"
+    assert md_escape(report.NEXT_DATASET) in md and md_escape(report.MEAN_DIFFERENCE) in md
+    assert f"| nbc better : hnb better | {res.odds['a_better/b_better']:.2f} |" in md
+    assert f"p = {res.signed_rank_p:.3f}" in md
+    assert "Conclusion stable: inconclusive under all 9 settings tried" in md
 
 
-def test_markdown_warns_and_links_runs(res):
-    warned = dataclasses.replace(res, diagnostics={**res.diagnostics, "warnings": ["3 divergent transitions"]})
-    ctx = ReportContext(tracking_url="http://mlflow.example:5000/", experiment_ids=["7"],
-                        source_runs=_runs(res, n_extra=60), comparison_run_id="c0ffee")
-    md = report.render_markdown(warned, ctx)
-    assert "> ⚠️ **Warning:** 3 divergent transitions" in md
-    links = re.findall(r"\]\((http://mlflow\.example:5000/#/experiments/7/runs/[0-9a-f]{32})\)", md)
-    assert len(links) == report.MAX_RUN_LINKS
+def test_markdown_lists_the_model_check_once(res):
+    md = report.render_markdown(_checked(res))
+    assert "> ⚠️ **Model check.** Pareto k̂ &gt; 0.7: the Student-t population does not fit the dataset" in md
+    assert "> * Dataset uci-2: Pareto k̂ 0.90: the Student-t population does not fit this dataset; the paper" in md
+    assert "> * Dataset uci-3: conflict: its own data say" in md
+    assert md.count("> ⚠️ **Warning:**") == 1 and "> ⚠️ **Warning:** 3 divergent transitions" in md
+    unchecked = res.shrinkage.drop(columns=["pareto_k", "conflict"])
+    plain = report.render_markdown(dataclasses.replace(_checked(res), shrinkage=unchecked))
+    assert "Model check" not in plain and plain.count("> ⚠️ **Warning:**") == 2
+
+
+def test_markdown_links_runs_by_relative_routes(res):
+    ctx = ReportContext(experiment_ids=["7"], source_runs=_runs(res, n_extra=60), comparison_run_id="c0ffee")
+    md = report.render_markdown(res, ctx)
+    links = re.findall(r"\]\(([^)]*)\)", md)
+    runs = [link for link in links if re.fullmatch(r"#/experiments/7/runs/[0-9a-f]{32}", link)]
+    assert len(runs) == report.MAX_RUN_LINKS
+    assert set(links) - set(runs) == {"#/experiments/7", "#/runs/c0ffee"}
     assert f"and {len(res.shrinkage) * 2 + 60 - report.MAX_RUN_LINKS} more runs" in md
-    assert "[c0ffee](http://mlflow.example:5000/#/runs/c0ffee)" in md
-
-    plain = report.render_markdown(res, ReportContext(source_runs=_runs(res)))
-    assert "](" not in plain and f"{0:032x}" in plain
+    assert not re.search("https?:", md)
+    several = report.render_markdown(res, ReportContext(source_runs=_runs(res, experiment_id=None)))
+    assert f"[{0:032x}](#/runs/{0:032x})" in several
 
 
 def test_markdown_escapes_user_strings(res):
     md = report.render_markdown(_hostile(res))
-    assert SCRIPT not in md and ESCAPED_SCRIPT in md
+    assert "<script" not in md and SCRIPT in html.unescape(md)
     assert "`" not in md and "d|" not in md
     for block in md.split("\n\n"):  # every table keeps its column count despite the "|" in names
         rows = [line for line in block.splitlines() if line.startswith("|")]
         assert len({line.count("|") for line in rows}) <= 1
+
+
+def test_markdown_names_never_become_links(res):
+    hostile = _urls(res)
+    md = report.render_markdown(hostile, ReportContext(metric=URL_NAMES["metric"], source_runs=_runs(hostile)))
+    for kind, pattern in SHOWDOWN_AUTOLINKS.items():
+        assert not pattern.search(md), kind
+    shown = html.unescape(md)
+    assert all(name in shown for name in [*URL_NAMES.values(), *hostile.shrinkage["dataset"]])
+    assert md_escape("0.950 and Sec. 3") == "0.950 and Sec. 3"  # numbers and sentences stay readable
 
 
 # --- HTML ---------------------------------------------------------------------------------------------------------
@@ -174,23 +301,40 @@ def test_html_is_self_contained(res, pngs):
     page = report.render_html(res, pngs, ReportContext(metric="accuracy", source_runs=_runs(res)))
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page)
     assert "<script" not in page and "<link" not in page and "@import" not in page and "url(" not in page
-    images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
-    assert len(images) == 4
-    assert all(base64.b64decode(i).startswith(b"\x89PNG") for i in images)
+    images = re.findall(r'<img alt="(\w+)" width="(\d+)" src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert [name for name, _, _ in images] == ["simplex", "posterior", "shrinkage", "model_fit"]
+    for name, width, data in images:
+        assert base64.b64decode(data) == pngs[name]
+        assert int(width) == round(int.from_bytes(pngs[name][16:20], "big") / 2)  # 200 dpi shown at 100
     assert html.escape(res.verdict) in page
-    for p in (res.p_a_better, res.p_rope, res.p_b_better):
-        assert format_probability(p) in page
     for dataset in res.shrinkage["dataset"]:
         assert f"<td>{dataset}</td>" in page
 
 
-def test_html_links_only_to_the_tracking_server(res, pngs):
-    ctx = ReportContext(tracking_url="https://mlflow.example", source_runs=_runs(res), comparison_run_id="c0ffee")
-    page = report.render_html(res, pngs, ctx)
-    hrefs = re.findall(r'href="([^"]*)"', page)
-    assert len(hrefs) == 2 * len(res.shrinkage) + 1
-    assert all(h.startswith("https://mlflow.example/#/") for h in hrefs)
-    assert not re.search(r'src="https?:', page)
+def test_html_shows_both_questions_in_outcome_order(res, pngs):
+    page = report.render_html(res, pngs)
+    for title, probs in (("On the next dataset", res.probabilities), ("Mean difference across datasets (δ0)",
+                                                                       res.delta0_probs)):
+        card = page[page.index(f"<h2>{html.escape(title)}</h2>"):]
+        legend = re.findall(r'<span style="--c:(#\w+)">([^<]*): <b>([\d.]+)</b>', card)[:3]
+        assert legend == [(COLORS["a_better"], "nbc better", f"{probs['a_better']:.3f}"),
+                          (COLORS["rope"], "practically equivalent (±0.01)", f"{probs['rope']:.3f}"),
+                          (COLORS["b_better"], "hnb better", f"{probs['b_better']:.3f}")]
+
+
+def test_html_flags_the_model_check(res, pngs):
+    page = report.render_html(_checked(res), pngs)
+    assert re.findall(r'<tr class="flag"><td>([^<]*)</td>', page) == ["uci-2", "uci-3"]
+    assert page.count("<li>Dataset ") == 2 and "Pareto k̂ &gt; 0.7" in page
+    assert page.count('<div class="warn">') == 2  # the model check and the divergences
+
+
+def test_html_links_relative_to_mlflow_ui(res, pngs):
+    ctx = ReportContext(experiment_ids=["7"], source_runs=_runs(res), comparison_run_id="c0ffee")
+    hrefs = re.findall(r'href="([^"]*)"', report.render_html(res, pngs, ctx))
+    assert len(hrefs) == 2 * len(res.shrinkage) + 2
+    assert {"../#/experiments/7", "../#/runs/c0ffee", f"../#/experiments/7/runs/{0:032x}"} <= set(hrefs)
+    assert all(h.startswith("../#/") for h in hrefs)
 
 
 def test_html_escapes_user_strings(res, pngs):
@@ -198,3 +342,7 @@ def test_html_escapes_user_strings(res, pngs):
     page = report.render_html(hostile, pngs, ReportContext(title=SCRIPT, metric=SCRIPT, source_runs=_runs(hostile)))
     assert SCRIPT not in page and "<script" not in page
     assert ESCAPED_SCRIPT in page
+    urls = _urls(res)
+    page = report.render_html(urls, pngs, ReportContext(metric=URL_NAMES["metric"], source_runs=_runs(urls)))
+    assert all(h.startswith("../#/") for h in re.findall(r'href="([^"]*)"', page))
+    assert html.escape(URL_NAMES["model_a"]) in page

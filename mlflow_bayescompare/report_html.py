@@ -1,0 +1,233 @@
+"""The HTML report: one self-contained page built from the blocks of :mod:`.report`, and the cells both reports use.
+
+MLflow shows an ``.html`` artifact in a sandboxed iframe and the plugin's server serves the page with a CSP
+sandbox, so the page carries its CSS and its figures (base64 PNG) inline and needs no script and no external URL.
+Links to runs are relative to MLflow's hash-routed UI: the server shows the page at
+``<prefix>/bayescompare/report?run_id=…``, so ``../#/experiments/…`` opens the run under any host and prefix.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from typing import Any, NamedTuple
+
+from .result import COLORS, DECISION_COLORS, OUTCOMES
+
+__all__ = ["Link", "Table", "Question", "page", "LINK_BASE", "FIGURE_CAPTIONS"]
+
+#: Where MLflow's UI is, relative to the page (``<prefix>/bayescompare/report``).
+LINK_BASE = "../"
+#: CSS pixels per inch of a figure: its PNG carries more (``plots.PNG_DPI``) and is shown at this size.
+CSS_PX_PER_INCH = 100
+FIGURE_CAPTIONS = {
+    "simplex": "Probability simplex of the next-dataset outcomes: each posterior draw is a point (A better left, "
+    "rope on top, B better right); the dashed lines split the regions where each outcome is the most probable (Sec. "
+    "\"The inference of the test\").",
+    "posterior": "Top: posterior predictive density of δ on the next dataset, the areas that decide the test. "
+    "Bottom: posterior of δ0, the mean difference across datasets, with the mass of each region.",
+    "shrinkage": "Per-dataset estimates: the mean difference (MLE) and the hierarchical estimate, pulled towards δ0, "
+    "with its 95% HDI (Sec. \"The shrinkage estimator for cross-validation\"). Values beyond the axis are written "
+    "at its edge; amber rows are flagged by the model check.",
+    "model_fit": "Model fit in the style of the paper's Fig. 7: the predictive density should follow the density of "
+    "the shrinkage estimates.",
+}
+
+
+class Link(NamedTuple):
+    """A link to a page of MLflow's UI; ``route`` is its hash route, e.g. ``#/experiments/7/runs/<id>``."""
+
+    text: str
+    route: str
+
+
+class Table(NamedTuple):
+    """Rows of plain (unescaped) cells; ``strong`` holds (row, column) cells to bold, ``flagged`` rows to mark."""
+
+    header: list[str]
+    rows: list[list[Any]]
+    strong: frozenset = frozenset()
+    flagged: frozenset = frozenset()
+
+
+class Question(NamedTuple):
+    """One of the two questions the report answers side by side: outcome probabilities and what they answer."""
+
+    title: str
+    sentence: str
+    probs: dict[str, float]
+    footer: str
+
+
+_CSS = """
+*{box-sizing:border-box}
+body{margin:0;background:#f4f6f8;color:#1f2933;font:14px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,
+"Helvetica Neue",Arial,sans-serif}
+main{max-width:1120px;margin:0 auto;padding:24px 20px 40px}
+h1{font-size:22px;margin:0 0 4px}
+h2{font-size:16px;margin:0 0 8px;color:#323f4b}
+.sub{color:#616e7c;font-size:13px;margin:0 0 18px}
+.card{background:#fff;border:1px solid #e4e7eb;border-radius:8px;padding:16px 18px;margin:0 0 16px}
+.banner{border-left:6px solid var(--accent);background:var(--tint);border-radius:8px;padding:14px 18px;
+margin:0 0 16px;font-size:17px;font-weight:600}
+.banner small{display:block;font-size:12px;font-weight:500;color:#52606d;text-transform:uppercase;
+letter-spacing:.06em;margin-bottom:2px}
+.bar{display:flex;height:30px;border-radius:6px;overflow:hidden;background:#e4e7eb;margin:8px 0}
+.bar div{color:#fff;font-size:12px;font-weight:600;display:flex;align-items:center;justify-content:center;
+white-space:nowrap;overflow:hidden}
+.legend{display:flex;flex-wrap:wrap;gap:6px 22px;font-size:13px}
+.legend span::before{content:"";display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;
+background:var(--c)}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(400px,1fr));gap:16px;margin:0 0 16px}
+.grid .card{margin:0}
+table{border-collapse:collapse;width:100%;font-size:13px}
+th,td{padding:5px 8px;border-bottom:1px solid #eef0f2;text-align:left;vertical-align:top}
+th{color:#52606d;font-weight:600;background:#f9fafb}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+tbody tr:nth-child(even){background:#fbfcfd}
+tbody tr.flag{background:#fdf3e1}
+.strong{font-weight:700}
+.scroll{overflow:auto;max-height:640px}
+.scroll th{position:sticky;top:0}
+.dense table{font-size:12px}
+.dense th,.dense td{padding:4px 5px}
+.warn{background:#fffbea;border:1px solid #f0b429;color:#8d2b0b;border-radius:6px;padding:8px 12px;
+margin:0 0 8px}
+.warn ul{margin:4px 0 0;padding-left:20px}
+.note{color:#52606d;font-size:13px;margin:0 0 6px}
+figure{margin:0;display:flex;flex-wrap:wrap;align-items:center;gap:12px 20px}
+figure img{max-width:100%;height:auto;display:block;flex:0 1 auto}
+figcaption{color:#52606d;font-size:13px;flex:1 1 200px}
+td{white-space:nowrap}
+td:first-child{white-space:normal}
+details summary{cursor:pointer;font-weight:600;color:#323f4b}
+a{color:#2b6cb0}
+footer{color:#7b8794;font-size:12px;margin-top:18px}
+"""
+_FOOTER = ("Bayesian hierarchical correlated t-test of Corani, Benavoli, Demšar, Mangili and Zaffalon, “Statistical "
+           "comparison of classifiers through Bayesian hierarchical modelling”, Machine Learning 106:1817–1837 (2017).")
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _cell(cell: Any) -> str:
+    if isinstance(cell, Link):
+        return f'<a href="{_e(LINK_BASE + cell.route)}" target="_blank" rel="noopener">{_e(cell.text)}</a>'
+    return _e(cell)
+
+
+def _is_numeric(text: Any) -> bool:
+    """True for the numbers, p-values and intervals :mod:`.report` formats (they are right-aligned)."""
+    try:
+        [float(part.replace("< ", "")) for part in str(text).split(" to ")]
+    except ValueError:
+        return False
+    return True
+
+
+def _table(table: Table) -> str:
+    numeric = [bool(table.rows) and all(_is_numeric(row[j]) for row in table.rows) for j in range(len(table.header))]
+
+    def cls(*names: str) -> str:
+        names = [n for n in names if n]
+        return f' class="{" ".join(names)}"' if names else ""
+
+    head = "".join(f"<th{cls('n' if numeric[j] else '')}>{_e(h)}</th>" for j, h in enumerate(table.header))
+    body = "".join(
+        f"<tr{cls('flag' if i in table.flagged else '')}>" + "".join(
+            f"<td{cls('n' if numeric[j] else '', 'strong' if (i, j) in table.strong else '')}>{_cell(c)}</td>"
+            for j, c in enumerate(row)) + "</tr>"
+        for i, row in enumerate(table.rows))
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _question(q: Question, labels: dict[str, str]) -> str:
+    """A card: the outcome probabilities as a bar (A better | rope | B better) with their legend."""
+    segments, legend = [], []
+    for outcome in OUTCOMES:
+        p, color, label = q.probs[outcome], COLORS[outcome], labels[outcome]
+        text = f"{p:.0%}" if p >= 0.08 else ""
+        segments.append(f'<div style="width:{100 * p:.3f}%;background:{color}" title="{_e(label)}">{text}</div>')
+        legend.append(f'<span style="--c:{color}">{_e(label)}: <b>{p:.3f}</b></span>')
+    return (f'<div class="card"><h2>{_e(q.title)}</h2><p class="note">{_e(q.sentence)}</p>'
+            f'<div class="bar">{"".join(segments)}</div><div class="legend">{"".join(legend)}</div>'
+            f'<p class="note" style="margin-top:8px">{_e(q.footer)}</p></div>')
+
+
+def _warnings(b: dict[str, Any]) -> str:
+    out = ""
+    if b["model_check"]:
+        head, *items = b["model_check"]
+        out += (f'<div class="warn">⚠ <b>Model check.</b> {_e(head)}<ul>'
+                + "".join(f"<li>{_e(item)}</li>" for item in items) + "</ul></div>")
+    return out + "".join(f'<div class="warn">⚠ {_e(w)}</div>' for w in b["warnings"])
+
+
+def _figure(name: str, png: bytes) -> str:
+    """One figure at its CSS size (its PNG is sharper) with its caption beside it."""
+    width = _css_width(png)
+    data = base64.b64encode(png).decode("ascii")
+    return (f'<div class="card"><figure><img alt="{_e(name)}" width="{width}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{_e(FIGURE_CAPTIONS.get(name, name))}</figcaption></figure></div>")
+
+
+def _css_width(png: bytes) -> int:
+    """The PNG's width at :data:`CSS_PX_PER_INCH`, from its pixel width and its pHYs density (if it has one)."""
+    width = int.from_bytes(png[16:20], "big")
+    head = png[: png.find(b"IDAT")]
+    at = head.find(b"pHYs")
+    per_metre = int.from_bytes(head[at + 4: at + 8], "big") if at >= 0 else 0
+    return round(width * CSS_PX_PER_INCH / (per_metre * 0.0254)) if per_metre else width
+
+
+def _sources(b: dict[str, Any]) -> str:
+    items = []
+    if b["experiments"]:
+        items.append("<p>Experiments: " + ", ".join(_cell(e) for e in b["experiments"]) + "</p>")
+    if b["comparison"]:
+        items.append(f"<p>Comparison run: {_cell(b['comparison'])}</p>")
+    if b["runs"]:
+        table, more = b["runs"]
+        items.append(f'<div class="scroll">{_table(table)}</div>')
+        if more:
+            items.append(f'<p class="note">and {more} more runs</p>')
+    return f'<div class="card"><h2>Source runs</h2>{"".join(items)}</div>' if items else ""
+
+
+def page(b: dict[str, Any], figures_png: dict[str, bytes]) -> str:
+    """The report page from the blocks of :func:`.report.blocks` and the figures' PNGs."""
+    figures = dict(figures_png)
+
+    def figure(name: str) -> str:
+        return _figure(name, figures.pop(name)) if name in figures else ""
+
+    accent = DECISION_COLORS.get(b["decision"], "#7b8794")
+    parts = [
+        f"<h1>{_e(b['title'])}</h1><p class=\"sub\">{_e(b['subtitle'])}</p>",
+        f'<div class="banner" style="--accent:{accent};--tint:{accent}1a"><small>verdict</small>'
+        f"{_e(b['verdict'])}</div>",
+        '<div class="grid">' + "".join(_question(q, b["labels"]) for q in b["questions"]) + "</div>",
+        _warnings(b),
+        f'<div class="card"><h2>Posterior odds</h2>{_table(b["odds"])}</div>',
+        figure("simplex"),
+        f'<div class="card"><h2>Posterior of the hyper-parameters</h2>{_table(b["parameters"])}'
+        f'<p class="note" style="margin-top:8px">{_e(b["signed_rank"])}</p></div>',
+        figure("posterior"),
+        figure("shrinkage"),
+        f'<div class="card"><h2>Per dataset</h2><p class="note">{_e(b["per_dataset_note"])}</p>'
+        f'<div class="scroll dense">{_table(b["per_dataset"])}</div></div>',
+        figure("model_fit"),
+        *(_figure(name, png) for name, png in figures.items()),
+    ]
+    if b["sensitivity"] is not None:
+        parts.append(f'<div class="card"><h2>Sensitivity to the prior and the rope</h2>'
+                     f'<p class="strong">{_e(b["sensitivity_note"])}</p>{_table(b["sensitivity"])}</div>')
+    parts += [f'<div class="card"><h2>Diagnostics</h2>{_table(b["diagnostics"])}</div>',
+              f'<div class="card"><details><summary>Settings</summary>{_table(b["settings"])}</details></div>',
+              _sources(b), f"<footer>{_e(_FOOTER)}</footer>"]
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+            f"<title>{_e(b['title'])}</title><style>{_CSS}</style></head><body><main>"
+            + "\n".join(p for p in parts if p) + "</main></body></html>\n")
