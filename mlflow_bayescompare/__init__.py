@@ -10,6 +10,8 @@ from .options import FitOptions, ModelsOptions, PairOptions, RankOptions, Source
 from .ranking import rank_models
 from .ranking_result import RankingResult
 from .result import HierarchicalResult
+from .signed_rank import SignedRankResult, signed_rank_test
 
-__all__ = ["hierarchical_test", "HierarchicalResult", "rank_models", "RankingResult", "FitOptions", "RankOptions",
+__all__ = ["hierarchical_test", "HierarchicalResult", "signed_rank_test", "SignedRankResult", "rank_models",
+           "RankingResult", "FitOptions", "RankOptions",
            "SourceOptions", "PairOptions", "ModelsOptions", "BayesCompareError", "InputError", "SamplingError"]

@@ -21,7 +21,7 @@ from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH, MAX_TAG_VAL_LENGTH
 from . import tags as T
 from .result import divergent_transitions, jsonable
 
-__all__ = ["Bundle", "comparison_bundle", "matrix_bundle", "ranking_bundle", "ranking_metrics", "comparison_tags", "comparison_params",
+__all__ = ["Bundle", "comparison_bundle", "matrix_bundle", "ranking_bundle", "ranking_metrics", "signed_rank_bundle", "comparison_tags", "comparison_params",
            "comparison_metrics", "diagnostics_problem", "source_runs", "run_name", "fit_tag", "COMPARISON_ARTIFACTS"]
 
 #: What a comparison run holds, relative to its artifact root.
@@ -109,6 +109,7 @@ def comparison_tags(result, *, metric: str, experiment_ids: Sequence[str]) -> di
     """The ``bayescompare.*`` tags of a comparison run (without the description)."""
     return {
         T.KIND: "comparison",
+        T.TEST: result.test,
         T.MODEL_A: result.model_a,
         T.MODEL_B: result.model_b,
         T.METRIC: metric,
@@ -327,3 +328,36 @@ def ranking_metrics(result) -> dict[str, float]:
 def _metric_key(name: str) -> str:
     """A model name as MLflow accepts it in a metric key (letters, digits, ``_-. /``; others become ``_``)."""
     return "".join(c if c.isalnum() or c in "_-. /" else "_" for c in name)[:200] or "_"
+
+
+def signed_rank_bundle(result, means, *, metric: str, experiment_ids: Sequence[str], layout: str | None = None,
+                       directory: Path | None = None) -> Bundle:
+    """The comparison run of a Bayesian signed-rank test on per-dataset means (``means``, a
+    :class:`~.tensor.DatasetMeans`): its reports, the probability simplex, the means and the summary."""
+    from . import signed_rank_report
+    from .plots import figure_png, plot_simplex, save
+
+    root, tmp = _directory(directory, "bayescompare-")
+    try:
+        figure = plot_simplex(result)
+        png = figure_png(figure)
+        (root / "plots").mkdir(exist_ok=True)
+        (root / "plots" / "simplex.png").write_bytes(png)
+        save(figure, root / "plots" / "simplex.svg")
+        markdown = signed_rank_report.render_markdown(result, metric)
+        (root / "report.md").write_text(markdown, encoding="utf-8")
+        (root / "report.html").write_text(signed_rank_report.render_html(result, metric, png), encoding="utf-8")
+        (root / "summary.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
+        means.table.to_csv(root / "dataset_means.csv", index=False)
+        run_tags = {**comparison_tags(result, metric=metric, experiment_ids=experiment_ids), T.NOTE: fit_tag(markdown)}
+        metrics = {"p_a_better": result.p_a_better, "p_rope": result.p_rope, "p_b_better": result.p_b_better,
+                   "signed_rank_p": result.signed_rank_p, "n_datasets": len(result.datasets),
+                   **{k: result.diagnostics.get(k) for k in ("mc_se_max", "sampling_seconds")},
+                   **{"odds_" + k.replace("/", "_vs_"): v for k, v in result.odds.items()}}
+        return Bundle(run_name(result.model_a, result.model_b, metric), run_tags,
+                      comparison_params(result, layout=layout),
+                      {k: float(v) for k, v in metrics.items() if _finite(v)}, root, tmp)
+    except BaseException:
+        if tmp is not None:
+            tmp.cleanup()
+        raise

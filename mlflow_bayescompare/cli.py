@@ -251,8 +251,10 @@ def _where(tracking_uri, kind: str, run_id: str, experiment_id: str) -> list[str
 
 def _comparison_text(outcome, report, tracking_uri) -> str:
     a, b = outcome.model_a, outcome.model_b
+    test = ("Bayesian signed-rank test on the per-dataset means" if outcome.result.test == "signed-rank" else
+            "Bayesian hierarchical test on the per-fold scores")
     lines = [f"{a} vs {b} · {outcome.metric}: {len(outcome.tensor.datasets)} datasets ({outcome.layout} layout), "
-             f"rope ±{outcome.rope:g}, {redact_uri(tracking_uri) or 'sqlite:///mlflow.db'}"]
+             f"rope ±{outcome.rope:g}, {redact_uri(tracking_uri) or 'sqlite:///mlflow.db'}", f"  {test}"]
     lines += _table([(f"P({a} better)", f"{outcome.p_a_better:.3f}"), ("P(rope)", f"{outcome.p_rope:.3f}"),
                      (f"P({b} better)", f"{outcome.p_b_better:.3f}")])
     lines.append(f"Verdict: {outcome.verdict}")
@@ -261,7 +263,7 @@ def _comparison_text(outcome, report, tracking_uri) -> str:
         lines.append(f"Claim '{r['claim']}': probability {r['probability']:.3f} "
                      f"{'≥' if r['supported'] else '<'} {r['threshold']:g} → "
                      f"{'supported' if r['supported'] else 'NOT supported'}")
-    if outcome.sensitivity is not None:
+    if getattr(outcome.result, "sensitivity", None) is not None:
         lines += ["Sensitivity (other priors and ropes):", f"  {outcome.sensitivity_note}",
                   *("  " + line for line in outcome.sensitivity.to_string(
                       index=False, float_format=lambda v: f"{v:.3f}").splitlines())]

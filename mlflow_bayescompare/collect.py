@@ -1,4 +1,5 @@
-"""Read per-fold scores from MLflow runs in any of three layouts (steps, keys, children) into a tidy table."""
+"""Read scores from MLflow runs into a tidy table: per-fold scores in three layouts (steps, keys, children), or one
+score per (model, dataset) (means)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from .fetch import fetch_histories
 from .options import LAYOUTS
 from .prepare import FOLDS_ONE
 from .progress import Progress, notify
-from .tensor import CVTensor, from_tidy
+from .tensor import CVTensor, DatasetMeans, dataset_means, from_tidy, means_from_tidy
 
 # fetch_histories moved to .fetch; it is re-exported here for the callers that import it from collect
 __all__ = ["SCORE_COLUMNS", "CollectedScores", "resolve_experiments", "discover",
@@ -30,7 +31,10 @@ SCORE_COLUMNS = ["dataset", "model", "repeat", "fold", "score", "run_id", "start
 
 @dataclass
 class CollectedScores:
-    """Tidy per-fold scores (columns ``SCORE_COLUMNS``; ``folds`` is the run's fold count) and how they were read."""
+    """Tidy per-fold scores (columns ``SCORE_COLUMNS``; ``folds`` is the run's fold count) and how they were read.
+
+    In the means layout every (model, dataset) has one score, at repeat 0 and fold 0, with ``folds`` 1.
+    """
 
     scores: pd.DataFrame
     layout: str
@@ -41,10 +45,27 @@ class CollectedScores:
     fetch_method: str  # "bulk" (server endpoint), "store" (store bulk call), "threads", "search" (no history)
 
     def tensor(self, model_a: str, model_b: str, **kwargs) -> CVTensor:
-        """Pair two models' scores (keyword arguments go to ``from_tidy``, e.g. ``on_duplicate``)."""
+        """Pair two models' per-fold scores (keyword arguments go to ``from_tidy``, e.g. ``on_duplicate``)."""
+        if self.layout == "means":
+            raise InputError(f"the runs hold one '{self.metric}' score per model and dataset (the means layout), but "
+                             "the hierarchical test needs the per-fold scores: use the signed-rank test "
+                             "(--test signed-rank), or log every fold's score")
         tensor = from_tidy(self.scores, model_a, model_b, time_col="start_time", **kwargs)
         tensor.metric = self.metric
         return tensor
+
+    def means(self, model_a: str, model_b: str, *, drop_incomplete: bool = False,
+              on_duplicate: str = "error") -> DatasetMeans:
+        """The two models' score per dataset: as logged (means layout), or their paired fold scores averaged after
+        the tensor's checks (other layouts).  Problems are reported as by :meth:`tensor`."""
+        if self.layout == "means":
+            means = means_from_tidy(self.scores, model_a, model_b, time_col="start_time",
+                                    drop_incomplete=drop_incomplete, on_duplicate=on_duplicate)
+        else:
+            means = dataset_means(self.tensor(model_a, model_b, drop_incomplete=drop_incomplete,
+                                              on_duplicate=on_duplicate))
+        means.metric = self.metric
+        return means
 
 
 # ---------------------------------------------------------------------------------------------- public
@@ -99,7 +120,8 @@ def collect_scores(client: MlflowClient, experiment_ids: list[str], metric: str,
                    *, filter_string: str = "", layout: str = "auto", model_tag: str = "model",
                    dataset_tag: str = "dataset", folds: int | None = None,
                    progress: Progress | None = None) -> CollectedScores:
-    """Read every per-fold score of ``metric`` for ``models`` (all tagged models if None).
+    """Read every per-fold score of ``metric`` for ``models`` (all tagged models if None), or in the means layout
+    the one score of each run.
 
     Runs count when tagged with both ``model_tag`` and ``dataset_tag``; comparison runs are skipped.
     ``folds`` overrides the runs' ``cv_folds`` param.  ``progress`` (see :mod:`.progress`) hears the ``fetching``
@@ -111,11 +133,17 @@ def collect_scores(client: MlflowClient, experiment_ids: list[str], metric: str,
         raise InputError(f"folds must be an integer >= 2, got {folds!r}")
     _check_filter(filter_string)
     runs = _model_runs(client, experiment_ids, models, filter_string, model_tag, dataset_tag, progress=progress)
-    run_folds = _run_folds(runs, folds)
+    read = None
     if layout == "auto":
-        layout = _detect(client, experiment_ids, runs, metric, model_tag)
-    fetch = {"steps": _read_steps, "keys": _read_keys, "children": _read_children}[layout]
-    raw, method = fetch(client, experiment_ids, runs, metric, run_folds, progress)
+        layout, read = _detect(client, experiment_ids, runs, metric, model_tag, folds, progress)
+    if layout == "means":
+        raw, method = read or _read_means(client, runs, metric, progress)
+        _check_single_values(raw, runs, metric, model_tag, dataset_tag)
+        run_folds = {r.info.run_id: (1, 1) for r in runs}
+    else:
+        run_folds = _run_folds(runs, folds)
+        fetch = {"steps": _read_steps, "keys": _read_keys, "children": _read_children}[layout]
+        raw, method = fetch(client, experiment_ids, runs, metric, run_folds, progress)
     if raw.empty:
         raise InputError(f"metric '{metric}' not found in the {layout} layout; metrics present: "
                          f"{', '.join(_metrics_present(runs)) or 'none'}")
@@ -198,18 +226,25 @@ def _int_param(params: dict, key: str, run_id: str, problems: list[str]) -> int 
     return int(value)
 
 
-def _detect(client, experiment_ids, runs, metric, model_tag) -> str:
-    """keys if fold keys exist, else children if runs have child runs, else steps if the metric exists."""
+def _detect(client, experiment_ids, runs, metric, model_tag, folds, progress) -> tuple[str, tuple | None]:
+    """The layout, and in the means layout the scores it read to tell: keys if fold keys exist, else children if
+    runs have child runs, else (the metric present) means if the fold count is unknown (no ``folds``, no run with
+    the param ``cv_folds``) and every run holds one value of the metric, else steps."""
     fold_key = re.compile(rf"{re.escape(metric)}_fold_\d+")
     if any(fold_key.fullmatch(k) for r in runs for k in r.data.metrics):
-        return "keys"
+        return "keys", None
     first_per_model = {r.data.tags[model_tag]: r for r in runs}.values()
     for r in first_per_model:
         if _search(client, experiment_ids, _tag_equals(T.PARENT, r.info.run_id), limit=1):
-            return "children"
+            return "children", None
     if any(metric in r.data.metrics for r in runs):
-        return "steps"
-    raise InputError(f"metric '{metric}' not found (as steps, '{metric}_fold_<i>' keys or child runs); "
+        if folds is None and not any("cv_folds" in r.data.params for r in runs):
+            raw, method = _read_means(client, runs, metric, progress)
+            if not raw["run_id"].duplicated().any():
+                return "means", (raw, method)
+        return "steps", None
+    raise InputError(f"metric '{metric}' not found (as steps, '{metric}_fold_<i>' keys, child runs or one value "
+                     f"per run); "
                      f"metrics present: {', '.join(_metrics_present(runs)) or 'none'}")
 
 
@@ -263,6 +298,27 @@ def _read_steps(client, experiment_ids, runs, metric, run_folds, progress):
     with _guard(client):
         hist, method = fetch_histories(client, run_ids, metric, sizes, progress=progress)
     return hist.rename(columns={"step": "fold", "value": "score"})[["run_id", "fold", "score"]], method
+
+
+def _read_means(client, runs, metric, progress):
+    """One row per value of the metric's history (the latest per step), at fold 0."""
+    run_ids = [r.info.run_id for r in runs if metric in r.data.metrics]
+    with _guard(client):
+        hist, method = fetch_histories(client, run_ids, metric, {rid: 1 for rid in run_ids}, progress=progress)
+    return hist.assign(fold=0).rename(columns={"value": "score"})[["run_id", "fold", "score"]], method
+
+
+def _check_single_values(raw: pd.DataFrame, runs, metric, model_tag, dataset_tag) -> None:
+    """The means layout takes one value per run: name every run holding several (at different steps)."""
+    counts = raw["run_id"].value_counts()
+    several = {r.info.run_id: r for r in runs if counts.get(r.info.run_id, 0) > 1}
+    if several:
+        problems = [f"run {rid} (model '{r.data.tags[model_tag]}', dataset '{r.data.tags[dataset_tag]}') holds "
+                    f"{counts[rid]} values of '{metric}'" for rid, r in list(several.items())[:10]]
+        more = [f"and {len(several) - 10} more run(s)"] if len(several) > 10 else []
+        raise InputError(problems + more, header=f"The means layout takes one '{metric}' value per run; per-fold "
+                                                 "scores need the steps layout with their fold count (pass --folds K "
+                                                 "(folds=K) or log the run param 'cv_folds'):")
 
 
 def _tidy(raw: pd.DataFrame, runs, run_folds, model_tag, dataset_tag) -> pd.DataFrame:

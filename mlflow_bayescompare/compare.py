@@ -20,13 +20,14 @@ from mlflow import MlflowClient
 
 from . import fit as stan_fit
 from . import runlog
-from .bundle import comparison_bundle, matrix_bundle, ranking_bundle
+from .bundle import comparison_bundle, matrix_bundle, ranking_bundle, signed_rank_bundle
 from .collect import collect_scores, discover, resolve_experiments
 from .errors import InputError
 from .hierarchical import hierarchical_test
 from .matrix import MatrixSummary, model_pairs, summarise
 from .options import CLAIMS, FitOptions, ModelsOptions, PairOptions, RankOptions, SourceOptions, from_keywords
 from .ranking import rank_models
+from .signed_rank import signed_rank_test
 from .progress import Progress, notify
 from .tensor import CVTensor
 from .workers import run_all
@@ -123,8 +124,9 @@ def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[
                  **options) -> ComparisonOutcome:
     """Compare ``model_a`` with ``model_b`` on the per-fold ``metric`` logged in the given experiments.
 
-    Reads the runs (layout steps/keys/children, auto-detected), pairs the folds, runs the hierarchical test and,
-    with ``log=True``, logs a comparison run into the target experiment (default: the first source experiment).
+    Reads the runs (layout steps/keys/children/means, auto-detected), pairs the folds and runs the hierarchical
+    test, or on runs that hold one score each (or with ``test="signed-rank"``) the Bayesian signed-rank test on the
+    per-dataset means; with ``log=True``, it logs a comparison run into the target experiment (default: the first source experiment).
     ``options`` are fields of :class:`~.options.SourceOptions` (``metric``, ``layout``, ``filter_string`` …) and
     :class:`~.options.FitOptions` (``rope``, ``chains``, ``seed`` …).  ``run_id`` names a RUNNING comparison run to
     fill (the server's job record): its stage tag follows the work and it ends FAILED, with the error, if anything
@@ -139,17 +141,12 @@ def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[
         ids = resolve_experiments(client, source.experiment_names, source.experiment_ids)
         notify(progress, "fetching")
         collected = _collect(client, ids, source, [pair.model_a, pair.model_b], progress)
-        tensor = collected.tensor(pair.model_a, pair.model_b, drop_incomplete=source.drop_incomplete,
-                                  on_duplicate=source.on_duplicate)
-        notify(progress, "sampling", f"{pair.model_a} vs {pair.model_b} on {len(tensor.datasets)} datasets "
-                                     f"({fit.chains} chains × {fit.draws} draws)")
-        result = hierarchical_test(tensor, options=fit, progress=progress)
-        outcome = ComparisonOutcome(result, tensor, source.metric, ids, layout=collected.layout)
+        result, data = _two_model_test(collected, pair, source, fit, progress)
+        outcome = ComparisonOutcome(result, data, source.metric, ids, layout=collected.layout)
         if log or run_id is not None:
             notify(progress, "reporting")
             target = _target(client, run_id, source, ids)
-            with comparison_bundle(result, tensor, metric=source.metric, experiment_ids=ids,
-                                   layout=collected.layout, run_id=run_id) as bundle:
+            with _pair_bundle(result, data, source.metric, ids, collected.layout, run_id) as bundle:
                 outcome.run_id = runlog.log_bundle(client, bundle, experiment_id=target, run_id=run_id,
                                                    start_time=started, progress=progress)
             outcome.experiment_id = target
@@ -273,6 +270,32 @@ def _options(names, ids, options: dict, *classes_and_bases) -> tuple:
             options.get("experiment_names", ())
         options["experiment_ids"] = tuple([ids] if isinstance(ids, str) else ids) or options.get("experiment_ids", ())
     return from_keywords(options, *classes_and_bases)
+
+
+def signed_rank_applies(test: str, layout: str) -> bool:
+    """Whether a comparison runs the signed-rank test: asked for, or ``auto`` on runs that hold one score each."""
+    return test == "signed-rank" or (test == "auto" and layout == "means")
+
+
+def _two_model_test(collected, pair: PairOptions, source: SourceOptions, fit: FitOptions, progress):
+    """Fit step of a comparison: the hierarchical test on the paired folds, or the Bayesian signed-rank test on
+    the per-dataset means (:func:`signed_rank_applies`).  Returns the result and the data it was fitted on."""
+    a, b = pair.model_a, pair.model_b
+    if signed_rank_applies(fit.test, collected.layout):
+        means = collected.means(a, b, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
+        notify(progress, "sampling", f"{a} vs {b} on {len(means.datasets)} dataset means (signed-rank test)")
+        return signed_rank_test(means, options=fit), means
+    tensor = collected.tensor(a, b, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
+    notify(progress, "sampling", f"{a} vs {b} on {len(tensor.datasets)} datasets "
+                                 f"({fit.chains} chains × {fit.draws} draws)")
+    return hierarchical_test(tensor, options=fit, progress=progress), tensor
+
+
+def _pair_bundle(result, data, metric: str, ids, layout: str, run_id: str | None):
+    """Report step of a comparison: the run of whichever test answered."""
+    if result.test == "signed-rank":
+        return signed_rank_bundle(result, data, metric=metric, experiment_ids=ids, layout=layout)
+    return comparison_bundle(result, data, metric=metric, experiment_ids=ids, layout=layout, run_id=run_id)
 
 
 def _collect(client, ids, source: SourceOptions, models, progress):

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["OUTCOMES", "COLORS", "ARVIZ_STATS", "DECISION_COLORS", "Orientation", "outcome_label", "HierarchicalResult",
-           "divergent_transitions", "jsonable", "json_safe"]
+__all__ = ["OUTCOMES", "COLORS", "ARVIZ_STATS", "DECISION_COLORS", "Orientation", "outcome_label", "TwoModelResult",
+           "HierarchicalResult", "divergent_transitions", "jsonable", "json_safe", "json_ready"]
 
 #: The outcomes of a comparison, in the one order every table, bar and legend shows them.
 OUTCOMES = ("a_better", "rope", "b_better")
@@ -56,7 +56,53 @@ class Orientation:
 
 
 @dataclass
-class HierarchicalResult:
+class TwoModelResult:
+    """What the result of every two-model test has (:class:`HierarchicalResult`, :class:`.SignedRankResult`):
+    the paper's P(left), P(rope), P(right) of x = a − b, the sampled points of the probability simplex they come
+    from, and the answers built on them, oriented as outcomes.  ``test`` names the test."""
+
+    test: ClassVar[str]
+
+    model_a: str
+    model_b: str
+    greater_is_better: bool
+    rope: float
+    p_left: float
+    p_rope: float
+    p_right: float
+    next_probs: np.ndarray = field(repr=False)
+    verdict: str
+    decision: str
+    odds: dict[str, float]
+    evidence: dict[str, str]
+
+    @property
+    def orientation(self) -> Orientation:
+        return Orientation(self.greater_is_better)
+
+    @property
+    def probabilities(self) -> dict[str, float]:
+        """``{"a_better": .., "rope": .., "b_better": ..}`` on the next dataset."""
+        return self.orientation.orient(self.p_left, self.p_rope, self.p_right)
+
+    @property
+    def p_a_better(self) -> float:
+        return self.probabilities["a_better"]
+
+    @property
+    def p_b_better(self) -> float:
+        return self.probabilities["b_better"]
+
+    def common_dict(self) -> dict[str, Any]:
+        """The keys of ``to_dict`` that every test's result has."""
+        return {"test": self.test, "model_a": self.model_a, "model_b": self.model_b,
+                "greater_is_better": self.greater_is_better, "rope": self.rope, "p_a_better": self.p_a_better,
+                "p_rope": self.p_rope, "p_b_better": self.p_b_better, "p_left": self.p_left, "p_right": self.p_right,
+                "verdict": self.verdict, "decision": self.decision, "odds": self.odds, "evidence": self.evidence}
+
+
+@dataclass
+class HierarchicalResult(TwoModelResult):
     """Summary of one hierarchical test of model A against model B on q datasets.
 
     Attributes (probabilities refer to the *next* dataset, Sec. "The inference of the test"):
@@ -88,18 +134,8 @@ class HierarchicalResult:
             whether the conclusion is stable.
     """
 
-    model_a: str
-    model_b: str
-    greater_is_better: bool
-    rope: float
-    p_left: float
-    p_rope: float
-    p_right: float
-    next_probs: np.ndarray
-    verdict: str
-    decision: str
-    odds: dict[str, float]
-    evidence: dict[str, str]
+    test: ClassVar[str] = "hierarchical"
+
     shrinkage: pd.DataFrame
     delta0: dict[str, float]
     sigma0: dict[str, float]
@@ -113,23 +149,6 @@ class HierarchicalResult:
     sample_stats: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     sensitivity: pd.DataFrame | None = None
     sensitivity_note: str | None = None
-
-    @property
-    def orientation(self) -> Orientation:
-        return Orientation(self.greater_is_better)
-
-    @property
-    def probabilities(self) -> dict[str, float]:
-        """``{"a_better": .., "rope": .., "b_better": ..}`` on the next dataset."""
-        return self.orientation.orient(self.p_left, self.p_rope, self.p_right)
-
-    @property
-    def p_a_better(self) -> float:
-        return self.probabilities["a_better"]
-
-    @property
-    def p_b_better(self) -> float:
-        return self.probabilities["b_better"]
 
     @property
     def p_delta0_a_better(self) -> float:
@@ -163,23 +182,11 @@ class HierarchicalResult:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable summary (no draws)."""
-        out = {
-            "model_a": self.model_a,
-            "model_b": self.model_b,
-            "greater_is_better": self.greater_is_better,
-            "rope": self.rope,
-            "p_a_better": self.p_a_better,
-            "p_rope": self.p_rope,
-            "p_b_better": self.p_b_better,
-            "p_left": self.p_left,
-            "p_right": self.p_right,
+        return json_ready({
+            **self.common_dict(),
             "p_delta0_a_better": self.delta0_probs.get("a_better"),
             "p_delta0_rope": self.delta0_probs.get("rope"),
             "p_delta0_b_better": self.delta0_probs.get("b_better"),
-            "verdict": self.verdict,
-            "decision": self.decision,
-            "odds": self.odds,
-            "evidence": self.evidence,
             "delta0": self.delta0,
             "sigma0": self.sigma0,
             "nu": self.nu,
@@ -189,8 +196,7 @@ class HierarchicalResult:
             "shrinkage": self.shrinkage.to_dict(orient="records"),
             "sensitivity": None if self.sensitivity is None else self.sensitivity.to_dict(orient="records"),
             "sensitivity_note": self.sensitivity_note,
-        }
-        return json_safe(json.loads(json.dumps(out, default=jsonable)))
+        })
 
 
 def divergent_transitions(count: int) -> str:
@@ -206,6 +212,11 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return str(value)
+
+
+def json_ready(out: dict[str, Any]) -> dict[str, Any]:
+    """``out`` as JSON has it: numpy values as Python's, NaN and infinities as None."""
+    return json_safe(json.loads(json.dumps(out, default=jsonable)))
 
 
 def json_safe(value: Any) -> Any:

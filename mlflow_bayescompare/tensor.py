@@ -1,4 +1,5 @@
-"""The CV tensor: paired per-fold score differences of model A and model B on each dataset, validated."""
+"""The CV tensor: paired per-fold score differences of model A and model B on each dataset, validated; and the
+per-dataset means of two models (the means layout, or a tensor's folds averaged), validated the same way."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ import pandas as pd
 from .console import log
 from .errors import InputError
 from .prepare import FOLDS_ONE
-from .tidy_checks import Problem, Rows, find_problems, ranges
+from .tidy_checks import (Problem, Rows, check_duplicate_runs, check_duplicate_scores, check_nonfinite,
+                          check_one_model, check_types, find_problems, ranges)
 
-__all__ = ["TABLE_COLUMNS", "CVTensor", "from_arrays", "from_tidy"]
+__all__ = ["TABLE_COLUMNS", "MEANS_COLUMNS", "CVTensor", "DatasetMeans", "from_arrays", "from_tidy", "dataset_means",
+           "means_from_tidy"]
 
 TABLE_COLUMNS = ["dataset", "repeat", "fold", "score_a", "score_b", "diff", "run_id_a", "run_id_b"]
+MEANS_COLUMNS = ["dataset", "score_a", "score_b", "diff", "n", "run_id_a", "run_id_b"]
 # problem kinds that make a dataset incomplete (dropped by drop_incomplete=True); others always raise
 _DROPPABLE = {"one_model", "folds", "fold_count", "nonfinite", "too_few"}
 
@@ -30,6 +34,25 @@ class CVTensor:
     folds: list[int | None]
     metric: str | None = None
     table: pd.DataFrame | None = None
+
+
+@dataclass
+class DatasetMeans:
+    """One score per dataset for model A and model B, and their differences ``diffs = scores_a - scores_b``.
+
+    ``scores_a``/``scores_b`` are NaN where only the differences were given.  ``table`` has one row per dataset
+    (``MEANS_COLUMNS``): the two scores, the difference, ``n`` (the paired scores averaged: 1 in the means layout)
+    and the source runs.
+    """
+
+    model_a: str
+    model_b: str
+    datasets: list[str]
+    scores_a: np.ndarray
+    scores_b: np.ndarray
+    diffs: np.ndarray
+    table: pd.DataFrame
+    metric: str | None = None
 
 
 # ---------------------------------------------------------------------------------------------- arrays
@@ -298,3 +321,38 @@ def _pair(rows: Rows) -> CVTensor:
     diffs = [g.to_numpy(np.float64) for _, g in table.groupby("dataset", sort=False)["diff"]]
     folds = [None if np.isnan(rows.k.get(ds, np.nan)) else int(rows.k[ds]) for ds in rows.datasets]
     return CVTensor(a, b, list(rows.datasets), diffs, folds, table=table)
+
+
+# ---------------------------------------------------------------------------------------------- means
+
+
+def dataset_means(tensor: CVTensor) -> DatasetMeans:
+    """Each dataset's paired scores averaged: the per-dataset means x̄_i of a (checked) per-fold tensor."""
+    table = tensor.table.groupby("dataset", sort=False).agg(
+        score_a=("score_a", "mean"), score_b=("score_b", "mean"), diff=("diff", "mean"), n=("diff", "size"),
+        run_id_a=("run_id_a", "first"), run_id_b=("run_id_b", "first"),
+    ).reindex(tensor.datasets).reset_index()[MEANS_COLUMNS]
+    return DatasetMeans(tensor.model_a, tensor.model_b, list(tensor.datasets), table["score_a"].to_numpy(np.float64),
+                        table["score_b"].to_numpy(np.float64), table["diff"].to_numpy(np.float64), table,
+                        metric=tensor.metric)
+
+
+def means_from_tidy(df: pd.DataFrame, model_a: str, model_b: str, *, time_col: str | None = None,
+                    drop_incomplete=False, on_duplicate="error") -> DatasetMeans:
+    """Pair two models' single scores per dataset from a tidy table (columns dataset, model, fold, score and,
+    when present, repeat, run_id and ``time_col``), as the means layout of :mod:`.collect` gives them.
+
+    The checks are the tensor's that apply to one score per (model, dataset): a dataset present for one model only,
+    NaN or infinite scores (both dropped with a warning under ``drop_incomplete``), two runs or two scores for one
+    (model, dataset) (``on_duplicate="latest"`` keeps the latest run by ``time_col``); every problem is reported at
+    once in one :class:`InputError`.
+    """
+    cols = _Columns("dataset", "model", "repeat", "fold", "score", "run_id", time_col, folds="")
+    rows = _normalise(df, str(model_a), str(model_b), cols, on_duplicate=on_duplicate)
+    problems = check_types(rows) + check_duplicate_runs(rows)
+    problems += check_duplicate_scores(rows, skip={p.dataset for p in problems if p.kind == "duplicate"})
+    problems += check_nonfinite(rows) + check_one_model(rows)
+    # one score per (model, dataset): the fold the messages would name is always 0
+    problems = [replace(p, message=p.message.replace(" at fold 0", "")) for p in problems]
+    rows = _keep_complete(rows, problems, drop_incomplete)
+    return dataset_means(_pair(replace(rows, k=pd.Series(np.nan, index=rows.datasets, dtype=float))))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import re
 import time
 import uuid
 
@@ -18,6 +20,7 @@ from mlflow_bayescompare.collect import collect_scores, discover, resolve_experi
 from mlflow_bayescompare.cvlog import log_cv_scores
 from mlflow_bayescompare.errors import BayesCompareError, InputError
 from mlflow_bayescompare.fetch import fetch_histories
+from mlflow_bayescompare.signed_rank import signed_rank_test
 from mlflow_bayescompare.tensor import from_tidy
 
 MODELS = {1: "nbc", 2: "aode"}
@@ -68,6 +71,21 @@ def log_children(client, eid, df, split_repeat=False):
             tags.update({"repeat": str(i // FOLDS), "fold": str(i % FOLDS)} if split_repeat else {"fold": str(i)})
             child = client.create_run(eid, tags=tags)
             client.log_batch(child.info.run_id, metrics=[Metric("accuracy", v, 0, 0)])
+
+
+def log_means(client, eid, means, **tags):
+    """One run per (model, dataset) with ``accuracy`` logged once: the means layout (no cv_folds param)."""
+    ids = {}
+    for row in means.itertuples():
+        run = client.create_run(eid, tags={"model": row.model, "dataset": row.dataset, **tags})
+        client.log_batch(run.info.run_id, metrics=[Metric("accuracy", row.score, int(time.time() * 1000), 0)])
+        ids[row.model, row.dataset] = run.info.run_id
+    return ids
+
+
+def paper_means(paper) -> pd.DataFrame:
+    """Each (model, dataset)'s mean score over its folds, in the order of ``paper``."""
+    return paper.groupby(["model", "dataset"], sort=False, as_index=False)["score"].mean()
 
 
 def add_unrelated_runs(client, eid, n):
@@ -206,6 +224,83 @@ def test_progress_hook_hears_fetching(client, experiment_id, paper, monkeypatch)
     assert ("fetching", "listed 4 runs") in heard
     assert heard[-1] == ("fetching", "read metric histories of 6/6 runs")
     assert {stage for stage, _ in heard} == {"fetching"}
+
+
+# ---------------------------------------------------------------------------------------------- means layout
+
+
+def test_means_layout_end_to_end(client, experiment_id, paper):
+    """One value per (model, dataset), auto-detected, and the signed-rank test on it equals the test on the numbers."""
+    logged = paper_means(paper)
+    log_means(client, experiment_id, logged)
+    result = collect_scores(client, [experiment_id], "accuracy", ["nbc", "aode"])
+    assert (result.layout, result.fetch_method, result.folds) == ("means", "store", {"uci1": 1, "uci2": 1, "uci3": 1})
+    assert list(result.scores.columns) == collect_module.SCORE_COLUMNS and len(result.scores) == 6
+    assert (result.scores[["repeat", "fold", "folds"]] == [0, 0, 1]).all().all()
+    means = result.means("nbc", "aode")
+    assert (means.model_a, means.model_b, means.metric, means.datasets) == ("nbc", "aode", "accuracy",
+                                                                           ["uci1", "uci2", "uci3"])
+    by_model = logged.set_index(["model", "dataset"])["score"]
+    np.testing.assert_array_equal(means.scores_a, by_model["nbc"][means.datasets])
+    np.testing.assert_array_equal(means.scores_b, by_model["aode"][means.datasets])
+    assert (means.table["n"] == 1).all() and means.table["run_id_a"].notna().all()
+    collected = signed_rank_test(means, seed=4)
+    direct = signed_rank_test(by_model["nbc"][means.datasets].to_numpy(), by_model["aode"][means.datasets].to_numpy(),
+                              datasets=means.datasets, model_a="nbc", model_b="aode", seed=4)
+    timeless = [{**r.to_dict(), "diagnostics": {**r.diagnostics, "sampling_seconds": 0}} for r in (collected, direct)]
+    assert timeless[0] == timeless[1]
+    assert collect_scores(client, [experiment_id], "accuracy", layout="means").means("nbc", "aode").datasets == \
+        means.datasets
+    with pytest.raises(InputError, match="one 'accuracy' score per model and dataset .*--test signed-rank"):
+        result.tensor("nbc", "aode")
+
+
+def test_per_fold_layouts_reduce_to_means(client, experiment_id, paper):
+    log_steps(client, experiment_id, paper)
+    means = collect_scores(client, [experiment_id], "accuracy").means("nbc", "aode")
+    expected = paper_means(paper).set_index(["model", "dataset"])["score"]
+    np.testing.assert_allclose(means.scores_a, expected["nbc"][means.datasets])
+    np.testing.assert_allclose(means.diffs, [expected_diffs(paper)[d].mean() for d in means.datasets])
+    assert (means.table["n"] == FOLDS * REPEATS).all()
+
+
+def test_means_layout_problems_are_named(client, experiment_id, paper, caplog):
+    logged = paper_means(paper)
+    ids = log_means(client, experiment_id, logged[~((logged.model == "aode") & (logged.dataset == "uci3"))])
+    nan_run = log_means(client, experiment_id, pd.DataFrame({"model": ["nbc", "aode"], "dataset": ["uci4"] * 2,
+                                                             "score": [np.nan, 0.8]}))[("nbc", "uci4")]
+    result = collect_scores(client, [experiment_id], "accuracy")
+    assert result.layout == "means"
+    with pytest.raises(InputError) as e:
+        result.means("nbc", "aode")
+    assert e.value.problems == [f"dataset 'uci4' model 'nbc' (run {nan_run}): score is nan",
+                                "dataset 'uci3': only model 'nbc' has scores, 'aode' has none"]
+    with caplog.at_level(logging.WARNING, logger="mlflow_bayescompare"):
+        kept = result.means("nbc", "aode", drop_incomplete=True)
+    assert kept.datasets == ["uci1", "uci2"]
+    assert any("dropping 2 incomplete dataset(s)" in r.getMessage() for r in caplog.records)
+    one = collect_scores(client, [experiment_id], "accuracy", filter_string="tags.dataset = 'uci1'")
+    with pytest.raises(InputError, match=r"Cannot run the signed-rank test:\n  - 1 dataset \('uci1'\): .* at least 2"):
+        signed_rank_test(one.means("nbc", "aode"))
+
+    newer = log_means(client, experiment_id, logged[(logged.model == "nbc") & (logged.dataset == "uci2")]
+                      .assign(score=0.5))[("nbc", "uci2")]
+    result = collect_scores(client, [experiment_id], "accuracy")
+    with pytest.raises(InputError, match="dataset 'uci2': model 'nbc' has 2 runs .*--latest") as e:
+        result.means("nbc", "aode", drop_incomplete=True)
+    assert ids["nbc", "uci2"] in str(e.value) and newer in str(e.value)
+    latest = result.means("nbc", "aode", drop_incomplete=True, on_duplicate="latest")
+    assert latest.scores_a[latest.datasets.index("uci2")] == 0.5
+
+
+def test_means_layout_takes_one_value_per_run(client, experiment_id, paper):
+    for (model, dataset), g in groups(paper):
+        run = client.create_run(experiment_id, tags={"model": model, "dataset": dataset})
+        client.log_batch(run.info.run_id, metrics=[Metric("accuracy", v, 0, int(i)) for i, v in zip(g.g, g.score)])
+    with pytest.raises(InputError) as e:
+        collect_scores(client, [experiment_id], "accuracy", layout="means")
+    assert "The means layout takes one 'accuracy' value per run" in str(e.value) and len(e.value.problems) == 6
+    assert re.search(r"run \w+ \(model 'nbc', dataset 'uci1'\) holds 20 values of 'accuracy'", str(e.value))
 
 
 def test_fetch_histories_is_re_exported_by_collect():

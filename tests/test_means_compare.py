@@ -1,0 +1,58 @@
+"""Runs that logged one score per (model, dataset): compare picks the Bayesian signed-rank test, says so, and logs
+its run; --test forces either test."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from mlflow.entities import Metric
+from uci_runs import uci_scores
+
+from mlflow_bayescompare import signed_rank_test
+from mlflow_bayescompare.cli import main
+from mlflow_bayescompare.compare import compare_runs
+
+
+def _log_means(client, experiment_id):
+    """The per-dataset mean accuracies of nbc and hnb on six UCI datasets, one run and one value each."""
+    means = {}
+    for (model, dataset), scores in uci_scores(("nbc", "hnb")).items():
+        run = client.create_run(experiment_id, tags={"model": model, "dataset": dataset})
+        client.log_batch(run.info.run_id, metrics=[Metric("accuracy", float(np.mean(scores)), 0, 0)])
+        client.set_terminated(run.info.run_id)
+        means[(model, dataset)] = float(np.mean(scores))
+    return means
+
+
+def test_means_only_runs_get_the_signed_rank_test(client, tracking_uri, experiment_id, tmp_path):
+    means = _log_means(client, experiment_id)
+    outcome = compare_runs(experiment_ids=[experiment_id], metric="accuracy", model_a="hnb", model_b="nbc",
+                           tracking_uri=tracking_uri, seed=4)
+    datasets = sorted({d for _, d in means})
+    direct = signed_rank_test([means["hnb", d] for d in datasets], [means["nbc", d] for d in datasets],
+                              datasets=datasets, model_a="hnb", model_b="nbc", seed=4)
+    assert outcome.layout == "means" and outcome.result.test == "signed-rank"
+    assert (outcome.p_a_better, outcome.p_rope, outcome.p_b_better) == pytest.approx(
+        (direct.p_a_better, direct.p_rope, direct.p_b_better))
+    run = client.get_run(outcome.run_id)
+    assert run.info.status == "FINISHED" and run.data.tags["bayescompare.test"] == "signed-rank"
+    assert "signed-rank" in run.data.tags["mlflow.note.content"]
+    assert run.data.metrics["p_a_better"] == pytest.approx(outcome.p_a_better)
+    assert {a.path for a in client.list_artifacts(outcome.run_id)} >= {"report.html", "report.md", "summary.json",
+                                                                       "dataset_means.csv", "plots"}
+
+
+def test_cli_says_which_test_answered_and_test_can_be_forced(client, tracking_uri, experiment_id):
+    _log_means(client, experiment_id)
+    argv = ["compare", "--tracking-uri", tracking_uri, "--experiment-id", experiment_id, "--metric", "accuracy",
+            "--model-a", "hnb", "--model-b", "nbc", "--seed", "4", "--no-log"]
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 0, result.output
+    assert "Bayesian signed-rank test on the per-dataset means" in result.stdout
+    result = CliRunner().invoke(main, [*argv, "--json"])
+    assert json.loads(result.stdout)["test"] == "signed-rank"
+    result = CliRunner().invoke(main, [*argv, "--test", "hierarchical"])
+    assert result.exit_code == 2 and "signed-rank" in result.stderr  # one score per run: no folds to pair
