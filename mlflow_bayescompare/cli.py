@@ -146,8 +146,8 @@ def rank(tracking_uri, no_log, as_json, require_best, **fields) -> None:
 @click.option("--datasets", type=click.IntRange(2, 54), default=12, show_default=True,
               help="Friedman settings (datasets) to generate.")
 @click.option("--seed", type=int, default=1, show_default=True)
-@click.option("--chains", type=click.IntRange(min=1), default=4, show_default=True)
-@click.option("--draws", type=click.IntRange(min=10), default=1000, show_default=True)
+@click.option("--chains", type=click.IntRange(min=1), default=FitOptions.chains, show_default=True)
+@click.option("--draws", type=click.IntRange(min=10), default=FitOptions.draws, show_default=True)
 def demo(tracking_uri, datasets, seed, chains, draws) -> None:
     """Run the paper's Friedman experiment at small scale (LDA vs CART, 10x10 CV), log it and compare."""
     from .demo import run_demo

@@ -17,6 +17,7 @@ from scipy import special
 
 from .console import log
 from .errors import InputError
+from .options import FitOptions
 
 
 @dataclass
@@ -68,9 +69,9 @@ def prepare(
     rho: np.ndarray,
     prior_code: int,
     rng: np.random.Generator,
-    std_upper_bound: float = 1000.0,
-    alpha_bounds: tuple[float, float] = (0.5, 5.0),
-    beta_bounds: tuple[float, float] = (0.05, 0.15),
+    std_upper_bound: float = FitOptions.std_upper_bound,
+    alpha_bounds: tuple[float, float] = FitOptions.alpha_bounds,
+    beta_bounds: tuple[float, float] = FitOptions.beta_bounds,
 ) -> Prepared:
     """The Stan data for ``stan/hierarchical.stan`` (sufficient statistics of the scaled, patched differences)."""
     if not rope > 0:

@@ -52,7 +52,7 @@ def render_markdown(res: RankingResult, metric: str) -> str:
              f"**{md_escape(headline(res))}**",
              f"P(best): the posterior probability that the model has the largest strength; rank HDI and P(win) HDI "
              f"at {hdi:g}. P(win): the probability that the better model of a pair wins on a new dataset; a pair "
-             f"is credible when P(P(win) > 0.5) ≥ {res.settings.get('threshold', 0.95):g}.",
+             f"is credible when P(P(win) > 0.5) ≥ {res.settings['threshold']:g}.",
              _md_table(RANKING_HEADER, _ranking_rows(res)), "#### Pairs", _md_table(PAIR_HEADER, _pair_rows(res))]
     parts += [f"> ⚠️ **Warning:** {md_escape(w)}" for w in res.diagnostics.get("warnings") or []]
     parts.append(md_escape(REFERENCE))

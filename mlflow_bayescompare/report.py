@@ -121,7 +121,7 @@ def _setting(value: Any) -> str:
 
 
 def _threshold(res: HierarchicalResult) -> float:
-    return res.settings.get("threshold", 0.95)
+    return res.settings["threshold"]
 
 
 def _labels(res: HierarchicalResult) -> dict[str, str]:

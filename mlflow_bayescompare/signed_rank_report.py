@@ -20,7 +20,7 @@ REFERENCE = ("Bayesian signed-rank test of A. Benavoli, G. Corani, J. Demšar an
 def _subtitle(res, metric: str) -> str:
     direction = "higher is better" if res.greater_is_better else "lower is better"
     return (f"metric {metric} ({direction}) · per-dataset means of {len(res.datasets)} datasets · rope ±{res.rope:g} "
-            f"· decision threshold {res.settings.get('threshold', 0.95):g} · δ = {res.model_a} − {res.model_b}")
+            f"· decision threshold {res.settings['threshold']:g} · δ = {res.model_a} − {res.model_b}")
 
 
 def _probability_rows(res) -> list[list[str]]:

@@ -6,8 +6,8 @@
   const body = document.body;
   const BASE = body.dataset.base;
   const CSRF = body.dataset.csrf;
-  const STAGES = ["queued", "fetching", "compiling", "sampling", "reporting", "logging", "done"];
   const $ = (id) => document.getElementById(id);
+  const STAGES = Array.from(document.querySelectorAll("#stages li")).map((li) => li.dataset.stage);
   let polling = null;
 
   function api(path, options) {
@@ -69,8 +69,8 @@
     if (!eid) return Promise.resolve();
     const q = new URLSearchParams({
       experiment_id: eid,
-      model_tag: $("model_tag").value || "model",
-      dataset_tag: $("dataset_tag").value || "dataset",
+      model_tag: tagName("model_tag"),
+      dataset_tag: tagName("dataset_tag"),
     });
     const current = choicesTurn();
     $("choices-info").textContent = "reading the experiment…";
@@ -91,11 +91,16 @@
       });
   }
 
-  function numberField(id, integer) {
+  // A number as typed (the server says what is wrong with it: never rounded or fixed here), or undefined if empty.
+  function numberField(id) {
     const raw = $(id).value.trim();
     if (raw === "") return undefined;
     const n = Number(raw);
-    return Number.isFinite(n) ? (integer ? Math.trunc(n) : n) : raw;
+    return Number.isFinite(n) ? n : raw;
+  }
+
+  function tagName(id) {
+    return $(id).value || $(id).dataset.default;
   }
 
   function commonFields() {
@@ -104,14 +109,14 @@
       metric: $("metric").value,
       rope: numberField("rope"),
       lower_is_better: $("direction").value === "lower",
-      seed: numberField("seed", true),
-      chains: numberField("chains", true),
-      draws: numberField("draws", true),
+      seed: numberField("seed"),
+      chains: numberField("chains"),
+      draws: numberField("draws"),
       threshold: numberField("threshold"),
       prior: $("prior").value,
       layout: $("layout").value,
-      model_tag: $("model_tag").value || "model",
-      dataset_tag: $("dataset_tag").value || "dataset",
+      model_tag: tagName("model_tag"),
+      dataset_tag: tagName("dataset_tag"),
       filter: $("filter").value,
       target_experiment: $("target_experiment").value || undefined,
     };
@@ -209,7 +214,7 @@
     if (title) $("job-title").textContent = title;
     const current = followTurn();
     const tick = () =>
-      api("/api/comparisons/" + encodeURIComponent(runId))
+      api("/api/comparisons/get?run_id=" + encodeURIComponent(runId))
         .then((job) => {
           if (!current()) return;
           render(job);
@@ -297,11 +302,8 @@
     start("/api/comparisons", fields, fields.model_a + " vs " + fields.model_b);
   });
 
-  $("matrix-btn").addEventListener("click", () => {
-    const fields = commonFields();
-    fields.models = Array.from($("model_a").options).map((o) => o.value);
-    start("/api/matrix", fields, "All models");
-  });
+  // every model found in the experiment (the server finds them, as it checks the request)
+  $("matrix-btn").addEventListener("click", () => start("/api/matrix", commonFields(), "All models"));
 
   formatTimes();
   loadChoices();
