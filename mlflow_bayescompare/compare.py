@@ -32,17 +32,16 @@ from .progress import Progress, notify
 from .tensor import CVTensor
 from .workers import run_all
 
-__all__ = ["compare_runs", "compare_matrix", "rank_runs", "require", "claim_probability", "ComparisonOutcome",
-           "MatrixOutcome", "RankingOutcome"]
+__all__ = ["compare_runs", "compare_matrix", "rank_runs", "require", "claim_probability", "Outcome",
+           "ComparisonOutcome", "MatrixOutcome", "RankingOutcome"]
 
 
 @dataclass
-class ComparisonOutcome:
-    """The engine's :class:`HierarchicalResult` plus where it was logged.  Attributes of the result
-    (``p_a_better``, ``verdict``, ``shrinkage`` …) are readable on the outcome directly."""
+class Outcome:
+    """A result read from MLflow runs plus where it was logged: the engine's result (``result``) and its
+    attributes (``verdict``, ``ranking`` …), readable on the outcome directly."""
 
     result: Any
-    tensor: CVTensor
     metric: str
     experiment_ids: list[str]
     layout: str | None = None
@@ -55,10 +54,26 @@ class ComparisonOutcome:
         return getattr(self.result, name)
 
     def to_dict(self) -> dict[str, Any]:
-        """The result's JSON summary plus ``run_id``, ``experiment_id``, ``metric``, ``source_experiment_ids``."""
+        """The result's JSON summary plus ``metric``, ``layout``, ``source_experiment_ids`` and where it was logged."""
         return {**self.result.to_dict(), "metric": self.metric, "layout": self.layout,
-                "n_datasets": len(self.tensor.datasets), "source_experiment_ids": self.experiment_ids,
-                "run_id": self.run_id, "experiment_id": self.experiment_id}
+                "source_experiment_ids": self.experiment_ids, "run_id": self.run_id,
+                "experiment_id": self.experiment_id}
+
+
+@dataclass
+class RankingOutcome(Outcome):
+    """A :class:`~.ranking_result.RankingResult` (``ranking``, ``pairs``, ``wins`` …) and its ranking run."""
+
+
+@dataclass
+class ComparisonOutcome(Outcome):
+    """A two-model test's result (:class:`HierarchicalResult` or :class:`SignedRankResult`), the data it was fitted
+    on (``tensor``: the paired folds, or the per-dataset means) and where it was logged."""
+
+    tensor: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "n_datasets": len(self.tensor.datasets)}
 
 
 @dataclass
@@ -95,29 +110,6 @@ class MatrixOutcome:
         }
 
 
-@dataclass
-class RankingOutcome:
-    """The :class:`~.ranking_result.RankingResult` plus where it was logged; the result's attributes (``ranking``,
-    ``pairs``, ``wins`` …) are readable on the outcome directly."""
-
-    result: Any
-    metric: str
-    experiment_ids: list[str]
-    layout: str | None = None
-    run_id: str | None = None
-    experiment_id: str | None = None
-
-    def __getattr__(self, name: str):
-        if name.startswith("__") or name == "result":
-            raise AttributeError(name)
-        return getattr(self.result, name)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.result.to_dict(), "metric": self.metric, "layout": self.layout,
-                "source_experiment_ids": self.experiment_ids, "run_id": self.run_id,
-                "experiment_id": self.experiment_id}
-
-
 def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str] = (), *, model_a: str,
                  model_b: str, source: SourceOptions | None = None, fit: FitOptions | None = None, log: bool = True,
                  tracking_uri: str | None = None, run_id: str | None = None, progress: Progress | None = None,
@@ -142,7 +134,7 @@ def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[
         notify(progress, "fetching")
         collected = _collect(client, ids, source, [pair.model_a, pair.model_b], progress)
         result, data = _two_model_test(collected, pair, source, fit, progress)
-        outcome = ComparisonOutcome(result, data, source.metric, ids, layout=collected.layout)
+        outcome = ComparisonOutcome(result, source.metric, ids, layout=collected.layout, tensor=data)
         if log or run_id is not None:
             notify(progress, "reporting")
             target = _target(client, run_id, source, ids)
@@ -188,8 +180,8 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
         summary = summarise({p: fitted[p][0] for p in pairs}, models, source.metric)
         bbt = _bbt(collected, models, source, _rank_options(fit), progress) if len(models) >= 3 else None
         matrix = MatrixOutcome([str(m) for m in models],
-                               {p: ComparisonOutcome(fitted[p][0], tensors[p], source.metric, ids,
-                                                     layout=collected.layout) for p in pairs}, summary, bbt)
+                               {p: ComparisonOutcome(fitted[p][0], source.metric, ids, layout=collected.layout,
+                                                     tensor=tensors[p]) for p in pairs}, summary, bbt)
         if log:
             notify(progress, "reporting")
             bundle = matrix_bundle(summary, [fitted[p][0] for p in pairs], experiment_ids=ids, ranking=bbt,
