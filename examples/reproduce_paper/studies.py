@@ -2,6 +2,11 @@
 
     python examples/reproduce_paper/studies.py --reps 500 --seed 0 --out results/   # the paper's scale
     python examples/reproduce_paper/studies.py equivalent different --reps 20       # a subset, quickly
+    python examples/reproduce_paper/studies.py equivalent practically-equivalent --qs 50 --reps 200  # q = 50 only
+
+The equivalence studies report two statistics of the hierarchical test side by side: the next-dataset P(rope)
+that the paper's text defines (columns ``mean_p_rope``, ``rope_95``, ...) and the posterior mass of delta0 inside
+the rope that the authors' simulation driver stored (``..._delta0_...``); see ``simulate.analyse``.
 """
 
 from __future__ import annotations
@@ -21,15 +26,26 @@ STUDIES = ("mse", "equivalent", "practically-equivalent", "different")
 PAPER = {
     "mse": "Table MSE: MLE .00036 for every q; shrinkage .00017 / .00014 / .00012 for q = 5 / 10 / 50",
     "equivalent": "signed-rank rejects ~5% for every q; mean P(rope) grows with q, > 0.90 at q = 50; "
-    "P(rope) > 0.95 in ~70% of runs at q = 50; never P(left) or P(right) > 0.95",
+    "P(rope) > 0.95 in ~70% of runs at q = 50; never P(left) or P(right) > 0.95. Authors' results file "
+    "(delta0 mass, n = 500, q = 50): recognised 0.73, median P(delta0 in rope) 0.976",
     "practically-equivalent": "signed-rank rejects more often as q grows, ~25% at q = 50; P(rope) > 0.95 in ~40% "
-    "of runs at q = 50; never P(left) or P(right) > 0.95",
+    "of runs at q = 50; never P(left) or P(right) > 0.95. Authors' results file (delta0 mass, n = 500, "
+    "q = 50): recognised 0.44, signed-rank 0.245",
     "different": "signed-rank more powerful, especially just outside the rope; similar power for delta0 > 0.02",
 }
 
 
-def run(study, reps, seed, mixture_sd, **fit_kwargs):
-    """Per-replicate rows and the summary table of one study."""
+EQUIVALENCE_COLUMNS = [
+    "reps", "signed_rank_rejects",
+    "mean_p_rope", "median_p_rope", "rope_95", "left_95", "right_95",  # next dataset (the paper's text)
+    "mean_p_delta0_rope", "median_p_delta0_rope", "delta0_rope_95", "delta0_left_95", "delta0_right_95",  # delta0
+    "rope_95_se", "delta0_rope_95_se",
+]
+
+
+def run(study, reps, seed, mixture_sd, qs=None, **fit_kwargs):
+    """Per-replicate rows and the summary table of one study (``qs``: the equivalence studies' numbers of data
+    sets, default the paper's 10, 20, 30, 40, 50)."""
     if study == "mse":
         runs = simulate.mse_study(reps=reps, seed=seed, mixture_sd=mixture_sd, **fit_kwargs)
         return runs, simulate.summarise(runs, "q")[["reps", "mse_mle", "mse_shrinkage"]]
@@ -38,9 +54,9 @@ def run(study, reps, seed, mixture_sd, **fit_kwargs):
         columns = ["reps", "signed_rank_rejects", "right_95", "mean_p_left", "mean_p_rope", "mean_p_right"]
         return runs, simulate.summarise(runs, "delta0")[columns]
     delta0 = 0.0 if study == "equivalent" else 0.005
-    runs = simulate.equivalence_study(delta0=delta0, reps=reps, seed=seed, **fit_kwargs)
-    columns = ["reps", "signed_rank_rejects", "mean_p_rope", "rope_95", "left_95", "right_95"]
-    return runs, simulate.summarise(runs, "q")[columns]
+    runs = simulate.equivalence_study(delta0=delta0, reps=reps, seed=seed, **({"qs": qs} if qs else {}),
+                                      **fit_kwargs)
+    return runs, simulate.summarise(runs, "q")[EQUIVALENCE_COLUMNS]
 
 
 def plot(study, summary):
@@ -57,9 +73,11 @@ def plot(study, summary):
         ax.plot(x, summary.right_95, "s-", label="hierarchical P(right) > 0.95")
         ax.set(xlabel="δ0", ylabel="power", ylim=(0, 1.02))
     else:
-        ax.plot(x, summary.mean_p_rope, "s-", label="mean P(rope)")
-        ax.plot(x, summary.rope_95, "^-", label="P(rope) > 0.95 (equivalence recognised)")
-        ax.plot(x, summary.signed_rank_rejects, "o-", label="signed-rank rejects (α = 0.05)")
+        ax.plot(x, summary.mean_p_delta0_rope, "s-", color="C0", label="mean P(δ0 in rope)")
+        ax.plot(x, summary.delta0_rope_95, "^-", color="C0", label="P(δ0 in rope) > 0.95 (authors' statistic)")
+        ax.plot(x, summary.mean_p_rope, "s--", color="C1", label="mean P(rope), next dataset")
+        ax.plot(x, summary.rope_95, "^--", color="C1", label="P(rope) > 0.95, next dataset (paper's text)")
+        ax.plot(x, summary.signed_rank_rejects, "o-", color="C2", label="signed-rank rejects (α = 0.05)")
         ax.set(xlabel="number of data sets q", ylabel="proportion of simulations", ylim=(0, 1.02))
     ax.set_title(study)
     ax.legend()
@@ -77,8 +95,11 @@ def main(argv=None):
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--warmup", type=int, default=1000)
     parser.add_argument("--n-instances", type=int, default=simulate.N_INSTANCES,
-                        help="instances per simulated data set (the paper does not say; 500 matches Table MSE)")
+                        help="instances per simulated data set (the paper does not say; the authors' results file "
+                        "of the Cauchy studies records 500, which also matches Table MSE)")
     parser.add_argument("--mixture-sd", type=float, default=0.01, help="sd of the MSE study's mixture components")
+    parser.add_argument("--qs", type=int, nargs="+", metavar="Q",
+                        help="numbers of data sets of the equivalence studies (default: 10 20 30 40 50)")
     args = parser.parse_args(argv)
     if unknown := set(args.studies) - set(STUDIES):
         parser.error(f"unknown studies {sorted(unknown)}; choose from {', '.join(STUDIES)}")
@@ -87,7 +108,7 @@ def main(argv=None):
     with pd.option_context("display.float_format", "{:.5g}".format, "display.width", 120):
         for study in args.studies or STUDIES:
             start = time.perf_counter()
-            runs, summary = run(study, args.reps, args.seed, args.mixture_sd, **fit_kwargs)
+            runs, summary = run(study, args.reps, args.seed, args.mixture_sd, args.qs, **fit_kwargs)
             runs.to_csv(args.out / f"{study}_runs.csv", index=False)
             summary.to_csv(args.out / f"{study}.csv")
             plot(study, summary).savefig(args.out / f"{study}.png", dpi=120)
