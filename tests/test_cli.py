@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 from mlflow import MlflowClient
-from uci_runs import log_uci
+from uci_runs import log_uci, uci_scores
 
 from mlflow_bayescompare.cli import main
 
@@ -142,7 +145,7 @@ def test_demo_end_to_end_in_a_fresh_directory(tmp_path, monkeypatch):
 
     assert result.exit_code == 0, result.output
     assert (tmp_path / "mlflow.db").exists()
-    assert "Verdict: " in result.stdout
+    assert "Verdict (lda vs cart): " in result.stdout and "Ranking of 3 models" in result.stdout
     assert "mlflow server --app-name bayescompare --backend-store-uri sqlite:///mlflow.db" in result.stdout
     assert "bayescompare: sampling lda vs cart on 6 datasets" in result.stderr  # the stage, as compare shows it
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
@@ -166,3 +169,181 @@ def test_compare_against_a_server(server_client, server_experiment_id):
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert server_client.get_run(report["run_id"]).info.status == "FINISHED"
+
+
+def test_lower_is_better_swaps_a_and_b_exactly(tracking_uri, uci_experiment):
+    """The same scores, seed and draws read as a loss: the paper's sides stay where they are, and what was
+    P(A better) is now P(B better), and the other way round, to the last digit."""
+    args = ["--model-a", "hnb", "--model-b", "nbc", "--no-log", "--json"]
+    greater = json.loads(_compare(tracking_uri, uci_experiment, *args).stdout)
+    result = _compare(tracking_uri, uci_experiment, *args, "--lower-is-better")
+    assert result.exit_code == 0, result.output
+    lower = json.loads(result.stdout)
+    assert (greater["greater_is_better"], lower["greater_is_better"]) == (True, False)
+    assert (lower["p_left"], lower["p_rope"], lower["p_right"]) == (greater["p_left"], greater["p_rope"],
+                                                                    greater["p_right"])
+    assert (lower["p_a_better"], lower["p_b_better"]) == (greater["p_b_better"], greater["p_a_better"])
+    assert (lower["p_delta0_a_better"], lower["p_delta0_b_better"]) == (greater["p_delta0_b_better"],
+                                                                        greater["p_delta0_a_better"])
+    assert greater["decision"] == "a_better" and greater["verdict"].startswith("hnb is practically better")
+    assert lower["decision"] == "b_better" and lower["verdict"].startswith("nbc is practically better")
+    for g, low in zip(greater["shrinkage"], lower["shrinkage"]):
+        assert (low["p_a_better"], low["p_b_better"]) == (g["p_b_better"], g["p_a_better"])
+
+
+def test_sensitivity_in_text_and_json(tracking_uri, uci_experiment):
+    """``--sensitivity``: the table of the conclusion under three priors x three ropes and its one-sentence note,
+    in the JSON and, the same numbers, in the text; the row of the main fit's own prior and rope is the main
+    result."""
+    args = ["--model-a", "hnb", "--model-b", "j48", "--no-log", "--sensitivity"]
+    result = _compare(tracking_uri, uci_experiment, *args, "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    table = report["sensitivity"]
+    assert [(row["prior"], row["rope"]) for row in table] == [
+        (prior, rope) for prior in ("hierarchical", "gamma(2,0.1)", "gaussian") for rope in (0.005, 0.01, 0.02)]
+    for row in table:
+        assert row["p_a_better"] + row["p_rope"] + row["p_b_better"] == pytest.approx(1)
+        assert row["decision"] in ("a_better", "b_better", "equivalent", "inconclusive")
+    main_row = table[1]
+    assert (main_row["p_a_better"], main_row["p_rope"], main_row["p_b_better"]) == pytest.approx(
+        (report["p_a_better"], report["p_rope"], report["p_b_better"]), abs=1e-12)
+    changed = [row for row in table if row["decision"] != report["decision"]]
+    note = report["sensitivity_note"]
+    assert note == (f"conclusion stable: '{report['decision']}' under every prior and rope tried" if not changed
+                    else f"conclusion changes in {len(changed)} of 9 settings: " + "; ".join(
+                        f"prior {r['prior']}, rope {r['rope']:g} -> {r['decision']}" for r in changed))
+
+    result = _compare(tracking_uri, uci_experiment, *args)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    at = lines.index("Sensitivity (other priors and ropes):")
+    assert lines[at + 1] == f"  {note}"
+    assert lines[at + 2].split() == ["prior", "rope", "p_a_better", "p_rope", "p_b_better", "decision"]
+    shown = [line.split() for line in lines[at + 3:at + 12]]
+    assert shown == [[row["prior"], f"{row['rope']:.3f}", f"{row['p_a_better']:.3f}", f"{row['p_rope']:.3f}",
+                      f"{row['p_b_better']:.3f}", row["decision"]] for row in table]
+
+
+def test_mlproject_compare_entry_point(tracking_uri, uci_experiment, client, tmp_path):
+    """The README's ``mlflow run . -e compare --env-manager local`` against a sqlite store, with the source runs in
+    experiment "cv": the comparison run is logged next to them with the parameters given (the same result as the
+    Python API with those settings) and ``mlflow run`` succeeds when the claim holds, fails when it does not."""
+    from mlflow_bayescompare.compare import compare_runs
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "MLFLOW_TRACKING_URI": tracking_uri}
+
+    def mlflow_run(model_a, model_b):
+        argv = [sys.executable, "-m", "mlflow", "run", str(root), "-e", "compare", "--env-manager", "local",
+                "-P", "experiment_name=cv", "-P", f"model_a={model_a}", "-P", f"model_b={model_b}",
+                "-P", "require=a-better", "-P", "rope=0.02", "-P", "seed=5"]
+        return subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+
+    done = mlflow_run("hnb", "nbc")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Claim 'a-better': probability" in done.stdout and "→ supported" in done.stdout
+    [run] = _comparison_runs(client, uci_experiment)
+    assert run.info.status == "FINISHED"
+    assert (run.data.params["rope"], run.data.params["seed"], run.data.params["threshold"]) == ("0.02", "5", "0.95")
+    reference = compare_runs(["cv"], metric="accuracy", model_a="hnb", model_b="nbc", rope=0.02, seed=5, log=False,
+                             tracking_uri=tracking_uri)
+    assert run.data.metrics["p_a_better"] == reference.p_a_better >= 0.99
+    [project_run] = client.search_runs(["0"])  # mlflow run's own run, in the default experiment
+    assert project_run.info.status == "FINISHED" and project_run.data.tags["mlflow.project.entryPoint"] == "compare"
+
+    done = mlflow_run("nbc", "hnb")  # nbc is not better: the pipeline stops here
+    assert done.returncode != 0 and "→ NOT supported" in done.stdout, done.stderr[-3000:]
+    assert "Error: claim 'a-better' not supported" in done.stderr
+    statuses = sorted(r.info.status for r in client.search_runs(["0"]))
+    assert statuses == ["FAILED", "FINISHED"]
+    assert len(_comparison_runs(client, uci_experiment)) == 2  # the failed claim's comparison is logged too
+
+
+@contextlib.contextmanager
+def proxy_without_bulk_endpoint(target: str):
+    """A tiny HTTP proxy on 127.0.0.1 in front of ``target`` that answers 404 to MLflow's get-history-bulk
+    endpoint, as a tracking server without it (or a gateway that does not route it) does; yields
+    ``(url, refused)``, ``refused`` listing the bulk requests it turned away."""
+    import threading
+    import urllib.parse
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import requests
+
+    from mlflow_bayescompare.fetch import BULK_ENDPOINT
+
+    refused = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def forward(self):
+            if urllib.parse.urlsplit(self.path).path == BULK_ENDPOINT:
+                refused.append(self.path)
+                self.send_error(404)
+                return
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) or None
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+            resp = requests.request(self.command, target + self.path, data=body, headers=headers, timeout=60)
+            self.send_response(resp.status_code)
+            for key, value in resp.headers.items():
+                if key.lower() not in ("content-length", "content-encoding", "transfer-encoding", "connection"):
+                    self.send_header(key, value)
+            self.send_header("Content-Length", str(len(resp.content)))
+            self.end_headers()
+            self.wfile.write(resp.content)
+
+        do_GET = do_POST = do_PATCH = do_DELETE = forward
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", refused
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+@pytest.mark.server
+def test_a_server_without_the_bulk_endpoint_is_read_by_threads(server_client, server_experiment_id):
+    """The collector reads metric histories through the server's bulk endpoint, else (a 404) one request per run
+    in a thread pool: both give the same scores, which are the ones logged, and a comparison through a server
+    without the endpoint is the same fit as one through the server itself."""
+    from mlflow_bayescompare.collect import collect_scores
+    from mlflow_bayescompare.fetch import fetch_histories
+
+    runs = log_uci(server_client, server_experiment_id, models=("nbc", "hnb"))
+    run_ids = sorted(runs.values())
+    bulk, method = fetch_histories(server_client, run_ids, "accuracy", method="bulk")
+    assert method == "bulk"
+    threads, method = fetch_histories(server_client, run_ids, "accuracy", method="threads")
+    assert method == "threads"
+    pd.testing.assert_frame_equal(bulk, threads)
+    logged = uci_scores(models=("nbc", "hnb"))
+    for key, run_id in runs.items():
+        assert bulk[bulk["run_id"] == run_id]["value"].tolist() == logged[key]  # in step order, exactly
+
+    with proxy_without_bulk_endpoint(server_client.tracking_uri) as (url, refused):
+        proxied, method = fetch_histories(MlflowClient(url), run_ids, "accuracy", method="bulk")
+        assert method == "threads" and refused
+        pd.testing.assert_frame_equal(proxied, bulk)
+        collected = collect_scores(MlflowClient(url), [server_experiment_id], "accuracy", ["nbc", "hnb"])
+        assert collected.fetch_method == "threads"
+        direct = collect_scores(server_client, [server_experiment_id], "accuracy", ["nbc", "hnb"])
+        assert direct.fetch_method == "bulk"
+        key = ["model", "dataset", "repeat", "fold"]
+        pd.testing.assert_frame_equal(collected.scores.sort_values(key).reset_index(drop=True),
+                                      direct.scores.sort_values(key).reset_index(drop=True))
+        through_proxy = _compare(url, server_experiment_id, "--model-a", "hnb", "--model-b", "nbc", "--no-log",
+                                 "--json")
+    assert through_proxy.exit_code == 0, through_proxy.output
+    itself = _compare(server_client.tracking_uri, server_experiment_id, "--model-a", "hnb", "--model-b", "nbc",
+                      "--no-log", "--json")
+    proxied_report, own_report = json.loads(through_proxy.stdout), json.loads(itself.stdout)
+    for report in (proxied_report, own_report):
+        del report["diagnostics"]  # timings
+    assert proxied_report == own_report

@@ -10,7 +10,9 @@ import pytest
 from click.testing import CliRunner
 from uci_runs import log_uci
 
+from mlflow_bayescompare import hierarchical
 from mlflow_bayescompare.cli import main
+from mlflow_bayescompare.result import divergent_transitions
 
 BAD_MIXING = ["--chains", "2", "--draws", "10", "--seed", "3"]
 
@@ -76,23 +78,29 @@ def test_well_mixed_chains_pass_the_gate(tracking_uri, client, uci_experiment):
         assert client.get_run(report["run_id"]).data.tags["bayescompare.diagnostics"] == "ok"
 
 
-def test_divergences_alone_trip_the_gate(tracking_uri, client, uci_experiment):
-    """hnb vs nbc on the six UCI datasets, 2 chains × 1000 draws: about 40% of seeds end with a few divergent
-    transitions in the kept form of δ_i.  Seeds 21, 33, 4, 29, 46 all did (R-hat ≤ 1.009, measured with this
-    engine); which seeds diverge depends on the compiled program, so the first that does is used."""
-    for seed in ("21", "33", "4", "29", "46"):
-        argv = ["compare", "--tracking-uri", tracking_uri, "--experiment-id", uci_experiment, "--metric",
-                "accuracy", "--model-a", "hnb", "--model-b", "nbc", "--chains", "2", "--draws", "1000", "--seed",
-                seed, "--strict", "--json"]
-        result = CliRunner().invoke(main, argv)
-        report = json.loads(result.stdout)
-        if report["diagnostics"].get("divergences"):
-            break
-    else:
-        pytest.skip("none of the seeds diverges with this build of the model; R-hat tests still cover the gate")
+def test_divergences_alone_trip_the_gate(tracking_uri, client, uci_experiment, monkeypatch):
+    """hnb vs nbc on the six UCI datasets is a posterior that diverges in both forms of δ_i at Stan's default
+    adapt delta (0.8): a funnel where σ0 is small (the weakly informed datasets, centred form) and its reverse where
+    σ0 is large (the precise ones, non-centred form), each at about 1 to 5 transitions per 1000.  2 chains of
+    10 000 draws then leave divergences in whichever form the engine keeps (14 of 14 seeds had at least 5 in each
+    form; seed 21 keeps 60), while R-hat, on that many draws, stays below 1.01 (1.007): the gate fails on the
+    divergences alone.  The engine's retries are held at that adapt delta too (a higher one there removes most of
+    the non-centred form's divergences, which is the engine's business, not the gate's).  No skip: if an engine
+    change makes this posterior sample cleanly, this test fails and wants a new construction."""
+    monkeypatch.setattr(hierarchical, "RETRY_ADAPT_DELTA", 0.8, raising=False)
+    argv = ["compare", "--tracking-uri", tracking_uri, "--experiment-id", uci_experiment, "--metric", "accuracy",
+            "--model-a", "hnb", "--model-b", "nbc", "--chains", "2", "--draws", "10000", "--seed", "21", "--strict",
+            "--json"]
+    result = CliRunner().invoke(main, argv)
+    report = json.loads(result.stdout)
+    diagnostics = report["diagnostics"]
+    assert diagnostics["divergences"] > 0, diagnostics
+    assert diagnostics["rhat_max"] <= 1.01, diagnostics
     assert result.exit_code == 1, result.output
-    assert "divergent transition" in result.stderr and "Traceback" not in result.output
-    if report["diagnostics"]["rhat_max"] <= 1.01:
-        assert "R-hat" not in result.stderr.split("--strict: sampler problems:")[1]
-    tag = client.get_run(report["run_id"]).data.tags["bayescompare.strict"]
-    assert "divergent transition" in tag
+    assert "Traceback" not in result.output
+    problems = divergent_transitions(diagnostics["divergences"])
+    assert f"Error: --strict: sampler problems: {problems}\n" in result.stderr  # the divergences, nothing else
+    run = client.get_run(report["run_id"])
+    assert run.data.tags["bayescompare.strict"] == f"failed: {problems}"
+    assert run.data.tags["bayescompare.diagnostics"] == problems
+    assert run.data.metrics["divergences"] == diagnostics["divergences"]

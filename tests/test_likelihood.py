@@ -9,6 +9,7 @@ numerically.  Log densities are compared as differences between parameter points
 import numpy as np
 import pytest
 from scipy import integrate, optimize, special, stats
+from scipy.special import expit, logit
 
 from mlflow_bayescompare import model as stan_model
 
@@ -89,6 +90,7 @@ def stan_density():
 
     return xs, rhos, upper, log_density
 
+
 def test_stan_marginal_likelihood_equals_integrated_full_mvn(stan_density):
     xs, rhos, upper, log_density = stan_density
 
@@ -111,3 +113,105 @@ def test_incomplete_gamma_factor_is_one_at_the_papers_bound():
     q_value = 5 * n  # a generous Q for unit-scale data
     assert special.gammaincc(a, q_value / (2 * 1000.0**2)) == 1.0
     assert special.gammaincc(0.5, 50 / (2 * 1000.0**2)) > 1 - 1e-2  # n = 2 is the worst case, still negligible
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Every prior on ν and every form of δ_i against the paper's model written out with scipy.
+
+#: the paper's priors on ν' = ν - 1 (Sec. 3 and Table "prior-nu"), by the names the package gives them
+NU_PRIORS = {
+    "hierarchical": None,  # ν' ~ Gamma(α, β) (rate β), α ~ U(0.5, 5), β ~ U(0.05, 0.15)
+    "juarez-steel": (2.0, 0.1),  # Gamma(2, 0.1): mean 20
+    "kruschke": (1.0, 0.0345),  # Gamma(1, 0.0345): mean 29
+    "gaussian": "none",  # δ_i ~ N(δ0, σ0): no ν
+}
+#: which δ_i are sampled non-centred (1-based): none, all, or some
+FORMS = {"centred": [], "non-centred": [1, 2, 3, 4], "mixed": [2, 4]}
+#: (δ0, σ0, δ_1..4, ν', α, β): far apart in every coordinate, δ_i on both sides of δ0 and up to 3.5 σ0 away
+POINTS = [
+    (0.1, 0.5, [0.4, 0.2, -0.3, 0.9], 3.0, 1.5, 0.08),
+    (-0.5, 1.3, [-0.2, 0.0, -0.8, 1.4], 25.0, 4.0, 0.12),
+    (0.8, 0.2, [0.9, 0.5, 0.1, 0.7], 0.7, 0.7, 0.06),
+]
+
+
+@pytest.fixture(scope="module")
+def datasets():
+    """Four datasets (n = 2 uses the bare kernel, the others the Student-t form), ρ from 0 to 0.5, a small σ_i
+    bound so that the incomplete-gamma factor matters, and the quadrature likelihood of every point's δ_i."""
+    rng = np.random.default_rng(7)
+    ns, rhos, upper = [2, 6, 12, 25], [0.5, 0.1, 0.3, 0.0], 6.0
+    xs = [rng.normal(mu, sd, n) for mu, sd, n in zip([0.5, 0.2, -0.4, 1.0], [1.0, 0.8, 1.5, 0.6], ns)]
+    data = {
+        "q": 4, "n": ns, "rho": rhos,
+        "xbar": [x.mean() for x in xs], "ssd": [float(np.sum((x - x.mean()) ** 2)) for x in xs],
+        "delta0_low": -5.0, "delta0_high": 5.0, "sigma0_high": 10.0, "sigma_high": upper, "exact_sigma_bound": 1,
+        "alpha_low": 0.5, "alpha_high": 5.0, "beta_low": 0.05, "beta_high": 0.15,
+    }
+    likelihood = [sum(marginal_reference(x, d, r, upper) for x, d, r in zip(xs, point[2], rhos)) for point in POINTS]
+    return data, likelihood
+
+
+def paper_log_density(prior, point, likelihood):
+    """log p(δ0, σ0, δ, ν', α, β | x) up to a constant, as the paper writes the model (scipy throughout)."""
+    delta0, sigma0, delta, nu1, alpha, beta = point
+    spec = NU_PRIORS[prior]
+    if spec == "none":
+        return likelihood + stats.norm.logpdf(delta, delta0, sigma0).sum()
+    shape, rate = (alpha, beta) if spec is None else spec
+    nu_prior = stats.gamma.logpdf(nu1, shape, scale=1 / rate)  # uniform α, β: constants
+    return likelihood + nu_prior + stats.t.logpdf(delta, 1 + nu1, delta0, sigma0).sum()
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+@pytest.mark.parametrize("prior", list(NU_PRIORS))
+def test_every_prior_and_form_of_delta_is_the_papers_model(datasets, prior, form):
+    """Stan's log density (its own evaluation, in its own coordinates) mapped back to the paper's coordinates
+    equals the model written out with scipy, up to one constant, for each prior on ν and each form of δ_i.
+
+    Stan's coordinates: δ0 = lo + (hi - lo) inv_logit(a + b u) (Jacobian written in the model block); a
+    non-centred δ_i = δ0 + σ0 sinh(w_i), whose density in w_i is the density in δ_i times σ0 cosh(w_i); under the
+    hierarchical prior ν' = g / β with g ~ Gamma(α, 1), whose density in g is the density in ν' divided by β."""
+    data, likelihood = datasets
+    noncentred = FORMS[form]
+    code = stan_model.prior_code(prior)
+    posterior = stan_model.pystan_model({**data, "nu_prior": code, "q_nc": len(noncentred), "idx_nc": noncentred,
+                                         "idx_c": [i for i in range(1, 5) if i not in noncentred]}, seed=1)
+    nc = np.array(noncentred, dtype=int) - 1
+    c = np.array([i for i in range(4) if i not in nc], dtype=int)
+
+    def parameters(point, u):
+        delta0, sigma0, delta, nu1, alpha, beta = point
+        delta = np.asarray(delta)
+        hierarchical = NU_PRIORS[prior] is None
+        return {"delta0_u": u, "sigma0": sigma0,
+                "nu_scaled": [] if NU_PRIORS[prior] == "none" else [nu1 * beta if hierarchical else nu1],
+                "gamma_alpha": [alpha] if hierarchical else [], "gamma_beta": [beta] if hierarchical else [],
+                "delta": delta[c].tolist(), "delta_w": np.arcsinh((delta[nc] - delta0) / sigma0).tolist()}
+
+    at = posterior.constrained_param_names.index("delta0")
+    base = posterior.unconstrain_pars(parameters(POINTS[0], 0.0))
+
+    def logit_delta0(u):  # a + b u, read off Stan's own transform
+        unc = list(base)
+        unc[0] = u
+        return logit((posterior.constrain_pars(unc)[at] - data["delta0_low"]) / 10.0)
+
+    a, b = logit_delta0(0.0), logit_delta0(1.0) - logit_delta0(0.0)
+    ours, paper = [], []
+    for point, lik in zip(POINTS, likelihood):
+        delta0, sigma0, delta, nu1, alpha, beta = point
+        u = (logit((delta0 - data["delta0_low"]) / 10.0) - a) / b
+        unc = posterior.unconstrain_pars(parameters(point, u))
+        value = posterior.log_prob(unc, adjust_transform=False)
+        value -= np.log(expit(a + b * u)) + np.log1p(-expit(a + b * u))  # δ0's Jacobian, written in the model
+        w = np.arcsinh((np.asarray(delta)[nc] - delta0) / sigma0)
+        value -= np.sum(np.log(sigma0 * np.cosh(w)))  # non-centred δ_i: density in w, not in δ
+        if NU_PRIORS[prior] is None:
+            value += np.log(beta)  # hierarchical prior: density in g = β ν', not in ν'
+        ours.append(value)
+        paper.append(paper_log_density(prior, point, lik))
+    assert posterior.constrain_pars(posterior.unconstrain_pars(parameters(POINTS[1], 0.3)))[at] == pytest.approx(
+        data["delta0_low"] + 10.0 * expit(a + 0.3 * b), abs=1e-12)
+    for k in (1, 2):
+        assert ours[k] - ours[0] == pytest.approx(paper[k] - paper[0], abs=1e-8), (prior, form, k)
