@@ -104,7 +104,9 @@ class Server:
             cmd += ["--static-prefix", prefix]
         self.cmd = cmd
         self.env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
-        self.env.update({"MLFLOW_BAYESCOMPARE_STATE_DIR": str(self.tmp / "state"), **(env or {})})
+        # MLflow's own job runner (huey consumers) is not used here, and takes ~20 s to stop
+        self.env.update({"MLFLOW_BAYESCOMPARE_STATE_DIR": str(self.tmp / "state"),
+                         "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", **(env or {})})
         self.timeout = timeout
         self.proc: subprocess.Popen | None = None
         if start:
@@ -135,16 +137,18 @@ class Server:
     def tail(self, chars: int = 4000) -> str:
         return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
 
-    def stop(self):
-        """SIGTERM the process group, then SIGKILL what is left."""
+    def stop(self, timeout: float = 30):
+        """SIGTERM the process group and wait until every process of it has ended (as a service manager does),
+        then SIGKILL what is left."""
         if self.proc is None:
             return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            pass
+        deadline = time.monotonic() + timeout
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout)
+        while time.monotonic() < deadline and group_alive(self.proc.pid):
+            time.sleep(0.2)
         self.kill()
 
     def kill(self):
@@ -167,18 +171,36 @@ class Server:
         return s
 
 
+def group_alive(pgid: int) -> bool:
+    """Is any process of the process group ``pgid`` still running (zombies aside)?"""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    ps = subprocess.run(["ps", "-e", "-o", "pgid=,stat="], capture_output=True, text=True)
+    return any(fields[0] == str(pgid) and not fields[1].startswith("Z")
+               for fields in (line.split() for line in ps.stdout.splitlines()) if len(fields) == 2)
+
+
+def status(session: requests.Session, url: str, run_id: str) -> requests.Response:
+    """``GET …/bayescompare/api/comparisons/get?run_id=``: the state of a comparison."""
+    return session.get(f"{url}/bayescompare/api/comparisons/get", params={"run_id": run_id}, timeout=30)
+
+
 def wait_done(session: requests.Session, url: str, run_id: str, timeout: float = 600) -> dict:
     """Poll the JSON API until the comparison ``run_id`` is no longer RUNNING; return its state."""
     deadline = time.monotonic() + timeout
     state: dict = {}
     while time.monotonic() < deadline:
-        resp = session.get(f"{url}/bayescompare/api/comparisons/{run_id}", timeout=30)
+        resp = status(session, url, run_id)
         if resp.status_code != 200:
             raise RuntimeError(f"status of {run_id}: {resp.status_code} {resp.text}")
         state = resp.json()
         if state["status"] != "RUNNING":
             return state
-        time.sleep(1)
+        time.sleep(0.5)
     raise RuntimeError(f"comparison {run_id} still RUNNING after {timeout} s: {state}")
 
 
@@ -188,3 +210,41 @@ def start_comparison(session: requests.Session, url: str, **fields) -> str:
     if resp.status_code != 202:
         raise RuntimeError(f"POST /bayescompare/api/comparisons: {resp.status_code} {resp.text}")
     return resp.json()["run_id"]
+
+
+# ------------------------------------------------------------------------------------------------ browser
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run"]
+
+
+def chromium_executable() -> str | None:
+    """Chromium for the page tests: ``MLFLOW_BAYESCOMPARE_CHROMIUM``, else Debian's ``/usr/bin/chromium`` (None
+    when absent, or when playwright is not installed)."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return None
+    executable = os.environ.get("MLFLOW_BAYESCOMPARE_CHROMIUM", "/usr/bin/chromium")
+    return executable if Path(executable).exists() else None
+
+
+@contextlib.contextmanager
+def chromium_page(*, bypass_csp: bool = False, http_credentials: tuple[str, str] | None = None):
+    """A page in headless Chromium and the messages of every dialog (alert, confirm, prompt) it opened.
+    ``bypass_csp`` turns the page's Content-Security-Policy off, so that escaping is tested on its own."""
+    from playwright.sync_api import sync_playwright
+
+    dialogs: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_executable(), args=CHROMIUM_ARGS, headless=True)
+        try:
+            credentials = {"username": http_credentials[0], "password": http_credentials[1]} \
+                if http_credentials else None
+            context = browser.new_context(viewport={"width": 1280, "height": 1000}, bypass_csp=bypass_csp,
+                                          http_credentials=credentials)
+            page = context.new_page()
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            yield page, dialogs
+        finally:
+            browser.close()

@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 from mlflow import MlflowClient
 from mlflow.entities import RunStatus
-from servers import Server, free_port, start_comparison, wait_done
+from servers import Server, free_port, group_alive, start_comparison, status, wait_done
 
 from mlflow_bayescompare import fit
 from mlflow_bayescompare.cli import main
@@ -345,3 +345,103 @@ def test_ctrl_c_during_a_server_job_ends_the_run_failed(uci_store):
     again = compare_runs(experiment_ids=[eid], metric="accuracy", model_a="hnb", model_b="nbc", tracking_uri=uri,
                          chains=2, draws=100, seed=1, log=False)
     assert again.p_a_better + again.p_rope + again.p_b_better == pytest.approx(1)
+
+
+# ------------------------------------------------------------------------------------------------ server jobs
+
+LONG = {"chains": 2, "draws": 500_000, "seed": 1}  # minutes of sampling: surely interrupted in it
+
+
+def _job_server(tmp_path) -> Server:
+    srv = Server(tmp_path, f"sqlite:///{tmp_path / 'mlflow.db'}", extra=["--workers", "1"],
+                 env={"MLFLOW_BAYESCOMPARE_MAX_DRAWS": "1000000"})
+    srv.client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")  # the store itself, also while it is down
+    srv.experiment_id = MlflowClient(srv.url).create_experiment("cv")
+    _log(MlflowClient(srv.url), srv.experiment_id)
+    return srv
+
+
+def _sampling_job(srv, session, **fields) -> tuple[str, int]:
+    """Start a long comparison; once it samples, its run id and the pid of its job process."""
+    run_id = start_comparison(session, srv.url, experiment_id=[srv.experiment_id], metric="accuracy",
+                              model_a="rf", model_b="svm", **{**LONG, **fields})
+    deadline = time.monotonic() + 300
+    while status(session, srv.url, run_id).json()["stage"] != "sampling":
+        assert time.monotonic() < deadline, status(session, srv.url, run_id).json()
+        time.sleep(0.2)
+    time.sleep(1)
+    return run_id, int(srv.client.get_run(run_id).data.tags["bayescompare.job.pid"])
+
+
+def _gone(pid: int, timeout: float = 15) -> bool:
+    """Has every process of the process group ``pid`` (a job process and its Stan samplers) ended?"""
+    deadline = time.monotonic() + timeout
+    while group_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return not group_alive(pid)
+
+
+def _error(srv, run_id: str) -> tuple[str, str, str]:
+    run = srv.client.get_run(run_id)
+    return run.info.status, run.data.tags.get("bayescompare.stage"), run.data.tags.get("bayescompare.error")
+
+
+@pytest.mark.server
+def test_server_stopped_mid_sampling_ends_its_run_failed_with_the_reason(tmp_path):
+    """SIGTERM to the server (as a service manager stops it): the job's run ends FAILED saying so, its processes
+    end with it, and the restart's sweep keeps that reason."""
+    srv = _job_server(tmp_path)
+    try:
+        run_id, pid = _sampling_job(srv, srv.session())
+        srv.stop()
+        reason = ("the bayescompare server was stopped (SIGTERM) while the comparison was sampling; "
+                  "start the comparison again")
+        assert _error(srv, run_id) == ("FAILED", "failed", reason)
+        assert _gone(pid)
+        srv.start()
+        s = srv.session()
+        assert (status(s, srv.url, run_id).json()["error"], _error(srv, run_id)[2]) == (reason, reason)
+        again = start_comparison(s, srv.url, experiment_id=[srv.experiment_id], metric="accuracy", model_a="rf",
+                                 model_b="svm", chains=2, draws=200, seed=1)
+        assert wait_done(s, srv.url, again)["status"] == "FINISHED"
+    finally:
+        srv.stop()
+
+
+@pytest.mark.server
+def test_job_process_killed_then_server_crashed_and_restarted(tmp_path):
+    """SIGKILL of a job's process mid-sampling: its run ends FAILED at once with that reason (its Stan samplers
+    killed too) and the server goes on comparing.  Then the whole server is SIGKILLed mid-sampling (a crash): its
+    job processes end with it, and the restart's sweep ends the orphaned run FAILED saying why, keeping the first
+    run's reason; a new comparison succeeds."""
+    srv = _job_server(tmp_path)
+    try:
+        s = srv.session()
+        killed, pid = _sampling_job(srv, s)
+        os.kill(pid, signal.SIGKILL)
+        state = wait_done(s, srv.url, killed, timeout=30)
+        reason = ("the comparison's process ended abruptly while the comparison was sampling (a job process of this "
+                  "server was killed, or ran out of memory: BrokenProcessPool)")
+        assert (state["status"], state["stage"], state["error"]) == ("FAILED", "failed", reason)
+        assert _gone(pid)
+        after = start_comparison(s, srv.url, experiment_id=[srv.experiment_id], metric="accuracy", model_a="svm",
+                                 model_b="rf", chains=2, draws=200, seed=1)
+        assert wait_done(s, srv.url, after)["status"] == "FINISHED"
+
+        orphan, orphan_pid = _sampling_job(srv, s, seed=2)
+        srv.kill()
+        assert _gone(orphan_pid), "the job process outlived its server"
+        assert _error(srv, orphan)[:2] == ("RUNNING", "sampling")
+        srv.start()
+        s = srv.session()
+        state = wait_done(s, srv.url, orphan, timeout=60)
+        assert (state["status"], state["error"]) == (
+            "FAILED", f"marked FAILED by the bayescompare server: the process that ran it (pid {orphan_pid} on "
+                      f"{srv.client.get_run(orphan).data.tags['bayescompare.job.host']}) is gone; the server was "
+                      "stopped or restarted while the comparison was sampling")
+        assert _error(srv, killed) == ("FAILED", "failed", reason)
+        again = start_comparison(s, srv.url, experiment_id=[srv.experiment_id], metric="accuracy", model_a="rf",
+                                 model_b="svm", chains=2, draws=200, seed=1)
+        assert wait_done(s, srv.url, again)["status"] == "FINISHED"
+    finally:
+        srv.stop()

@@ -36,7 +36,7 @@ from mlflow.entities import RunTag
 from .. import tags as T
 from ..options import FitOptions, SourceOptions
 from ..runlog import fail_if_running
-from .locks import CompileGate, job_slot
+from .locks import job_slot
 from .owners import owner_tags
 
 __all__ = ["Settings", "QueueFull", "JobSpec", "JobRunner", "run_job"]
@@ -145,7 +145,6 @@ class JobRunner:
         """Reserve a place in the queue before the job's run exists: :class:`QueueFull` when there is none.
         Yields the function that submits the job in that place; leaving without submitting frees it."""
         with self._lock:
-            self._pending = {k: v for k, v in self._pending.items() if not v[1].done()}
             if self._stopping:
                 raise QueueFull("the server is stopping; try again once it is back")
             if len(self._pending) + self._reserved >= self.settings.max_queue:
@@ -159,10 +158,10 @@ class JobRunner:
             with self._lock:
                 self._reserved -= 1
 
-    def pending(self) -> list[str]:
-        """The run ids of the jobs this process has submitted and that have not ended."""
+    def pending(self) -> set[str]:
+        """The run ids of the jobs this process has submitted and not yet seen end (their end recorded)."""
         with self._lock:
-            return [run_id for run_id, (_, future) in self._pending.items() if not future.done()]
+            return set(self._pending)
 
     def _submit(self, spec: JobSpec) -> None:
         with self._lock:
@@ -195,21 +194,21 @@ class JobRunner:
         return self._pool
 
     def _done(self, spec: JobSpec, generation: int, future: Future) -> None:
-        """A job ended: record why when its process could not (it died, or the server is stopping)."""
-        with self._lock:
-            if self._pending.get(spec.run_id, (None, None))[1] is future:
-                del self._pending[spec.run_id]
-            stopping = self._stopping
+        """A job ended: record why when its process could not (it died, or the server is stopping), then forget it
+        (until then, a status read leaves its run to this runner: :meth:`pending`)."""
         try:
             outcome = future.result()
             error = None if outcome.get("ok") else outcome.get("error") or "the comparison failed"
         except BaseException as exc:  # BrokenProcessPool: a job process died; CancelledError: stopped
-            error = self._lost(spec, generation, exc, stopping)
+            error = self._lost(spec, generation, exc, self._stopping)
         if error:
             try:
                 fail_if_running(self._store(), spec.run_id, error)
             except Exception:
                 _logger.exception("bayescompare: could not mark run %s FAILED", spec.run_id)
+        with self._lock:
+            if self._pending.get(spec.run_id, (None, None))[1] is future:
+                del self._pending[spec.run_id]
 
     def _lost(self, spec: JobSpec, generation: int, exc: BaseException, stopping: str | None) -> str | None:
         """Why a job's future failed, or None when it was submitted again (it had not started)."""
@@ -294,7 +293,8 @@ def _job_process_started() -> None:
 
 def run_job(spec: JobSpec) -> dict[str, Any]:
     """The body of a job, in a job process: wait for a slot, then compare (or run the matrix) into the run, whose
-    stage tag follows the work.  A compile waits for the host's compile lock (:class:`.locks.CompileGate`)."""
+    stage tag follows the work (``compiling`` too, while the backend compiles a program or waits for another
+    process's compile of it)."""
     from mlflow import MlflowClient
 
     from ..compare import compare_matrix, compare_runs
@@ -302,10 +302,9 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
     with _credentials(spec.credentials):
         client = MlflowClient(spec.tracking_uri)
         try:
-            with job_slot(Path(spec.state_dir), spec.slots), CompileGate() as gate:
+            with job_slot(Path(spec.state_dir), spec.slots):
                 client.log_batch(spec.run_id, tags=[RunTag(k, v) for k, v in owner_tags().items()])
-                common = dict(source=spec.source, fit=spec.fit, tracking_uri=spec.tracking_uri, run_id=spec.run_id,
-                              progress=gate)
+                common = dict(source=spec.source, fit=spec.fit, tracking_uri=spec.tracking_uri, run_id=spec.run_id)
                 if spec.kind == "matrix":
                     compare_matrix(models=spec.models, jobs=1, **common)
                 else:

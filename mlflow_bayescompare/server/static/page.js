@@ -157,7 +157,7 @@
   function render(job) {
     $("job").hidden = false;
     const title =
-      job.kind === "matrix"
+      job.models
         ? "All models (" + (job.models || []).length + ") · " + (job.metric || "")
         : (job.model_a || "A") + " vs " + (job.model_b || "B") + " · " + (job.metric || "");
     $("job-title").textContent = title;
@@ -172,7 +172,7 @@
     const done = job.status === "FINISHED";
     $("result").hidden = !(done || job.status === "FAILED");
     $("verdict").textContent = job.verdict || "";
-    const pair = job.kind !== "matrix";
+    const pair = job.kind === "comparison";
     ["bar", "probs"].forEach((id) => ($(id).hidden = !(done && pair)));
     if (done && pair) {
       $("label-a").textContent = "P(" + job.model_a + " better)";
@@ -239,7 +239,7 @@
     const show = document.createElement("a");
     show.className = "show";
     show.href = BASE + "/?run_id=" + encodeURIComponent(c.run_id);
-    show.textContent = c.kind === "matrix" ? (c.models || []).length + " models" : c.model_a + " vs " + c.model_b;
+    show.textContent = c.models ? c.models.length + " models" : c.model_a + " vs " + c.model_b;
     cells[1].appendChild(show);
     cells[2].textContent = c.metric || "";
     cells[3].className = "status " + String(c.status).toLowerCase();

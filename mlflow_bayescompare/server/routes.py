@@ -1,0 +1,212 @@
+"""The ``/bayescompare/`` blueprint: the route table (:data:`ROUTES`) and its thin handlers.
+
+Every route has an exact path (run ids go in the query string), so MLflow's basic-auth can list each one; all sit
+under ``--static-prefix`` when one is set.  The permission each route needs is in :data:`.permissions.RULES`,
+checked by one ``before_request`` hook before the handler runs; the handlers then read what the hook resolved.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Callable
+
+from flask import Blueprint, Response, request, send_from_directory
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from mlflow.exceptions import MlflowException
+
+from .. import tags as T
+from ..collect import discover
+from ..errors import BayesCompareError, InputError
+from ..progress import STAGES
+from ..runlog import fail_if_running
+from . import context, permissions, security
+from .accept import accept
+from .artifacts import read_report
+from .jobs import QueueFull
+from .owners import stale_reason
+from .requests import ApiError, max_results_arg, tag_arg
+from .serialize import form_fields, json_response, list_comparisons, summarise_run
+
+__all__ = ["Route", "ROUTES", "create_blueprint", "route_table", "mlflow_auth_routes"]
+
+_logger = logging.getLogger(__name__)
+_HERE = Path(__file__).parent
+_STATIC = _HERE / "static"
+_TEMPLATES = Environment(loader=FileSystemLoader(str(_HERE / "templates")),
+                         autoescape=select_autoescape(["html"], default=True))
+_STAGE_LABELS = {"fetching": "fetching scores", "compiling": "compiling the model"}
+
+
+@dataclass(frozen=True)
+class Route:
+    path: str  # under <static prefix>/bayescompare
+    method: str
+    endpoint: str  # the key of its rule in permissions.RULES
+    view: Callable[[], Response]
+
+
+# --------------------------------------------------------------------------------------------------- page
+
+
+def _page() -> Response:
+    token, new = security.token_for(request)
+    experiments = permissions.readable_experiments()
+    run_id = request.args.get("run_id", "")
+    html = _TEMPLATES.get_template("page.html").render(
+        base=context.base_path(), mlflow_ui=context.prefix() + "/", csrf_token=token, experiments=experiments,
+        comparisons=_past(experiments), form=form_fields(context.settings()),
+        stages=[(s, _STAGE_LABELS.get(s, s)) for s in STAGES if s != "failed"],
+        run_id=run_id if len(run_id) == 32 and all(c in "0123456789abcdef" for c in run_id) else "",
+        user=permissions.current_user())
+    resp = Response(html, mimetype="text/html")
+    resp.headers["Content-Security-Policy"] = security.PAGE_CSP
+    resp.headers["Referrer-Policy"] = "same-origin"
+    resp.headers["Cache-Control"] = "no-store"
+    if new:
+        security.set_cookie(resp, token, context.base_path() + "/", request.is_secure)
+    return resp
+
+
+def _past(experiments: list[dict[str, str]]) -> list[dict]:
+    try:
+        return list_comparisons(context.store_client(), [e["experiment_id"] for e in experiments], 20)
+    except Exception:  # the page must render even when the store is slow or odd
+        _logger.exception("bayescompare: listing past comparisons failed")
+        return []
+
+
+def _static(name: str) -> Response:
+    return send_from_directory(_STATIC, name, max_age=300)
+
+
+def _csrf() -> Response:
+    token, new = security.token_for(request)
+    resp = json_response({"csrf_token": token, "header": security.HEADER, "cookie": security.COOKIE})
+    if new:
+        security.set_cookie(resp, token, context.base_path() + "/", request.is_secure)
+    return resp
+
+
+# --------------------------------------------------------------------------------------------------- reads
+
+
+def _experiments() -> Response:
+    return json_response({"experiments": permissions.readable_experiments()})
+
+
+def _choices() -> Response:
+    [experiment_id] = permissions.granted().experiment_ids
+    found = discover(context.store_client(), [experiment_id], model_tag=tag_arg("model_tag", "model"),
+                     dataset_tag=tag_arg("dataset_tag", "dataset"))
+    return json_response({"experiment_id": experiment_id, **found})
+
+
+def _list() -> Response:
+    limit = max_results_arg()
+    return json_response({"comparisons": list_comparisons(context.store_client(),
+                                                          permissions.granted().experiment_ids, limit)})
+
+
+def _job_run():
+    """The run the hook granted, ended FAILED first when its owner is gone (the status is read from the run), unless
+    it is a job of this worker, whose runner records how it ended."""
+    run, client = permissions.granted().run, context.store_client()
+    runner = context.started_runner()
+    if runner is not None and run.info.run_id in runner.pending():
+        return run
+    reason = stale_reason(run, context.settings().stale_after)
+    if reason and fail_if_running(client, run.info.run_id, reason):
+        run = client.get_run(run.info.run_id)
+    return run
+
+
+def _status() -> Response:
+    run = _job_run()
+    out = summarise_run(run)
+    if out["kind"] in ("matrix", "ranking") and out["status"] == "FINISHED":
+        children = context.store_client().search_runs(
+            [run.info.experiment_id], f"tags.`{T.PARENT}` = '{run.info.run_id}'", max_results=1000)
+        out["pairs"] = [summarise_run(c) for c in children]
+    return json_response(out)
+
+
+def _report() -> Response:
+    resp = Response(read_report(_job_run()), mimetype="text/html")
+    resp.headers["Content-Security-Policy"] = security.REPORT_CSP
+    resp.headers["Content-Disposition"] = "inline; filename=report.html"
+    resp.headers["X-Frame-Options"] = "SAMEORIGIN"
+    resp.headers["Referrer-Policy"] = "no-referrer"
+    resp.headers["Cache-Control"] = "private, max-age=300"
+    return resp
+
+
+def _start() -> Response:
+    return accept(permissions.granted())
+
+
+#: every route of the plugin: exact paths, one method each
+ROUTES = (
+    Route("/", "GET", "page", _page),
+    Route("/static/page.css", "GET", "page_css", partial(_static, "page.css")),
+    Route("/static/page.js", "GET", "page_js", partial(_static, "page.js")),
+    Route("/api/csrf", "GET", "csrf", _csrf),
+    Route("/api/experiments", "GET", "experiments", _experiments),
+    Route("/api/choices", "GET", "choices", _choices),
+    Route("/api/comparisons", "GET", "list_comparisons", _list),
+    Route("/api/comparisons", "POST", "create_comparison", _start),
+    Route("/api/comparisons/get", "GET", "comparison", _status),
+    Route("/api/matrix", "POST", "create_matrix", _start),
+    Route("/report", "GET", "report", _report),
+)
+
+
+# --------------------------------------------------------------------------------------------------- blueprint
+
+
+def create_blueprint() -> Blueprint:
+    """The blueprint of :data:`ROUTES`, with the permission hook and the error answers."""
+    unruled = {r.endpoint for r in ROUTES} - set(permissions.RULES)
+    if unruled:
+        raise RuntimeError(f"routes without a permission rule: {', '.join(sorted(unruled))}")
+    bp = Blueprint("bayescompare", __name__, url_prefix=context.base_path())
+    for route in ROUTES:
+        bp.add_url_rule(route.path, route.endpoint, route.view, methods=[route.method])
+    bp.before_request(permissions.authorize)
+    bp.register_error_handler(ApiError, _api_error)
+    bp.register_error_handler(InputError, lambda exc: _error(400, str(exc), exc.problems))
+    bp.register_error_handler(QueueFull, lambda exc: _error(503, str(exc)))
+    bp.register_error_handler(BayesCompareError, lambda exc: _error(502, str(exc)))
+    bp.register_error_handler(MlflowException, _mlflow_error)
+    return bp
+
+
+def route_table() -> list[tuple[str, str, str]]:
+    """``(path, method, permission)`` of every route, as served (static prefix included)."""
+    return [(context.base_path() + r.path, r.method, permissions.RULES[r.endpoint].value) for r in ROUTES]
+
+
+def mlflow_auth_routes() -> list[tuple[str, str]]:
+    """The exact ``(path, method)`` pairs MLflow's basic-auth must know (with the page's address without its
+    trailing slash, which Flask redirects)."""
+    return [(path, method) for path, method, _ in route_table()] + [(context.base_path(), "GET")]
+
+
+def _error(status: int, message: str, errors: list[str] | None = None) -> Response:
+    message = context.public_message(message)
+    errors = [context.public_message(e) for e in errors] if errors else [message]
+    return json_response({"error": message, "errors": errors}, status)
+
+
+def _api_error(exc: ApiError) -> Response:
+    return _error(exc.status, exc.message, exc.errors)
+
+
+def _mlflow_error(exc: MlflowException) -> Response:
+    status = {"RESOURCE_DOES_NOT_EXIST": 404, "INVALID_PARAMETER_VALUE": 400, "BAD_REQUEST": 400,
+              "RESOURCE_ALREADY_EXISTS": 409}.get(exc.error_code, 500)
+    if status == 500:
+        _logger.error("bayescompare: MLflow failed: %s", exc.message)
+    return _error(status, f"MLflow: {exc.message}")

@@ -1,0 +1,393 @@
+"""Security regressions of the server app, on real servers: script injection through every user-controlled field
+(checked in headless Chromium with the page's CSP switched off, so that escaping alone is tested), cross-site
+requests, path traversal and filter injection, and MLflow's basic-auth for a non-admin user under its default
+``MLFLOW_BASIC_AUTH_FAIL_CLOSED=true``: every route, answers that do not tell "forbidden" from "does not exist",
+and refused requests that create nothing."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import urllib.parse
+import uuid
+
+import numpy as np
+import pytest
+import requests
+from mlflow import MlflowClient
+from mlflow.entities import RunStatus
+from servers import Server, chromium_executable, chromium_page, start_comparison, status, wait_done
+
+from mlflow_bayescompare import tags as T
+from mlflow_bayescompare.cvlog import log_cv_scores
+
+pytestmark = pytest.mark.server
+
+FAST = {"chains": 2, "draws": 200, "seed": 1}
+XSS = {
+    "experiment": '<img src=x onerror=alert("experiment")>',
+    "model": '<script>alert("model")</script>',
+    "model2": '"><svg onload=alert("model2")>',
+    "dataset": '<img src=x onerror=alert("dataset")>',
+    "error": '<img src=x onerror=alert("error")>',
+    "verdict": '<svg onload=alert("verdict")>',
+    "metric": '<img src=x onerror=alert("metric")>',
+    "filter": '<img src=x onerror=alert("filter")>',
+}
+
+
+def _log(client, eid, models, datasets, seed=7, params=None):
+    rng = np.random.default_rng(seed)
+    for i, model in enumerate(models):
+        for dataset in datasets:
+            scores = np.clip(0.75 + 0.01 * i + rng.normal(0, 0.03, 10), 0, 1)
+            run_id = log_cv_scores(model, dataset, scores, folds=10, experiment_id=eid, client=client)
+            for key, value in (params or {}).items():
+                client.log_param(run_id, key, value)
+
+
+def _job_runs(client, experiment_ids) -> set[str]:
+    runs = client.search_runs(list(experiment_ids), f"tags.`{T.KIND}` IS NOT NULL", max_results=1000)
+    return {r.info.run_id for r in runs}
+
+
+# ------------------------------------------------------------------------------------------------ plain server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("security")
+    srv = Server(tmp, f"sqlite:///{tmp / 'mlflow.db'}", extra=["--workers", "1"],
+                 env={"MLFLOW_SERVER_CORS_ALLOWED_ORIGINS": "https://allowed.example"})
+    srv.client = MlflowClient(srv.url)
+    srv.experiment_id = srv.client.create_experiment(XSS["experiment"])
+    _log(srv.client, srv.experiment_id, ["lda", XSS["model"], XSS["model2"]], [XSS["dataset"], "d1", "d2"])
+    failed = srv.client.create_run(srv.experiment_id, tags={
+        T.KIND: "comparison", T.MODEL_A: XSS["model"], T.MODEL_B: "lda", T.METRIC: XSS["metric"],
+        T.ERROR: XSS["error"], T.VERDICT: XSS["verdict"], T.STAGE: "failed"})
+    srv.client.set_terminated(failed.info.run_id, RunStatus.to_string(RunStatus.FAILED))
+    srv.failed_run = failed.info.run_id
+    yield srv
+    srv.stop()
+
+
+def _post(srv, path="/api/comparisons", session=None, **kwargs):
+    return (session or srv.session()).post(f"{srv.url}/bayescompare{path}", timeout=60, **kwargs)
+
+
+def _body(srv, **extra):
+    return {"experiment_id": [srv.experiment_id], "metric": "accuracy", "model_a": XSS["model"], "model_b": "lda",
+            **FAST, **extra}
+
+
+@pytest.mark.browser
+def test_no_script_runs_from_any_user_controlled_field(server):
+    """Experiment, model and dataset names, tag values (verdict, metric) and error messages, in the page rendered by
+    the server, in the dropdowns, the result, the history and the form's error line."""
+    if chromium_executable() is None:
+        pytest.skip("no Chromium with playwright (set MLFLOW_BAYESCOMPARE_CHROMIUM, pip install playwright)")
+    s = server.session()
+    run_id = start_comparison(s, server.url, **_body(server))
+    assert wait_done(s, server.url, run_id)["status"] == "FINISHED"
+    with chromium_page(bypass_csp=True) as (page, dialogs):
+        page.goto(f"{server.url}/bayescompare/")
+        assert f"{XSS['experiment']} ({server.experiment_id})" in page.eval_on_selector_all(
+            "#experiment option", "os => os.map(o => o.textContent)")
+        page.select_option("#experiment", server.experiment_id)
+        page.wait_for_selector("#model_a option:nth-child(3)", state="attached")
+        assert sorted(page.eval_on_selector_all("#model_a option", "os => os.map(o => o.textContent)")) == \
+            sorted(["lda", XSS["model"], XSS["model2"]])
+        history = page.text_content("#past")
+        assert XSS["verdict"] in history and XSS["metric"] in history and f"{XSS['model']} vs lda" in history
+        page.click(f'#past tr[data-run-id="{run_id}"] a.show')
+        page.wait_for_selector("#verdict:not(:empty)")
+        assert page.text_content("#label-a") == f"P({XSS['model']} better)"
+        page.wait_for_selector("#report:not([hidden])")
+        page.click(f'#past tr[data-run-id="{server.failed_run}"] a.show')
+        page.wait_for_selector("#job-error:not([hidden])")
+        assert page.text_content("#job-error") == f"Failed: {XSS['error']}"
+        page.click("details summary")
+        page.fill("#filter", XSS["filter"])
+        page.click("#compare-btn")
+        page.wait_for_selector("#form-error:not([hidden])")
+        assert XSS["filter"] in page.text_content("#form-error")
+        page.wait_for_timeout(1000)
+        injected = page.eval_on_selector_all("img, svg, script:not([src]), iframe:not(#report)", "es => es.length")
+    assert dialogs == [] and injected == 0
+
+
+def test_pages_carry_their_security_headers(server):
+    page = requests.get(f"{server.url}/bayescompare/", timeout=30)
+    assert "script-src 'self'" in page.headers["Content-Security-Policy"]
+    assert "&lt;svg onload=alert(&#34;verdict&#34;)&gt;" in page.text and XSS["verdict"] not in page.text
+    cookie = page.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/bayescompare/" in cookie
+
+
+# ------------------------------------------------------------------------------------------------ cross-site
+
+
+@pytest.mark.parametrize("case", ["no token", "header only", "cookie only", "mismatch", "foreign origin",
+                                  "null origin", "cross-site", "same-site", "form", "text"])
+@pytest.mark.parametrize("path", ["/api/comparisons", "/api/matrix"])
+def test_cross_site_requests_are_refused_and_create_nothing(server, case, path):
+    before = _job_runs(server.client, [server.experiment_id])
+    s = server.session()
+    token = s.headers["X-BayesCompare-CSRF"]
+    body = _body(server) if path == "/api/comparisons" else {"experiment_id": [server.experiment_id],
+                                                              "metric": "accuracy", **FAST}
+    kwargs = {"json": body}
+    if case == "no token":
+        s = requests.Session()
+    elif case == "header only":
+        s = requests.Session()
+        s.headers["X-BayesCompare-CSRF"] = token
+    elif case == "cookie only":
+        del s.headers["X-BayesCompare-CSRF"]
+    elif case == "mismatch":
+        s.headers["X-BayesCompare-CSRF"] = "x" * 43
+    elif case in ("foreign origin", "null origin"):
+        s.headers["Origin"] = "https://evil.example" if case == "foreign origin" else "null"
+    elif case in ("cross-site", "same-site"):
+        s.headers["Sec-Fetch-Site"] = case
+    elif case == "form":  # what a plain HTML form of another site can send
+        kwargs = {"data": {"experiment_id": server.experiment_id, "metric": "accuracy"}}
+    else:
+        kwargs = {"data": '{"metric": "accuracy"}', "headers": {"Content-Type": "text/plain"}}
+    resp = _post(server, path, session=s, **kwargs)
+    assert resp.status_code in (403, 415), (resp.status_code, resp.text)
+    assert _job_runs(server.client, [server.experiment_id]) == before
+
+
+def test_same_site_requests_pass(server):
+    s = server.session()
+    for headers in ({"Sec-Fetch-Site": "same-origin", "Origin": server.root}, {"Sec-Fetch-Site": "none"},
+                    {"Origin": "https://allowed.example"}):
+        resp = _post(server, session=s, json=_body(server, model_b=XSS["model2"]), headers=headers)
+        assert resp.status_code == 202, (headers, resp.text)
+        assert wait_done(s, server.url, resp.json()["run_id"])["status"] == "FINISHED"
+
+
+# ------------------------------------------------------------------------------------------------ traversal
+
+
+@pytest.mark.parametrize("path", [
+    "/bayescompare/static/%2e%2e/templates/page.html", "/bayescompare/static/..%2ftemplates%2fpage.html",
+    "/bayescompare/static/__init__.py", "/bayescompare/static/", "/bayescompare/static/%2e%2e%2f%2e%2e%2fapp.py",
+    "/bayescompare/runs/0123456789abcdef0123456789abcdef/report.html",
+    "/bayescompare/api/comparisons/0123456789abcdef0123456789abcdef",
+])
+def test_no_file_outside_the_static_folder_is_served(server, path):
+    resp = requests.get(f"{server.url}{path}", timeout=30)
+    assert resp.status_code == 404, resp.text[:300]
+    assert "{{" not in resp.text and "import" not in resp.text
+
+
+@pytest.mark.parametrize("run_id", ["../../../../etc/passwd", "..%2F..%2Fetc%2Fpasswd", "0" * 31 + "/",
+                                    "0123456789ABCDEF0123456789ABCDEF", ""])
+@pytest.mark.parametrize("route", ["/api/comparisons/get", "/report"])
+def test_run_ids_are_run_ids(server, route, run_id):
+    resp = requests.get(f"{server.url}/bayescompare{route}", params={"run_id": run_id}, timeout=30)
+    assert resp.status_code == 404 and resp.json()["error"] == f"no comparison run {run_id!r}"
+
+
+@pytest.mark.parametrize("extra, words", [
+    ({"filter": "tags.model = 'lda' OR tags.model = 'x'"}, "invalid filter string"),
+    ({"filter": "1=1"}, "invalid filter string"),
+    ({"filter": "params.x = 'a'; DROP TABLE runs"}, "invalid filter string"),
+    ({"model_b": "lda' OR tags.model != '"}, "model 'lda' OR tags.model != '' is in no run tagged 'model'"),
+    ({"model_b": "x' \" OR 1=1"}, "is in no run tagged 'model'"),
+    ({"model_tag": "model` = 'lda' OR tags.`x"}, "Invalid value for 'model_tag'"),
+    ({"experiment_id": ["1 OR 1=1"]}, "is not an experiment id"),
+])
+def test_filter_injection_is_refused_and_creates_nothing(server, extra, words):
+    before = _job_runs(server.client, [server.experiment_id])
+    resp = _post(server, json=_body(server, **extra))
+    assert resp.status_code == 400 and words in resp.json()["error"], resp.text
+    assert _job_runs(server.client, [server.experiment_id]) == before
+
+
+# ------------------------------------------------------------------------------------------------ basic-auth
+
+ADMIN = ("admin", "bayescompare-Admin-pw-1")
+ALICE = ("alice", "alice-Password-1")
+ABSENT_RUN = "0123456789abcdef0123456789abcdef"
+
+
+@contextlib.contextmanager
+def _as(user):
+    saved = {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")}
+    os.environ["MLFLOW_TRACKING_USERNAME"], os.environ["MLFLOW_TRACKING_PASSWORD"] = user
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+
+
+@pytest.fixture(scope="module")
+def auth_server(tmp_path_factory):
+    """``bayescompare-auth`` under ``--static-prefix /mlflow`` with MLflow's defaults (fail-closed), no permission by
+    default; alice (not an admin) may read ``e-read``, edit ``e-edit`` and nothing of ``e-none``, whose runs hold a
+    model and a param value she must not learn."""
+    pytest.importorskip("flask_wtf", reason="MLflow's basic-auth needs Flask-WTF (pip install 'mlflow[auth]')")
+    tmp = tmp_path_factory.mktemp("auth")
+    config = tmp / "auth.ini"
+    config.write_text("[mlflow]\ndefault_permission = NO_PERMISSIONS\nauth_cache_ttl_seconds = 600\n"
+                      f"database_uri = sqlite:///{tmp / 'auth.db'}\nadmin_username = {ADMIN[0]}\n"
+                      "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n")
+    env = {"MLFLOW_AUTH_CONFIG_PATH": str(config), "MLFLOW_AUTH_ADMIN_PASSWORD": ADMIN[1],
+           "MLFLOW_FLASK_SERVER_SECRET_KEY": uuid.uuid4().hex}
+    srv = Server(tmp, f"sqlite:///{tmp / 'mlflow.db'}", app="bayescompare-auth", env=env, prefix="/mlflow",
+                 extra=["--workers", "1"])
+    srv.env.pop("MLFLOW_BASIC_AUTH_FAIL_CLOSED", None)
+    with _as(ADMIN):
+        from mlflow.server import get_app_client
+
+        srv.admin = MlflowClient(srv.url)
+        auth = get_app_client("basic-auth", tracking_uri=srv.url)
+        auth.create_user(*ALICE)
+        srv.ids = {name: srv.admin.create_experiment(name) for name in ("e-read", "e-edit", "e-none")}
+        for name, eid in srv.ids.items():
+            models = ["lda", "cart", "secretmodelX" if name == "e-none" else "svm"]
+            _log(srv.admin, eid, models, ["d0", "d1", "d2"], params={"owner": "zed"})
+        auth.grant_user_permission("alice", "experiment", srv.ids["e-read"], "READ")
+        auth.grant_user_permission("alice", "experiment", srv.ids["e-edit"], "EDIT")
+    admin = srv.session(auth=ADMIN)
+    srv.hidden_run = start_comparison(admin, srv.url, experiment_id=[srv.ids["e-none"]], metric="accuracy",
+                                      model_a="lda", model_b="secretmodelX", **FAST)
+    assert wait_done(admin, srv.url, srv.hidden_run)["status"] == "FINISHED"
+    yield srv
+    srv.stop()
+
+
+def _snapshot(srv) -> tuple:
+    """Every experiment and every run of the store, as the admin sees them."""
+    with _as(ADMIN):
+        experiments = sorted((e.experiment_id, e.name) for e in srv.admin.search_experiments())
+        runs = {r.info.run_id for e, _ in experiments for r in srv.admin.search_runs([e], max_results=5000)}
+    return experiments, runs
+
+
+ROUTES = [("GET", "/bayescompare/"), ("GET", "/bayescompare/static/page.js"), ("GET", "/bayescompare/api/csrf"),
+          ("GET", "/bayescompare/api/experiments"), ("GET", "/bayescompare/api/choices?experiment_id=1"),
+          ("GET", "/bayescompare/api/comparisons"), ("POST", "/bayescompare/api/comparisons"),
+          ("GET", f"/bayescompare/api/comparisons/get?run_id={ABSENT_RUN}"), ("POST", "/bayescompare/api/matrix"),
+          ("GET", f"/bayescompare/report?run_id={ABSENT_RUN}"), ("GET", "/bayescompare/static/page.css")]
+
+
+@pytest.mark.parametrize("method, path", ROUTES)
+def test_every_route_needs_a_login(auth_server, method, path):
+    for auth in (None, ("alice", "wrong"), ("nobody", "x")):
+        resp = requests.request(method, f"{auth_server.url}{path}", auth=auth, json={}, timeout=30)
+        assert resp.status_code == 401, (auth, resp.status_code, resp.text[:200])
+
+
+@pytest.mark.parametrize("method, path", ROUTES)
+def test_a_non_admin_reaches_every_route_under_fail_closed(auth_server, method, path):
+    """MLflow's default fail-closed net refuses routes it has no validator for: every route is registered."""
+    s = auth_server.session(auth=ALICE)
+    resp = s.request(method, f"{auth_server.url}{path}", json={}, timeout=30)
+    assert resp.status_code != 403 or resp.headers["Content-Type"].startswith("application/json"), resp.text
+    assert "Permission denied" not in resp.text
+
+
+def test_a_non_admin_sees_only_what_they_may_read(auth_server):
+    s, url, ids = auth_server.session(auth=ALICE), auth_server.url, auth_server.ids
+    page = s.get(f"{url}/bayescompare/", timeout=30)
+    assert page.status_code == 200 and "signed in as alice" in page.text
+    assert "e-read" in page.text and "e-edit" in page.text and "e-none" not in page.text
+    listed = s.get(f"{url}/bayescompare/api/experiments", timeout=30).json()["experiments"]
+    assert {e["name"] for e in listed} >= {"e-read", "e-edit"} and "e-none" not in {e["name"] for e in listed}
+    choices = s.get(f"{url}/bayescompare/api/choices", params={"experiment_id": ids["e-read"]}, timeout=30).json()
+    assert choices["models"] == ["cart", "lda", "svm"]
+    runs = s.get(f"{url}/bayescompare/api/comparisons", timeout=30).json()["comparisons"]
+    assert auth_server.hidden_run not in {r["run_id"] for r in runs}
+
+
+def _same(first: requests.Response, second: requests.Response, first_word: str, second_word: str) -> None:
+    """The two answers are the same, but for the name or id each request gave."""
+    assert first.status_code == second.status_code
+    assert first.text.replace(first_word, "?") == second.text.replace(second_word, "?"), (first.text, second.text)
+
+
+def test_forbidden_and_absent_get_the_same_answer_and_create_nothing(auth_server):
+    s, url, ids = auth_server.session(auth=ALICE), auth_server.url, auth_server.ids
+    absent_id = str(int(max(ids.values())) + 1000)
+    before = _snapshot(auth_server)
+    for route in ("/api/choices", "/api/comparisons"):
+        hidden = s.get(f"{url}/bayescompare{route}", params={"experiment_id": ids["e-none"]}, timeout=30)
+        absent = s.get(f"{url}/bayescompare{route}", params={"experiment_id": absent_id}, timeout=30)
+        assert hidden.status_code == 404
+        _same(hidden, absent, ids["e-none"], absent_id)
+    for route in ("/api/comparisons/get", "/report"):
+        hidden = s.get(f"{url}/bayescompare{route}", params={"run_id": auth_server.hidden_run}, timeout=30)
+        absent = s.get(f"{url}/bayescompare{route}", params={"run_id": ABSENT_RUN}, timeout=30)
+        assert hidden.status_code == 404
+        _same(hidden, absent, auth_server.hidden_run, ABSENT_RUN)
+    base = {"metric": "accuracy", "model_a": "lda", "model_b": "cart", "target_experiment": "e-edit", **FAST}
+    probes = [  # the same request about the hidden experiment and about one that does not exist
+        ({"experiment_id": [ids["e-none"]]}, {"experiment_id": [absent_id]}, ids["e-none"], absent_id),
+        ({"experiment_name": ["e-none"]}, {"experiment_name": ["no-such"]}, "e-none", "no-such"),
+        ({"experiment_id": [ids["e-none"]], "model_b": "nosuchmodel"},
+         {"experiment_id": [absent_id], "model_b": "nosuchmodel"}, ids["e-none"], absent_id),
+        ({"experiment_id": [ids["e-none"]], "filter": "params.owner LIKE 'z%'"},
+         {"experiment_id": [ids["e-none"]], "filter": "params.owner LIKE 'q%'"}, "z%", "q%"),
+        ({"experiment_id": [ids["e-none"]], "target_experiment": "alice-probe"},
+         {"experiment_id": [absent_id], "target_experiment": "alice-probe"}, ids["e-none"], absent_id),
+    ]
+    for hidden_fields, absent_fields, hidden_word, absent_word in probes:
+        for path in ("/api/comparisons", "/api/matrix"):
+            body = dict(base) if path == "/api/comparisons" else {k: v for k, v in base.items() if "model" not in k}
+            hidden = s.post(f"{url}/bayescompare{path}", json={**body, **hidden_fields}, timeout=60)
+            absent = s.post(f"{url}/bayescompare{path}", json={**body, **absent_fields}, timeout=60)
+            assert hidden.status_code == 400 and "secretmodelX" not in hidden.text, hidden.text
+            _same(hidden, absent, hidden_word, absent_word)
+    assert _snapshot(auth_server) == before
+
+
+@pytest.mark.parametrize("fields, status_code, words", [
+    ({"experiment_id": "e-read"}, 403, "no permission to log runs into experiment"),  # read-only source as target
+    ({"experiment_id": "e-read", "target_experiment": "e-none"}, 403, "no permission to log runs into experiment "
+                                                                      "'e-none'"),
+    ({"experiment_id": "e-read", "target_experiment": "e-read"}, 403, "no permission to log runs into"),
+    ({"experiment_id": "e-none", "target_experiment": "alice-new"}, 400, "no experiment with id"),
+    ({"experiment_id": "e-read", "target_experiment": "alice-new", "model_b": "nosuchmodel"}, 400,
+     "model 'nosuchmodel' is in no run"),
+    ({"experiment_id": "e-read", "target_experiment": "alice-new", "chains": 0}, 400, "'chains'"),
+])
+def test_refused_requests_create_nothing(auth_server, fields, status_code, words):
+    s = auth_server.session(auth=ALICE)
+    fields = {**fields, "experiment_id": [auth_server.ids[fields["experiment_id"]]]}
+    before = _snapshot(auth_server)
+    resp = s.post(f"{auth_server.url}/bayescompare/api/comparisons",
+                  json={"metric": "accuracy", "model_a": "lda", "model_b": "cart", **FAST, **fields}, timeout=60)
+    assert resp.status_code == status_code and words in resp.json()["error"], resp.text
+    assert _snapshot(auth_server) == before
+
+
+def test_a_non_admin_compares_with_their_own_permissions(auth_server):
+    s, url, ids = auth_server.session(auth=ALICE), auth_server.url, auth_server.ids
+    fields = {"experiment_id": [ids["e-read"]], "metric": "accuracy", "model_a": "lda", "model_b": "svm", **FAST}
+    run_id = start_comparison(s, url, **fields, target_experiment="e-edit")
+    state = wait_done(s, url, run_id)
+    assert (state["status"], state["experiment_id"]) == ("FINISHED", ids["e-edit"]), state
+    admin = auth_server.session(auth=ADMIN)
+    same = wait_done(admin, url, start_comparison(admin, url, **fields))
+    assert [state[k] for k in ("p_a_better", "p_rope", "p_b_better")] == \
+        [same[k] for k in ("p_a_better", "p_rope", "p_b_better")]
+    with _as(ADMIN):
+        assert auth_server.admin.get_run(run_id).data.tags[T.USER] == "alice"
+    assert s.get(f"{url}/bayescompare/report", params={"run_id": run_id}, timeout=30).status_code == 200
+    name = f"alice-{uuid.uuid4().hex[:6]}"
+    resp = s.post(f"{url}/bayescompare/api/matrix", json={"experiment_id": [ids["e-read"]], "metric": "accuracy",
+                                                          "target_experiment": name, **FAST}, timeout=60)
+    assert resp.status_code == 202, resp.text
+    matrix = wait_done(s, url, resp.json()["run_id"])
+    assert matrix["status"] == "FINISHED" and len(matrix["pairs"]) == 3, matrix
+    listed = s.get(f"{url}/bayescompare/api/experiments", timeout=30).json()["experiments"]
+    assert {"experiment_id": matrix["experiment_id"], "name": name} in listed  # its creator may read it (MANAGE)
+    assert re.fullmatch(r"/mlflow/#/experiments/\d+/runs/[0-9a-f]{32}", matrix["run_url"])
+    assert status(s, url, run_id).json()["report_url"] == f"/mlflow/bayescompare/report?run_id={run_id}"
+    assert urllib.parse.urlsplit(url).path == "/mlflow"
