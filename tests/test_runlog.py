@@ -17,7 +17,7 @@ from mlflow_bayescompare.tensor import from_tidy
 TAGS = {
     "bayescompare.kind", "bayescompare.model_a", "bayescompare.model_b", "bayescompare.metric",
     "bayescompare.verdict", "bayescompare.decision", "bayescompare.source_experiment_ids", "bayescompare.stage",
-    "bayescompare.diagnostics", "mlflow.note.content",
+    "bayescompare.diagnostics", "bayescompare.test", "mlflow.note.content",
 }
 PARAMS = {"rope", "rho", "folds", "prior", "chains", "draws", "warmup", "seed", "backend", "threshold",
           "greater_is_better", "test", "sensitivity", "std_upper_bound", "alpha_bounds", "beta_bounds", "layout",
@@ -68,7 +68,7 @@ def test_comparison_run_holds_everything(client, experiment_id, fitted, tmp_path
     assert run.info.experiment_id == experiment_id
     tags = {k: v for k, v in run.data.tags.items() if k.startswith(("bayescompare.", "mlflow.note"))}
     assert set(tags) == TAGS
-    assert tags["bayescompare.kind"] == "comparison"
+    assert tags["bayescompare.kind"] == "comparison" and tags["bayescompare.test"] == "hierarchical"
     assert (tags["bayescompare.model_a"], tags["bayescompare.model_b"]) == ("hnb", "nbc")
     assert tags["bayescompare.metric"] == "accuracy"
     assert tags["bayescompare.verdict"] == result.verdict
