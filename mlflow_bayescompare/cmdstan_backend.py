@@ -50,15 +50,17 @@ def compile_program(program: str = "hierarchical", progress: Progress | None = N
         return 0.0 if cached else time.perf_counter() - start
 
 
-def sample(program: str, stan_data: dict, *, chains: int, draws: int, warmup: int, seed: int) -> tuple[dict, dict]:
+def sample(program: str, stan_data: dict, *, chains: int, draws: int, warmup: int, seed: int,
+           adapt_delta: float | None = None) -> tuple[dict, dict]:
     """Sample ``program`` given ``stan_data`` (CmdStan's own seeding: ``seed`` with chain ids 1 … ``chains``):
     ``draws[name]`` ``(chains, draws, *dims)`` for every variable in CmdStan's output, ``sampler[name]``
-    ``(chains, draws)`` for each of its sampler columns (``lp__``, ``divergent__`` …)."""
+    ``(chains, draws)`` for each of its sampler columns (``lp__``, ``divergent__`` …).  ``adapt_delta``: the
+    step-size adaptation's target acceptance rate (``None``: CmdStan's default, 0.8)."""
     compile_program(program)
     try:
         fit = _models[program].sample(
             data=stan_data, chains=chains, parallel_chains=min(chains, os.cpu_count() or 1), iter_sampling=draws,
-            iter_warmup=warmup, seed=seed, show_progress=False, show_console=False,
+            iter_warmup=warmup, seed=seed, adapt_delta=adapt_delta, show_progress=False, show_console=False,
         )
     except RuntimeError as exc:
         raise SamplingError(f"Stan failed to sample: {exc}") from exc

@@ -64,26 +64,29 @@ def compile_program(program: str = "hierarchical", backend: str = "auto", progre
 
 
 def run(program: str, stan_data: dict, *, chains: int, draws: int, warmup: int, seed: int, backend: str = "auto",
-        progress: Progress | None = None) -> Run:
+        progress: Progress | None = None, adapt_delta: float | None = None) -> Run:
     """Sample ``program`` (a name in :data:`.model.PROGRAMS`) given ``stan_data``: ``chains`` chains of ``draws``
-    draws after ``warmup``, reproducibly from ``seed``; compiled first if it is not in the cache."""
+    draws after ``warmup``, reproducibly from ``seed``; compiled first if it is not in the cache.  ``adapt_delta``
+    is the step-size adaptation's target acceptance rate (``None``: Stan's default, 0.8)."""
     name = stan_model.resolve_backend(backend)
     engine = _backend(name)
     compile_seconds = engine.compile_program(program, progress)
     if compile_seconds:
         notify(progress, "sampling")
     start = time.perf_counter()
-    values, sampler = engine.sample(program, stan_data, chains=chains, draws=draws, warmup=warmup, seed=seed)
+    values, sampler = engine.sample(program, stan_data, chains=chains, draws=draws, warmup=warmup, seed=seed,
+                                    adapt_delta=adapt_delta)
     seconds = time.perf_counter() - start
     values = {key: value for key, value in values.items() if value.size}
     return Run(values, sampler, name, seconds, compile_seconds)
 
 
 def sample(stan_data: dict, *, chains: int, draws: int, warmup: int, seed: int, backend: str = "auto",
-           progress: Progress | None = None) -> Fit:
-    """Sample the posterior of ``stan/hierarchical.stan`` given ``stan_data`` (see :mod:`.prepare`)."""
+           progress: Progress | None = None, adapt_delta: float | None = None) -> Fit:
+    """Sample the posterior of ``stan/hierarchical.stan`` given ``stan_data`` (see :mod:`.prepare`);
+    ``adapt_delta`` as in :func:`run`."""
     raw = run("hierarchical", stan_data, chains=chains, draws=draws, warmup=warmup, seed=seed, backend=backend,
-              progress=progress)
+              progress=progress, adapt_delta=adapt_delta)
     out = {name: raw.draws[name].reshape(chains, draws) for name in HIERARCHICAL_DRAWS if name in raw.draws}
     # put δ_i back together: centred ones as sampled, δ0 + σ0 sinh(w_i) for the rest
     centred = np.asarray(stan_data["idx_c"], dtype=int) - 1

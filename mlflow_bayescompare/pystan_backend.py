@@ -219,23 +219,26 @@ def _silent_console():
 
 
 
-def sample(program: str, stan_data: dict, *, chains: int, draws: int, warmup: int, seed: int) -> tuple[dict, dict]:
+def sample(program: str, stan_data: dict, *, chains: int, draws: int, warmup: int, seed: int,
+           adapt_delta: float | None = None) -> tuple[dict, dict]:
     """Sample ``program`` given ``stan_data``: ``(draws, sampler)`` as :func:`run_chains` gives them, chain k with
     the Stan seed ``chain_seeds(seed, chains)[k]``."""
     from .fit import chain_seeds
 
     seeds = chain_seeds(seed, chains)
-    return run_chains(build(program, stan_data, seeds[0]), seeds=seeds, draws=draws, warmup=warmup)
+    return run_chains(build(program, stan_data, seeds[0]), seeds=seeds, draws=draws, warmup=warmup,
+                      adapt_delta=adapt_delta)
 
 
-def run_chains(built, *, seeds: list[int], draws: int, warmup: int) -> tuple[dict, dict]:
+def run_chains(built, *, seeds: list[int], draws: int, warmup: int,
+               adapt_delta: float | None = None) -> tuple[dict, dict]:
     """One chain per seed of the built pystan model, each through httpstan's sampler processes (:func:`_run_chain`)
     on its own thread.  Returns ``draws[name]`` ``(chains, draws, *dims)`` for every name the program declares
     and ``sampler[name]`` ``(chains, draws)`` for each of Stan's sampler columns (``lp__``, ``divergent__`` …)."""
     import stan.fit
 
     _start_samplers()
-    arguments = _chain_arguments(built, draws=draws, warmup=warmup)
+    arguments = _chain_arguments(built, draws=draws, warmup=warmup, adapt_delta=adapt_delta)
 
     def one_chain(chain_seed):
         output = _run_chain(built.model_name, {**arguments, "random_seed": chain_seed})
@@ -260,14 +263,17 @@ def run_chains(built, *, seeds: list[int], draws: int, warmup: int) -> tuple[dic
             {name: stacked(name, ()) for name in fits[0].sample_and_sampler_param_names})
 
 
-def _chain_arguments(built, *, draws: int, warmup: int) -> dict:
+def _chain_arguments(built, *, draws: int, warmup: int, adapt_delta: float | None = None) -> dict:
     """What pystan's ``sample(num_chains=1, ...)`` passes to Stan for a chain, its ``random_seed`` aside: the data,
-    chain id 1, no initial values, and httpstan's (CmdStan's) defaults for everything else."""
+    chain id 1, no initial values, and httpstan's (CmdStan's) defaults for everything else; ``adapt_delta``, when
+    given, is the step-size adaptation's target acceptance rate (httpstan's ``delta``, CmdStan's default 0.8)."""
     import httpstan.models
     from httpstan.services import arguments
 
     given = {"data": built.data, "init": {}, "chain": 1, "num_samples": draws, "num_warmup": warmup,
              "random_seed": None}  # set per chain
+    if adapt_delta is not None:
+        given["delta"] = adapt_delta
     module = httpstan.models.import_services_extension_module(built.model_name)
     defaults = {name: arguments.lookup_default(arguments.Method.SAMPLE, name)
                 for name in arguments.function_arguments(SERVICE, module) if name not in given}
