@@ -195,6 +195,8 @@ class Calibration:
     divergences: int = 0
     seconds: float = 0.0
     sampling_seconds: float = 0.0
+    fit_divergences: list[int] = field(default_factory=list)  # per fitted replicate
+    fit_seconds: list[float] = field(default_factory=list)  # sampling seconds per fitted replicate
     outside: int = 0  # hierarchical: simulations whose mean(x̄_i) fell outside δ0's bounds (see inside())
     noncentred: int = 0  # fits in the non-centred form
 
@@ -278,6 +280,8 @@ def calibrate(config: Config, replicates: int, *, seed: int = 1, chains: int = 2
         result.noncentred += form == "noncentred"
         result.sampling_seconds += raw.seconds
         divergent = int(raw.sampler["divergent__"].sum())
+        result.fit_divergences.append(divergent)
+        result.fit_seconds.append(raw.seconds)
         result.divergences += divergent
         result.divergent_fits += divergent > 0
         for name in config.params:
@@ -329,9 +333,11 @@ def plot(calibration: Calibration, bins: int, path: Path) -> Path:
 
 
 def save_ranks(calibration: Calibration, path: Path) -> Path:
-    """One row per fitted replicate: the rank and bulk ESS of every parameter (to re-bin or re-test later)."""
+    """One row per fitted replicate: the rank and bulk ESS of every parameter (to re-bin or re-test later), the
+    fit's divergences and sampling seconds."""
     c = calibration
-    frame = pd.DataFrame({**{f"rank_{k}": v for k, v in c.ranks.items()}, **{f"ess_{k}": v for k, v in c.ess.items()}})
+    frame = pd.DataFrame({**{f"rank_{k}": v for k, v in c.ranks.items()}, **{f"ess_{k}": v for k, v in c.ess.items()},
+                          "divergences": c.fit_divergences, "seconds": c.fit_seconds})
     path.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(path, index_label="replicate")
     return path
