@@ -79,7 +79,7 @@ class _Fitter:
 
         Measured (benchmarks/README.md, "Divergences left by the retry"): on the demo's data the non-centred form's
         few divergences sit in σ0's upper tail and go at a smaller step size, while the centred form has a funnel
-        at small σ0 that a smaller step size does not cure; a centred fit's divergences go in the non-centred form.
+        at small σ0 that a smaller step size seldom cures; a centred fit's divergences go in the non-centred form.
         """
         opts = self.opts
         prepared = prepare.prepare(

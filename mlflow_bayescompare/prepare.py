@@ -169,8 +169,3 @@ def delta_form(q: int, noncentred: bool) -> dict:
     if noncentred:
         return {"q_nc": q, "idx_nc": every, "idx_c": []}
     return {"q_nc": 0, "idx_nc": [], "idx_c": every}
-
-
-def switch_parameterisation(stan_data: dict) -> dict:
-    """The same Stan data with the other form of δ_i."""
-    return {**stan_data, **delta_form(stan_data["q"], noncentred=not stan_data["q_nc"])}
