@@ -126,12 +126,9 @@ def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[
     """
     source, fit = _options(experiment_names, experiment_ids, options, (SourceOptions, source), (FitOptions, fit))
     pair = PairOptions(model_a=model_a, model_b=model_b)
-    client = MlflowClient(tracking_uri)
-    progress = runlog.stage_recorder(client, run_id, progress)
-    started = int(time.time() * 1000)
+    client, progress, started = _begin(tracking_uri, run_id, progress)
     with _failing_run(client, run_id):
-        ids = resolve_experiments(client, source.experiment_names, source.experiment_ids)
-        notify(progress, "fetching")
+        ids = _sources(client, source, progress)
         collected = _collect(client, ids, source, [pair.model_a, pair.model_b], progress)
         result, data = _two_model_test(collected, pair, source, fit, progress)
         outcome = ComparisonOutcome(result, source.metric, ids, layout=collected.layout, tensor=data)
@@ -160,13 +157,10 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
     """
     source, fit = _options(experiment_names, experiment_ids, options, (SourceOptions, source), (FitOptions, fit))
     models = list(ModelsOptions(models=tuple(models)).models)
-    client = MlflowClient(tracking_uri)
-    progress = runlog.stage_recorder(client, run_id, progress)
-    started = int(time.time() * 1000)
+    client, progress, started = _begin(tracking_uri, run_id, progress)
     with _failing_run(client, run_id), tempfile.TemporaryDirectory(prefix="bayescompare-matrix-") as folder:
-        ids = resolve_experiments(client, source.experiment_names, source.experiment_ids)
-        notify(progress, "fetching")
-        models = models or discover(client, ids, model_tag=source.model_tag, dataset_tag=source.dataset_tag)["models"]
+        ids = _sources(client, source, progress)
+        models = models or _every_model(client, ids, source)
         pairs = model_pairs(models)
         collected = _collect(client, ids, source, models, progress)
         tensors = {p: collected.tensor(*p, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
@@ -205,13 +199,10 @@ def rank_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str
     :class:`~.options.RankOptions`; the rest as :func:`compare_runs`."""
     source, rank = _options(experiment_names, experiment_ids, options, (SourceOptions, source), (RankOptions, rank))
     models = list(ModelsOptions(models=tuple(models)).models)
-    client = MlflowClient(tracking_uri)
-    progress = runlog.stage_recorder(client, run_id, progress)
-    started = int(time.time() * 1000)
+    client, progress, started = _begin(tracking_uri, run_id, progress)
     with _failing_run(client, run_id):
-        ids = resolve_experiments(client, source.experiment_names, source.experiment_ids)
-        notify(progress, "fetching")
-        models = models or discover(client, ids, model_tag=source.model_tag, dataset_tag=source.dataset_tag)["models"]
+        ids = _sources(client, source, progress)
+        models = models or _every_model(client, ids, source)
         collected = _collect(client, ids, source, models, progress)
         result = _bbt(collected, models, source, rank, progress)
         outcome = RankingOutcome(result, source.metric, ids, layout=collected.layout)
@@ -288,6 +279,24 @@ def _pair_bundle(result, data, metric: str, ids, layout: str, run_id: str | None
     if result.test == "signed-rank":
         return signed_rank_bundle(result, data, metric=metric, experiment_ids=ids, layout=layout)
     return comparison_bundle(result, data, metric=metric, experiment_ids=ids, layout=layout, run_id=run_id)
+
+
+def _begin(tracking_uri: str | None, run_id: str | None, progress: Progress | None):
+    """A pipeline's client, its progress hook (recording the stage in ``run_id`` when given) and start time."""
+    client = MlflowClient(tracking_uri)
+    return client, runlog.stage_recorder(client, run_id, progress), int(time.time() * 1000)
+
+
+def _sources(client, source: SourceOptions, progress) -> list[str]:
+    """The source experiments' ids; the work is then fetching."""
+    ids = resolve_experiments(client, source.experiment_names, source.experiment_ids)
+    notify(progress, "fetching")
+    return ids
+
+
+def _every_model(client, ids, source: SourceOptions) -> list[str]:
+    """Every model tagged in the source experiments."""
+    return discover(client, ids, model_tag=source.model_tag, dataset_tag=source.dataset_tag)["models"]
 
 
 def _collect(client, ids, source: SourceOptions, models, progress):
