@@ -15,8 +15,8 @@ tested for uniformity with a chi-squared test, and drawn as histograms (PNG).
   Each configuration forces one form of δ_i for every replicate (``centred`` or ``noncentred``,
   ``prepare.delta_form``); ``alternate`` switches form from one replicate to the next, ``auto`` takes the
   package's own choice (``prepare.weakly_informed``).  A simulation whose mean(x̄_i) falls outside δ0's bounds
-  is counted and drawn again (``--fit-outside`` fits it): the program's reparameterisation of δ0 breaks down there
-  (see :func:`inside`).  Dropping simulations on a property of the data alone keeps the ranks uniform.
+  is counted and drawn again (``--fit-outside`` fits it), as in the recorded runs, made before the program's
+  reparameterisation of δ0 was fixed for such data (see :func:`inside`).  Dropping simulations on a property of the data alone keeps the ranks uniform.
 * ``bbt`` (``stan/bbt.stan``, Wainer 2023): σ ~ LogNormal(0, 0.5) (the package's default hyper-prior),
   β_k ~ N(0, σ) iid; the program samples the strengths in the sum-to-zero subspace (their mean never meets the
   data and is integrated out), so the identified quantities are ranked: σ and the centred strengths
@@ -227,9 +227,9 @@ def replicate_seed(seed: int, config: Config, replicate: int) -> np.random.SeedS
 
 def inside(data: dict) -> bool:
     """Whether mean(x̄_i) lies inside δ0's prior bounds.  hierarchical.stan centres its logit reparameterisation
-    of δ0 there and clamps that centre 1e-6 from the bounds (``d0_p``); from outside, the slope it derives makes
-    δ0's sampled coordinate ~1e5 times too narrow, the step size collapses to ~0.001 and the chains get stuck
-    (benchmarks/README.md).  With the paper's bounds, ±max|x|, the mean is always inside."""
+    of δ0 there; before it kept that centre inside the bounds, data from outside made δ0's sampled coordinate ~1e5
+    times too narrow and the chains got stuck (benchmarks/README.md).  The recorded runs skip such data (the
+    default); ``--fit-outside`` fits them.  With the paper's bounds, ±max|x|, the mean is always inside."""
     centre = float(np.mean(data["xbar"]))
     return data["delta0_low"] < centre < data["delta0_high"]
 

@@ -15,6 +15,8 @@ import re
 import sys
 import warnings
 
+from .uiroutes import run_route
+
 __all__ = ["LOGGER_NAME", "PREFIX", "log", "CliHandler", "install_cli_handler", "redact_uri", "ui_address"]
 
 LOGGER_NAME = "mlflow_bayescompare"
@@ -75,7 +77,7 @@ def redact_uri(text: str | None) -> str | None:
 
 def ui_address(tracking_uri: str | None, experiment_id: str, run_id: str) -> tuple[str, str | None]:
     """The MLflow UI's full address of a run, and for a local store the command that serves it (else ``None``)."""
-    path = f"#/experiments/{experiment_id}/runs/{run_id}"
+    path = run_route(run_id, experiment_id)
     uri = redact_uri(tracking_uri) or ""
     if uri.startswith(("http://", "https://")):
         return f"{uri.rstrip('/')}/{path}", None

@@ -3,7 +3,7 @@
 The Markdown is meant for MLflow's run description (``mlflow.note.content``, rendered by showdown's GitHub flavour
 + sanitize-html); the HTML (:mod:`.report_html`) for ``report.html``.  Both are built from the same blocks
 (:func:`blocks`), show the outcomes in the order of :data:`~.result.OUTCOMES`, and link runs by relative routes of
-MLflow's hash-routed UI (``#/experiments/<id>/runs/<id>``), never by a URL built from the tracking URI.  Every
+MLflow's hash-routed UI (:mod:`.uiroutes`), never by a URL built from the tracking URI.  Every
 string a user controls (model, dataset and metric names, run ids, settings) is escaped by the renderer.
 """
 
@@ -16,7 +16,6 @@ import numbers
 import re
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
 
 import pandas as pd
 
@@ -24,6 +23,7 @@ from . import report_html
 from .report_html import Link, Question, Table
 from .result import OUTCOMES, HierarchicalResult, outcome_label
 from .summary import PARETO_K_LIMIT
+from .uiroutes import experiment_route, run_route
 
 __all__ = ["ReportContext", "blocks", "render_markdown", "render_html", "md_escape", "format_probability",
            "MAX_RUN_LINKS"]
@@ -250,21 +250,13 @@ def _per_dataset_note(res: HierarchicalResult) -> str:
             + f". Bold: ≥ {_threshold(res):g}; shaded rows: flagged by the model check.")
 
 
-def _run_route(run_id: Any, experiment_id: Any = None) -> str:
-    """The route of a run in MLflow's UI (``#/runs/<id>`` redirects there when the experiment is not known)."""
-    run = quote(str(run_id), safe="")
-    if experiment_id is None or pd.isna(experiment_id) or str(experiment_id) == "":
-        return f"#/runs/{run}"
-    return f"#/experiments/{quote(str(experiment_id), safe='')}/runs/{run}"
-
-
 def _source_runs(ctx: ReportContext) -> tuple[Table, int] | None:
     runs = pd.DataFrame(ctx.source_runs) if ctx.source_runs is not None else pd.DataFrame()
     if runs.empty:
         return None
     shown = runs.head(MAX_RUN_LINKS)
     rows = [[r.get("model", ""), r.get("dataset", ""),
-             Link(str(r.get("run_id", "")), _run_route(r.get("run_id", ""), r.get("experiment_id")))]
+             Link(str(r.get("run_id", "")), run_route(r.get("run_id", ""), r.get("experiment_id")))]
             for r in shown.to_dict(orient="records")]
     return Table(["model", "dataset", "run"], rows), len(runs) - len(shown)
 
@@ -296,8 +288,8 @@ def blocks(res: HierarchicalResult, ctx: ReportContext) -> dict[str, Any]:
         "diagnostics": Table(["diagnostic", "value"],
                              [[label, _number(d[key])] for key, label in DIAGNOSTIC_NAMES.items() if key in d]),
         "settings": Table(["setting", "value"], [[key, _setting(value)] for key, value in res.settings.items()]),
-        "experiments": [Link(str(e), f"#/experiments/{quote(str(e), safe='')}") for e in ctx.experiment_ids],
-        "comparison": Link(ctx.comparison_run_id, _run_route(ctx.comparison_run_id)) if ctx.comparison_run_id
+        "experiments": [Link(str(e), experiment_route(e)) for e in ctx.experiment_ids],
+        "comparison": Link(ctx.comparison_run_id, run_route(ctx.comparison_run_id)) if ctx.comparison_run_id
         else None,
         "runs": _source_runs(ctx),
     }

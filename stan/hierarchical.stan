@@ -29,7 +29,8 @@
 //    listed in idx_nc (prepare.py picks them) are sampled non-centred, delta_i = delta0 + sigma0 z_i, with
 //    z_i = sinh(w_i): z_i has the Student-t's polynomial tails, w_i only exponential ones, which HMC crosses in
 //    far fewer steps when nu is small and a delta_i sits far out in the tail.  When a fit diverges,
-//    hierarchical.py samples the other form as well and keeps the better fit.
+//    hierarchical.py samples again at adapt_delta 0.95, non-centred first, then centred if that still
+//    diverges, and keeps the fit with the fewest divergences.
 //  * a centred delta_i is sampled as xbar_i + s_i e_i (offset/multiplier), s_i its likelihood's scale: datasets
 //    measured very precisely would otherwise be hundreds of times narrower than the sampler's initial unit metric.
 //  * delta0's uniform prior on its wide data-derived bounds is sampled through a logit centred on mean(xbar)
@@ -106,7 +107,11 @@ transformed data {
     reject("delta0_high (", delta0_high, ") must exceed delta0_low (", delta0_low, ")");
   }
   real d0_sd = sqrt(((q > 1 ? variance(xbar) : 0) + mean(ssd_term ./ mean_term ./ (2 * half_dof))) / q);
-  real d0_p = fmin(fmax((mean(xbar) - delta0_low) / (delta0_high - delta0_low), 1e-6), 1 - 1e-6);
+  // the centre is kept at least min(d0_sd, range / 4) inside the bounds: a mean(xbar) at or beyond a bound would
+  // make the slope huge and the sampler stick (benchmarks/README.md, "A defect found"; tests/test_calibration.py)
+  real d0_margin = fmin(d0_sd, (delta0_high - delta0_low) / 4);
+  real d0_centre = fmin(fmax(mean(xbar), delta0_low + d0_margin), delta0_high - d0_margin);
+  real d0_p = fmin(fmax((d0_centre - delta0_low) / (delta0_high - delta0_low), 1e-6), 1 - 1e-6);
   real d0_at = logit(d0_p);
   real d0_slope = d0_sd / ((delta0_high - delta0_low) * d0_p * (1 - d0_p));
 }

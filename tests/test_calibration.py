@@ -114,3 +114,20 @@ def test_ranks_are_uniform(sbc, program, tmp_path):
         wrong = np.roll(result.truths[name], 1)
         ranks = [int(np.sum(d < t)) for d, t in zip(result.thinned[name], wrong)]
         assert sbc.chi2_p(np.asarray(ranks), SAMPLER["kept"], BINS) < BOUND, name
+
+
+def test_delta0_samples_when_the_mean_of_the_datasets_lies_beyond_its_bounds(sbc):
+    # the replicate on which the calibration found the defect (benchmarks/README.md, "A defect found"): mean(x̄)
+    # = -1.008 with δ0 ~ U(-1, 1).  The program centred δ0's logit there, clamped 1e-6 from the bound, and the
+    # slope it derived made δ0's coordinate ~1e5 times too narrow: step size ~0.001, ~950 leapfrog steps per draw,
+    # chains stuck apart (ν 61.3 and 3.3).  Keeping the centre inside the bounds samples it like any other data.
+    config = sbc.Config("hierarchical", "centred", q=10)
+    truth, data = sbc.simulate_hierarchical(np.random.default_rng(sbc.replicate_seed(2024, config, 0)), 10)
+    assert np.mean(data["xbar"]) == pytest.approx(-1.008, abs=5e-4) and not sbc.inside(data)
+    draws, posterior = sbc.hierarchical_posterior(sbc.hierarchical_data(data, "centred"), chains=2, warmup=300,
+                                                  draws=300, seed=7)
+    assert posterior.sampler["n_leapfrog__"].mean() < 60
+    assert posterior.sampler["stepsize__"].min() > 0.05
+    nu_by_chain = draws["nu"].mean(axis=1)
+    assert abs(nu_by_chain[0] - nu_by_chain[1]) < 0.5 * draws["nu"].std()
+    assert draws["delta0"].mean() == pytest.approx(-0.9, abs=0.05)

@@ -152,7 +152,7 @@ def test_demo_end_to_end_in_a_fresh_directory(tmp_path, monkeypatch):
     experiment = client.get_experiment_by_name("bayescompare-demo")
     [run] = client.search_runs([experiment.experiment_id], "tags.`bayescompare.kind` = 'comparison'")
     assert run.info.status == "FINISHED" and run.data.metrics["n_datasets"] == 6
-    assert f"http://127.0.0.1:5000/#/experiments/{experiment.experiment_id}/runs/{run.info.run_id}" in result.stdout
+    assert f"http://127.0.0.1:5000/#/experiments/{experiment.experiment_id}/runs/{run.info.run_id}?workflowType=machine_learning" in result.stdout
     assert run.data.metrics["sampling_seconds"] < 60 and "compile_seconds" in run.data.metrics
     cv_run = client.search_runs([experiment.experiment_id], "tags.model = 'lda'")[0]
     assert cv_run.data.metrics["accuracy_mean"] == pytest.approx(

@@ -162,6 +162,6 @@ def test_one_prefix_and_no_credentials(caplog):
     assert console.redact_uri("postgresql://u:p@db/mlflow") == "postgresql://db/mlflow"
     assert console.redact_uri("sqlite:///mlflow.db") == "sqlite:///mlflow.db"
     address, serve = console.ui_address("https://bob:secret@mlflow.example/", "3", "abc")
-    assert address == "https://mlflow.example/#/experiments/3/runs/abc" and serve is None
+    assert address == "https://mlflow.example/#/experiments/3/runs/abc?workflowType=machine_learning" and serve is None
     address, serve = console.ui_address("sqlite:///mlflow.db", "3", "abc")
     assert address.startswith("http://127.0.0.1:5000/#/") and "--app-name bayescompare" in serve
