@@ -42,6 +42,27 @@ from mlflow_bayescompare.compare import compare_matrix  # noqa: E402
 from mlflow_bayescompare.cvlog import log_cv_scores  # noqa: E402
 
 
+class StageClock:
+    """A progress hook that notes when each step of ``compare_matrix`` starts: its stages, with the BBT ranking's
+    sampling ("10 models on 100 datasets …") told apart from the pairs'."""
+
+    def __init__(self):
+        self.start = time.perf_counter()
+        self.marks: list[tuple[str, float]] = []
+
+    def __call__(self, stage: str, detail: str | None = None) -> None:
+        name = "ranking (BBT)" if stage == "sampling" and detail and " models" in detail else stage
+        if not self.marks or self.marks[-1][0] != name:
+            self.marks.append((name, time.perf_counter() - self.start))
+
+    def steps(self, total: float) -> list[tuple[str, float]]:
+        """``(step, seconds)`` in order; a step that comes back (sampling after each pair) is summed."""
+        out: dict[str, float] = {}
+        for (name, t), end in zip(self.marks, [t for _, t in self.marks[1:]] + [total]):
+            out[name] = out.get(name, 0.0) + end - t
+        return list(out.items())
+
+
 def log_experiment(client, eid, models, datasets, folds, repeats, threads) -> float:
     rng = np.random.default_rng(2017)
     skill = {m: 0.01 * i for i, m in enumerate(models)}  # model i is 0.01 better than model i-1 on average
@@ -102,27 +123,24 @@ def main() -> int:
         assert len(collected.scores) == len(models) * len(datasets) * n, len(collected.scores)
         print(f"fetch: {fetch_s:.2f} s for {len(collected.scores):,} scores ({collected.fetch_method})", flush=True)
 
-        start, wall0 = time.perf_counter(), time.time()
+        clock = StageClock()
         out = compare_matrix(experiment_ids=[eid], metric="accuracy", models=models, tracking_uri=url,
-                             chains=args.chains, draws=args.draws, seed=args.seed, jobs=args.jobs)
-        matrix_s = time.perf_counter() - start
+                             chains=args.chains, draws=args.draws, seed=args.seed, jobs=args.jobs, progress=clock)
+        matrix_s = time.perf_counter() - clock.start
         pairs = len(out.pairs)
         sampling = [o.result.diagnostics.get("sampling_seconds") or 0.0 for o in out.pairs.values()]
         rhat = max(o.result.diagnostics.get("rhat_max") or 0.0 for o in out.pairs.values())
         divergences = sum(int(o.result.diagnostics.get("divergences") or 0) for o in out.pairs.values())
         parent = client.get_run(out.run_id)
         status = parent.info.status
-        # the parent run is created once every pair is fitted: before it, fetch + fits; after it, reports + logging
-        fit_s = parent.info.start_time / 1000 - wall0
-        logging_s = (parent.info.end_time - parent.info.start_time) / 1000
+        steps = clock.steps(matrix_s)
         children = client.search_runs([eid], f"tags.`mlflow.parentRunId` = '{out.run_id}'", max_results=1000)
         summary = {
             "models": len(models), "datasets": len(datasets), "scores_per_run": n, "pairs": pairs,
             "chains": args.chains, "draws": args.draws, "jobs": args.jobs, "cores": os.cpu_count(),
             "log_seconds": round(log_s, 2), "fetch_seconds": round(fetch_s, 2),
             "matrix_seconds": round(matrix_s, 1), "seconds_per_pair": round(matrix_s / pairs, 2),
-            "fetch_and_fit_seconds": round(fit_s, 1), "fit_seconds_per_pair": round(fit_s / pairs, 2),
-            "report_and_log_seconds": round(logging_s, 1), "report_and_log_seconds_per_pair": round(logging_s / pairs, 2),
+            "steps_seconds": {name: round(seconds, 1) for name, seconds in steps},
             "sampling_seconds_per_pair_mean": round(float(np.mean(sampling)), 2),
             "sampling_seconds_per_pair_max": round(float(np.max(sampling)), 2),
             "rhat_max": round(rhat, 4), "divergences": divergences,
@@ -132,8 +150,7 @@ def main() -> int:
         print(f"matrix: {pairs} pairs in {matrix_s:.1f} s wall with {args.jobs} jobs -> {matrix_s / pairs:.2f} s "
               f"per pair (fetch, fits, reports and logging of {pairs} child runs + parent); Stan sampling per "
               f"pair: mean {np.mean(sampling):.2f} s, max {np.max(sampling):.2f} s", flush=True)
-        print(f"  of which fetch + fits: {fit_s:.1f} s ({fit_s / pairs:.2f} s per pair), reports + logging of the "
-              f"runs: {logging_s:.1f} s ({logging_s / pairs:.2f} s per pair)", flush=True)
+        print("  of which " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in steps), flush=True)
         print(f"parent run {out.run_id}: {status}, {summary['child_runs_finished']}/{pairs} child runs FINISHED; "
               f"best: {summary['best']}; R-hat max {rhat:.4f}, divergences {divergences}")
         print(json.dumps(summary))

@@ -308,9 +308,7 @@ def _collect(client, ids, source: SourceOptions, models, progress):
 
 def _bbt(collected, models, source: SourceOptions, rank: RankOptions, progress):
     """Fit step of a ranking: the BBT model on every dataset's scores (one run per model and dataset)."""
-    scores = _one_run_each(collected.scores, source.on_duplicate)
-    notify(progress, "sampling", f"{len(models)} models on {scores['dataset'].nunique()} datasets "
-                                 f"({rank.chains} chains × {rank.draws} draws)")
+    scores = one_run_each(collected.scores, source.on_duplicate)
     if source.drop_incomplete and not rank.drop_incomplete:
         rank = dataclasses.replace(rank, drop_incomplete=True)
     return rank_models(scores, models=list(models), options=rank, progress=progress)
@@ -322,7 +320,7 @@ def _rank_options(fit: FitOptions) -> RankOptions:
                        draws=fit.draws, warmup=fit.warmup, seed=fit.seed, backend=fit.backend)
 
 
-def _one_run_each(scores, on_duplicate: str):
+def one_run_each(scores, on_duplicate: str):
     """The scores with one run per (dataset, model): the latest with ``on_duplicate="latest"``, else an error that
     names every (dataset, model) with several runs."""
     runs = scores.groupby(["dataset", "model"], sort=False)["run_id"].nunique()

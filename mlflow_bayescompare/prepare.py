@@ -91,6 +91,7 @@ def prepare(
         std_among = std_within
     bound = max(float(np.max(np.abs(x))) for x in scaled)
     sigma_high = std_upper_bound * std_within
+    _check_sigma_bound(datasets, scaled, ssd, n, rho, std_upper_bound, sigma_high)
     stan_data = {
         "q": len(scaled), "n": n.tolist(), "rho": rho.tolist(), "xbar": xbar.tolist(), "ssd": ssd.tolist(),
         "delta0_low": -bound, "delta0_high": bound,
@@ -148,6 +149,20 @@ def sigma_bound_matters(xbar, ssd, n, rho, delta_bound: float, sigma_high: float
     q_far = ssd / (1 - rho) + m * far**2
     factor = special.gammaincc(0.5 * (n - 1), q_far / (2 * sigma_high**2))
     return bool(np.any(factor < 1 - 1e-12))
+
+
+def _check_sigma_bound(datasets, scaled, ssd, n, rho, std_upper_bound: float, sigma_high: float) -> None:
+    """Refuse a bound U on σ_i under which a dataset's likelihood is 0 for every δ_i: its factor
+    P_upper((n-1)/2, Q/(2U²)) underflows already at Q's smallest value, S/(1-ρ) (δ_i = x̄_i)."""
+    factor = special.gammaincc(0.5 * (n - 1), ssd / (1 - rho) / (2 * sigma_high**2))
+    if np.all(factor > 0):
+        return
+    worst = int(np.argmin(factor))
+    spread = float(np.std(scaled[worst], ddof=1))
+    raise InputError(
+        f"std_upper_bound={std_upper_bound:g} bounds σ_i at {std_upper_bound:g} × the mean per-dataset sd, far "
+        f"below the spread of dataset {datasets[worst]!r} ({spread:.3g} × that mean): no σ_i under the bound can "
+        f"explain its differences; use a larger std_upper_bound (the paper's is 1000)")
 
 
 def weakly_informed(xbar: np.ndarray, ssd: np.ndarray, n: np.ndarray, rho: np.ndarray) -> bool:

@@ -341,7 +341,8 @@ def _rank(models: list[str], table: pd.DataFrame, opts: RankOptions, progress: P
         raise InputError("the table holds no games between the models", header=_HEADER)
     if opts.seed is None:
         opts = dataclasses.replace(opts, seed=int(np.random.SeedSequence().entropy % (2**31 - 1)))
-    notify(progress, "sampling", f"{len(models)} models")
+    on = f" on {len(extra['datasets'])} datasets" if extra.get("datasets") is not None else ""
+    notify(progress, "sampling", f"{len(models)} models{on} ({opts.chains} chains × {opts.draws} draws)")
     data = stan_data(models, table, opts, centred=_centred_first(models, table, opts))
     run, form = _sample(data, opts, progress)
     return summarise(models, table, run, opts, form=form, extra=extra, stan_data=data)

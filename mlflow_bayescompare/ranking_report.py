@@ -8,6 +8,7 @@ import html
 
 from .ranking_result import RankingResult
 from .report import md_escape
+from .report_html import SUMMARY
 
 __all__ = ["render_markdown", "render_html", "headline"]
 
@@ -80,7 +81,7 @@ def render_html(res: RankingResult, metric: str, figures_png: dict[str, bytes]) 
     warnings = "".join(f'<p class="warn">⚠ {html.escape(w)}</p>' for w in res.diagnostics.get("warnings") or [])
     body = (f"<h1>Ranking of {len(res.models)} models · {html.escape(metric)}</h1>"
             f'<div class="card"><b>{html.escape(headline(res))}</b>{warnings}</div>'
-            f'<div class="card">{_html_table(RANKING_HEADER, _ranking_rows(res))}</div>{figures}'
+            f'<div class="card {SUMMARY}">{_html_table(RANKING_HEADER, _ranking_rows(res))}</div>{figures}'
             f'<div class="card"><h2>Pairs</h2>{_html_table(PAIR_HEADER, _pair_rows(res))}</div>'
             f"<footer>{html.escape(REFERENCE)}</footer>")
     return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Ranking · '

@@ -14,10 +14,13 @@ from typing import Any, NamedTuple
 
 from .result import COLORS, DECISION_COLORS, OUTCOMES
 
-__all__ = ["Link", "Table", "Question", "page", "LINK_BASE", "FIGURE_CAPTIONS"]
+__all__ = ["Link", "Table", "Question", "page", "LINK_BASE", "FIGURE_CAPTIONS", "SUMMARY", "embedded"]
 
 #: Where MLflow's UI is, relative to the page (``<prefix>/bayescompare/report``).
 LINK_BASE = "../"
+#: The class of the blocks that the server app's page shows above a report it embeds (the verdict, the outcome bar
+#: and probabilities of the next dataset; a ranking's table): :func:`embedded` hides them.
+SUMMARY = "summary"
 #: CSS pixels per inch of a figure: its PNG carries more (``plots.PNG_DPI``) and is shown at this size.
 CSS_PX_PER_INCH = 100
 FIGURE_CAPTIONS = {
@@ -143,15 +146,17 @@ def _table(table: Table) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _question(q: Question, labels: dict[str, str]) -> str:
-    """A card: the outcome probabilities as a bar (A better | rope | B better) with their legend."""
+def _question(q: Question, labels: dict[str, str], summary: bool = False) -> str:
+    """A card: the outcome probabilities as a bar (A better | rope | B better) with their legend; ``summary``: one
+    of the :data:`SUMMARY` blocks."""
     segments, legend = [], []
     for outcome in OUTCOMES:
         p, color, label = q.probs[outcome], COLORS[outcome], labels[outcome]
         text = f"{p:.0%}" if p >= 0.08 else ""
         segments.append(f'<div style="width:{100 * p:.3f}%;background:{color}" title="{_e(label)}">{text}</div>')
         legend.append(f'<span style="--c:{color}">{_e(label)}: <b>{p:.3f}</b></span>')
-    return (f'<div class="card"><h2>{_e(q.title)}</h2><p class="note">{_e(q.sentence)}</p>'
+    card = f"card {SUMMARY}" if summary else "card"
+    return (f'<div class="{card}"><h2>{_e(q.title)}</h2><p class="note">{_e(q.sentence)}</p>'
             f'<div class="bar">{"".join(segments)}</div><div class="legend">{"".join(legend)}</div>'
             f'<p class="note" style="margin-top:8px">{_e(q.footer)}</p></div>')
 
@@ -206,9 +211,10 @@ def page(b: dict[str, Any], figures_png: dict[str, bytes]) -> str:
     accent = DECISION_COLORS.get(b["decision"], "#7b8794")
     parts = [
         f"<h1>{_e(b['title'])}</h1><p class=\"sub\">{_e(b['subtitle'])}</p>",
-        f'<div class="banner" style="--accent:{accent};--tint:{accent}1a"><small>verdict</small>'
+        f'<div class="banner {SUMMARY}" style="--accent:{accent};--tint:{accent}1a"><small>verdict</small>'
         f"{_e(b['verdict'])}</div>",
-        '<div class="grid">' + "".join(_question(q, b["labels"]) for q in b["questions"]) + "</div>",
+        '<div class="grid">' + "".join(_question(q, b["labels"], summary=i == 0) for i, q in enumerate(b["questions"]))
+        + "</div>",
         _warnings(b),
         f'<div class="card"><h2>Posterior odds</h2>{_table(b["odds"])}</div>',
         figure("simplex"),
@@ -231,3 +237,9 @@ def page(b: dict[str, Any], figures_png: dict[str, bytes]) -> str:
             "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
             f"<title>{_e(b['title'])}</title><style>{_CSS}</style></head><body><main>"
             + "\n".join(p for p in parts if p) + "</main></body></html>\n")
+
+
+def embedded(report: bytes) -> bytes:
+    """A report's page as the server app's page embeds it: its :data:`SUMMARY` blocks hidden (one rule added to its
+    head; the rest of the page unchanged)."""
+    return report.replace(b"</head>", f"<style>.{SUMMARY}{{display:none}}</style></head>".encode(), 1)

@@ -8,6 +8,7 @@ import base64
 import html
 
 from .report import md_escape
+from .report_html import SUMMARY
 from .result import OUTCOMES, outcome_label
 
 __all__ = ["render_markdown", "render_html", "REFERENCE"]
@@ -60,8 +61,8 @@ def render_html(res, metric: str, simplex_png: bytes) -> str:
     warnings = "".join(f'<p class="warn">⚠ {html.escape(w)}</p>' for w in res.diagnostics.get("warnings") or [])
     image = base64.b64encode(simplex_png).decode("ascii")
     body = (f"<h1>{html.escape(res.model_a)} vs {html.escape(res.model_b)} · {html.escape(metric)}</h1>"
-            f"<p>{html.escape(_subtitle(res, metric))}</p><div class=\"card\"><b>{html.escape(res.verdict)}</b>"
-            f"{warnings}{table(['outcome', 'probability'], _probability_rows(res))}</div>"
+            f"<p>{html.escape(_subtitle(res, metric))}</p><div class=\"card {SUMMARY}\"><b>{html.escape(res.verdict)}</b>"
+            f"{table(['outcome', 'probability'], _probability_rows(res))}</div>{warnings}"
             f'<div class="card"><img alt="simplex" style="width:560px" src="data:image/png;base64,{image}"></div>'
             f'<div class="card">{table(["dataset", res.model_a, res.model_b, "difference"], _dataset_rows(res))}'
             f"</div><footer>{html.escape(REFERENCE)}</footer>")

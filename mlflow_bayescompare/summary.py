@@ -53,33 +53,60 @@ def side_masses(values: np.ndarray, rope: float) -> tuple[float, float, float]:
 
 
 def dataset_pareto_k(stan_data: dict, hyper: dict[str, np.ndarray], nodes: int = 64) -> np.ndarray:
-    """PSIS-LOO Pareto k̂ of each dataset left out whole (Vehtari, Gelman & Gabry 2017): how well the Student-t
-    population predicts a new dataset like it.  δ_i belongs to dataset i alone, so it is integrated out
-    (integrated LOO): p(x_i | θ) = ∫ L_i(δ) t_ν(δ; δ0, σ0) dδ, where L_i, the likelihood with σ_i integrated out
-    (rewrite 2 of the Stan program), is a Student-t density in δ with n_i − 2 degrees of freedom up to a constant.
-    The integral is the mean of one density over ``nodes`` quantiles of the other, whichever of the two is
-    narrower.  ``hyper`` holds the draws of delta0, sigma0 and (unless the prior is Gaussian) nu_minus_one, in
-    the scaled units of the Stan data.  k̂ > 0.7 marks a dataset the population does not predict well (the
-    paper's future-work caveat about the Student-t population)."""
+    """PSIS-LOO Pareto k̂ of each dataset left out whole (Vehtari, Gelman & Gabry 2017), from
+    :func:`integrated_log_lik`: how well the Student-t population predicts a new dataset like it.  k̂ > 0.7 marks a
+    dataset the population does not predict well (the paper's future-work caveat about the Student-t population)."""
+    log_lik = integrated_log_lik(stan_data, hyper, nodes)
+    data = az.from_dict(posterior={"delta0": hyper["delta0"]}, log_likelihood={"x": log_lik})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # arviz warns about high k̂: the caller reports them by name
+        return np.asarray(az.loo(data, pointwise=True).pareto_k)
+
+
+def integrated_log_lik(stan_data: dict, hyper: dict[str, np.ndarray], nodes: int = 64) -> np.ndarray:
+    """log p(x_i | θ) per draw and dataset, ``(chains, draws, q)``, with δ_i integrated out (δ_i belongs to
+    dataset i alone): p(x_i | θ) = ∫ L_i(δ) t_ν(δ; δ0, σ0) dδ, where L_i, the likelihood with σ_i integrated out
+    (rewrite 2 of the Stan program), is a Student-t density in δ with n_i − 2 degrees of freedom (up to a constant
+    per dataset).  The integral is estimated by importance sampling from the defensive mixture g = (L_i + t_ν)/2,
+    stratified: ``nodes`` quantiles of each density, each node weighted by L_i t_ν / g.  Either density alone
+    misses the mass when a narrow population sits far from the dataset in its own heavy tail, or a narrow
+    likelihood far out in the population's.  ``hyper`` holds the draws of delta0, sigma0 and (unless the prior is
+    Gaussian) nu_minus_one, in the scaled units of the Stan data."""
     n, rho = np.asarray(stan_data["n"], float), np.asarray(stan_data["rho"], float)
     xbar, ssd = np.asarray(stan_data["xbar"], float), np.asarray(stan_data["ssd"], float)
     df = np.maximum(n - 2, 1)
     width = np.sqrt(ssd / (1 - rho) * (1 + (n - 1) * rho) / (n * df))
-    lik = stats.t(df, xbar, width)
     shape, u = hyper["delta0"].shape, (np.arange(nodes) + 0.5) / nodes
     loc, spread = hyper["delta0"].reshape(-1, 1, 1), hyper["sigma0"].reshape(-1, 1, 1)
-    pop = stats.norm if "nu_minus_one" not in hyper else stats.t(1 + hyper["nu_minus_one"].reshape(-1, 1, 1))
-    # nodes on the likelihood (q, nodes): mean of the population density there
-    on_lik = lik.ppf(u[:, None]).T[None]
-    by_lik = special.logsumexp(pop.logpdf((on_lik - loc) / spread) - np.log(spread), axis=2)
-    # nodes on the population (draws, 1, nodes): mean of the likelihood there
-    on_pop = loc + spread * pop.ppf(u[None, None, :])
-    by_pop = special.logsumexp(lik.logpdf(on_pop.reshape(-1, nodes, 1)), axis=1)
-    log_lik = np.where(spread[..., 0] < width, by_pop, by_lik) - np.log(nodes)
-    data = az.from_dict(posterior={"delta0": hyper["delta0"]}, log_likelihood={"x": log_lik.reshape(*shape, -1)})
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # arviz warns about high k̂: the caller reports them by name
-        return np.asarray(az.loo(data, pointwise=True).pareto_k)
+    nu = np.inf if "nu_minus_one" not in hyper else 1 + hyper["nu_minus_one"].reshape(-1, 1, 1)
+
+    def log_lik(delta):  # L_i at δ: (…, q, nodes) against xbar, width of shape (q, 1)
+        return _t_logpdf((delta - xbar[:, None]) / width[:, None], df[:, None]) - np.log(width[:, None])
+
+    def log_pop(delta):  # t_ν(δ; δ0, σ0) per draw: (draws, …, nodes)
+        return _t_logpdf((delta - loc) / spread, nu) - np.log(spread)
+
+    def log_mean_ratio(lik, pop):  # log of the mean over the nodes of L t / g, g = (L + t) / 2
+        ratio = lik + pop - np.logaddexp(lik, pop) + np.log(2)
+        top = ratio.max(axis=-1, keepdims=True)  # (scipy's logsumexp is ~5x slower on these arrays)
+        return top[..., 0] + np.log(np.mean(np.exp(ratio - top), axis=-1))
+
+    on_lik = xbar[:, None] + width[:, None] * stats.t.ppf(u, df[:, None])  # (q, nodes)
+    on_pop = loc + spread * stats.t.ppf(u, nu)  # (draws, 1, nodes)
+    by_lik = log_mean_ratio(log_lik(on_lik)[None], log_pop(on_lik[None]))
+    by_pop = log_mean_ratio(log_lik(on_pop), log_pop(on_pop))
+    return (np.logaddexp(by_lik, by_pop) - np.log(2)).reshape(*shape, -1)
+
+
+def _t_logpdf(z: np.ndarray, nu) -> np.ndarray:
+    """log density of the standard Student-t with ``nu`` degrees of freedom (``np.inf``: the standard normal), as
+    ``scipy.stats.t.logpdf`` but ~30 times faster on the (draws × datasets × nodes) broadcasts of
+    :func:`integrated_log_lik`, where scipy's generic argument handling dominates (measured: 0.17 s against 5.4 s)."""
+    nu = np.asarray(nu, dtype=float)
+    if np.all(np.isinf(nu)):
+        return -0.5 * (np.log(2 * np.pi) + z * z)
+    return (special.gammaln((nu + 1) / 2) - special.gammaln(nu / 2) - 0.5 * np.log(nu * np.pi)
+            - (nu + 1) / 2 * np.log1p(z * z / nu))
 
 
 def conflicts(table: pd.DataFrame, threshold: float) -> pd.Series:

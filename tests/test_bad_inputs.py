@@ -452,3 +452,14 @@ def test_all_differences_zero(tracking_uri, client, experiment_id):
     messages = [str(w.message) for w in caught] + report["diagnostics"]["warnings"]
     assert any("every difference is zero" in m and "identical" in m for m in messages), messages
     assert client.get_run(report["run_id"]).info.status == "FINISHED"
+
+
+def test_sigma_bound_below_a_datasets_spread_is_refused_before_stan():
+    # σ_i ≤ 0.3 × the mean per-dataset sd: the third dataset's differences spread 3 × more than the others', so
+    # its likelihood is 0 for every δ_i; Stan would fail to initialise ("log(0)") after 100 attempts
+    rng = np.random.default_rng(5)
+    diffs = rng.normal(0.01, [[0.01], [0.01], [0.03]], size=(3, 100))
+    with pytest.raises(InputError) as err:
+        hierarchical_test(diffs=diffs, folds=10, seed=1, std_upper_bound=0.3, datasets=["iris", "wine", "adult"])
+    assert "std_upper_bound=0.3" in str(err.value) and "'adult'" in str(err.value)
+    assert "'iris'" not in str(err.value)

@@ -84,12 +84,17 @@ def _body(srv, **extra):
 @pytest.mark.browser
 def test_no_script_runs_from_any_user_controlled_field(server):
     """Experiment, model and dataset names, tag values (verdict, metric) and error messages, in the page rendered by
-    the server, in the dropdowns, the result, the history and the form's error line."""
+    the server, in the dropdowns, the result, the ranking table, the history and the form's error line."""
     if chromium_executable() is None:
         pytest.skip("no Chromium with playwright (set MLFLOW_BAYESCOMPARE_CHROMIUM, pip install playwright)")
     s = server.session()
     run_id = start_comparison(s, server.url, **_body(server))
     assert wait_done(s, server.url, run_id)["status"] == "FINISHED"
+    resp = _post(server, "/api/rankings", session=s, json={"experiment_id": [server.experiment_id],
+                                                            "metric": "accuracy", **FAST})
+    assert resp.status_code == 202, resp.text
+    ranking = wait_done(s, server.url, resp.json()["run_id"])
+    assert ranking["status"] == "FINISHED", ranking
     with chromium_page(bypass_csp=True) as (page, dialogs):
         page.goto(f"{server.url}/bayescompare/")
         assert f"{XSS['experiment']} ({server.experiment_id})" in page.eval_on_selector_all(
@@ -104,6 +109,11 @@ def test_no_script_runs_from_any_user_controlled_field(server):
         page.wait_for_selector("#verdict:not(:empty)")
         assert page.text_content("#label-a") == f"P({XSS['model']} better)"
         page.wait_for_selector("#report:not([hidden])")
+        page.click(f'#past tr[data-run-id="{ranking["run_id"]}"] a.show')
+        page.wait_for_selector("#ranking:not([hidden])")
+        assert page.eval_on_selector_all("#ranking tbody tr", "rs => rs.map(r => r.cells[1].textContent)") == \
+            [r["model"] for r in ranking["ranking"]]
+        assert sorted(r["model"] for r in ranking["ranking"]) == sorted(["lda", XSS["model"], XSS["model2"]])
         page.click(f'#past tr[data-run-id="{server.failed_run}"] a.show')
         page.wait_for_selector("#job-error:not([hidden])")
         assert page.text_content("#job-error") == f"Failed: {XSS['error']}"
@@ -120,7 +130,9 @@ def test_no_script_runs_from_any_user_controlled_field(server):
 def test_pages_carry_their_security_headers(server):
     page = requests.get(f"{server.url}/bayescompare/", timeout=30)
     assert "script-src 'self'" in page.headers["Content-Security-Policy"]
-    assert "&lt;svg onload=alert(&#34;verdict&#34;)&gt;" in page.text and XSS["verdict"] not in page.text
+    assert "&lt;img src=x onerror=alert(&#34;experiment&#34;)&gt;" in page.text and XSS["experiment"] not in page.text
+    css = requests.get(f"{server.url}/bayescompare/static/page.css", timeout=30)
+    assert css.status_code == 200 and css.headers["Content-Type"].startswith("text/css")
     cookie = page.headers["Set-Cookie"]
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/bayescompare/" in cookie
 
@@ -130,7 +142,7 @@ def test_pages_carry_their_security_headers(server):
 
 @pytest.mark.parametrize("case", ["no token", "header only", "cookie only", "mismatch", "foreign origin",
                                   "null origin", "cross-site", "same-site", "form", "text"])
-@pytest.mark.parametrize("path", ["/api/comparisons", "/api/matrix"])
+@pytest.mark.parametrize("path", ["/api/comparisons", "/api/matrix", "/api/rankings"])
 def test_cross_site_requests_are_refused_and_create_nothing(server, case, path):
     before = _job_runs(server.client, [server.experiment_id])
     s = server.session()
@@ -274,7 +286,16 @@ ROUTES = [("GET", "/bayescompare/"), ("GET", "/bayescompare/static/page.js"), ("
           ("GET", "/bayescompare/api/experiments"), ("GET", "/bayescompare/api/choices?experiment_id=1"),
           ("GET", "/bayescompare/api/comparisons"), ("POST", "/bayescompare/api/comparisons"),
           ("GET", f"/bayescompare/api/comparisons/get?run_id={ABSENT_RUN}"), ("POST", "/bayescompare/api/matrix"),
-          ("GET", f"/bayescompare/report?run_id={ABSENT_RUN}"), ("GET", "/bayescompare/static/page.css")]
+          ("GET", f"/bayescompare/report?run_id={ABSENT_RUN}"), ("GET", "/bayescompare/static/page.css"),
+          ("POST", "/bayescompare/api/rankings")]
+
+
+def test_the_auth_matrix_covers_every_route():
+    """Every route of the plugin is in :data:`ROUTES`, so each one is checked below."""
+    from mlflow_bayescompare.server.routes import route_table
+
+    assert {(method, path.split("?")[0]) for method, path in ROUTES} == \
+        {(method, path) for path, method, _ in route_table()}
 
 
 @pytest.mark.parametrize("method, path", ROUTES)
@@ -338,7 +359,7 @@ def test_forbidden_and_absent_get_the_same_answer_and_create_nothing(auth_server
          {"experiment_id": [absent_id], "target_experiment": "alice-probe"}, ids["e-none"], absent_id),
     ]
     for hidden_fields, absent_fields, hidden_word, absent_word in probes:
-        for path in ("/api/comparisons", "/api/matrix"):
+        for path in ("/api/comparisons", "/api/matrix", "/api/rankings"):
             body = dict(base) if path == "/api/comparisons" else {k: v for k, v in base.items() if "model" not in k}
             hidden = s.post(f"{url}/bayescompare{path}", json={**body, **hidden_fields}, timeout=60)
             absent = s.post(f"{url}/bayescompare{path}", json={**body, **absent_fields}, timeout=60)
@@ -388,6 +409,6 @@ def test_a_non_admin_compares_with_their_own_permissions(auth_server):
     assert matrix["status"] == "FINISHED" and len(matrix["pairs"]) == 3, matrix
     listed = s.get(f"{url}/bayescompare/api/experiments", timeout=30).json()["experiments"]
     assert {"experiment_id": matrix["experiment_id"], "name": name} in listed  # its creator may read it (MANAGE)
-    assert re.fullmatch(r"/mlflow/#/experiments/\d+/runs/[0-9a-f]{32}", matrix["run_url"])
+    assert re.fullmatch(r"/mlflow/#/experiments/\d+/runs/[0-9a-f]{32}\?workflowType=machine_learning", matrix["run_url"])
     assert status(s, url, run_id).json()["report_url"] == f"/mlflow/bayescompare/report?run_id={run_id}"
     assert urllib.parse.urlsplit(url).path == "/mlflow"

@@ -21,13 +21,14 @@ import numpy as np
 import pytest
 import requests
 from mlflow import MlflowClient
-from mlflow.entities import RunTag
+from mlflow.entities import Metric, RunTag
 from servers import (Server, chromium_executable, chromium_page, create_pg_database, drop_pg_database, pg_base_uri,
                      pg_skip_reason, start_comparison, status, wait_done)
 
 from mlflow_bayescompare import tags as T
-from mlflow_bayescompare.compare import compare_matrix, compare_runs
+from mlflow_bayescompare.compare import compare_matrix, compare_runs, rank_runs
 from mlflow_bayescompare.cvlog import log_cv_scores
+from mlflow_bayescompare.result import COLORS
 from mlflow_bayescompare.server.owners import owner_tags
 
 pytestmark = pytest.mark.server
@@ -50,6 +51,19 @@ def _log_runs(client: MlflowClient, name: str, datasets: int = 5) -> str:
     return eid
 
 
+def _log_means(client: MlflowClient, name: str, datasets: int = 6) -> str:
+    """The means layout: one run per (model, dataset), holding one score."""
+    eid = client.create_experiment(name)
+    rng = np.random.default_rng(3)
+    for model, offset in (("nbc", 0.0), ("hnb", 0.02)):
+        for d in range(datasets):
+            run = client.create_run(eid, tags={"model": model, "dataset": f"uci-{d}"})
+            client.log_batch(run.info.run_id, metrics=[Metric("accuracy", 0.7 + 0.02 * d + offset
+                                                              + rng.normal(0, 0.01), 0, 0)])
+            client.set_terminated(run.info.run_id)
+    return eid
+
+
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def server(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp(f"bc-{request.param}")
@@ -58,7 +72,8 @@ def server(request, tmp_path_factory):
     backend = create_pg_database() if request.param == "postgres" else f"sqlite:///{tmp / 'mlflow.db'}"
     srv = Server(tmp, backend, extra=["--workers", "2"])
     srv.client = MlflowClient(srv.url)
-    srv.experiment_id = _log_runs(srv.client, f"cv-{uuid.uuid4().hex[:8]}")
+    srv.means_id = _log_means(srv.client, f"means-{uuid.uuid4().hex[:8]}")
+    srv.experiment_id = _log_runs(srv.client, f"cv-{uuid.uuid4().hex[:8]}")  # the newest scores
     srv.experiment_name = srv.client.get_experiment(srv.experiment_id).name
     yield srv
     srv.stop()
@@ -156,6 +171,33 @@ def test_matrix_compares_all_models(server):
     got = {(p["model_a"], p["model_b"]): tuple(p[k] for k in PROBABILITIES) for p in state["pairs"]}
     assert got == {pair: (o.p_a_better, o.p_rope, o.p_b_better) for pair, o in expected.pairs.items()}
     assert all(p["parent_run_id"] == state["run_id"] and p["status"] == "FINISHED" for p in state["pairs"])
+    assert state["ranking"] == _ranking_rows(expected.ranking)
+    assert state["report_url"] == f"/bayescompare/report?run_id={state['run_id']}"
+
+
+def _ranking_rows(table) -> list[dict]:
+    """The JSON API's rows of a BBT ranking table."""
+    columns = ["model", "p_best", "mean_rank", "rank_low", "rank_high", "strength"]
+    return [{k: (str(v) if k == "model" else float(v)) for k, v in row.items()}
+            for row in table[columns].to_dict(orient="records")]
+
+
+def test_ranking_api_matches_rank_runs(server):
+    """POST /api/rankings runs ``rank_runs`` as a job; its status carries the ranking, best first."""
+    s = server.session()
+    body = {"experiment_id": [server.experiment_id], "metric": "accuracy", **FAST, "seed": 5}
+    resp = s.post(f"{server.url}/bayescompare/api/rankings", json=body, timeout=60)
+    assert resp.status_code == 202, resp.text
+    state = wait_done(s, server.url, resp.json()["run_id"])
+    assert (state["status"], state["kind"], state["models"]) == ("FINISHED", "ranking", sorted(MODELS)), state
+    expected = rank_runs(experiment_ids=[server.experiment_id], metric="accuracy", tracking_uri=server.url,
+                         log=False, **FAST, seed=5)
+    assert state["ranking"] == _ranking_rows(expected.ranking)
+    assert [r["model"] for r in state["ranking"]] == list(expected.ranking["model"])
+    assert state["verdict"] == f"best: {expected.ranking['model'].iloc[0]}" and "pairs" not in state
+    run = server.client.get_run(state["run_id"])
+    assert run.data.tags[T.KIND] == "ranking" and run.data.metrics[f"p_best.{state['best']}"] == \
+        state["ranking"][0]["p_best"]
 
 
 def test_experiments_and_choices(server):
@@ -208,10 +250,65 @@ def _fill_form(page, server, seed: int, draws: int) -> None:
     page.fill("#seed", str(seed))
 
 
+def _rgb(color: str) -> str:
+    """``#rrggbb`` as the browser's computed ``rgb(r, g, b)``."""
+    return "rgb({}, {}, {})".format(*(int(color[i:i + 2], 16) for i in (1, 3, 5)))
+
+
+def _run_id(page) -> str:
+    return urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query)["run_id"][0]
+
+
+#: each visible control of the form: does its text (a select's chosen option, an input's value) fit inside it?
+_TEXT_FITS = """els => els.filter(e => e.offsetParent !== null).map(e => {
+  const cs = getComputedStyle(e), probe = document.createElement("span");
+  probe.style.font = cs.font; probe.style.whiteSpace = "pre"; probe.style.position = "absolute";
+  probe.textContent = e.tagName === "SELECT" ? e.selectedOptions[0].textContent : e.value;
+  document.body.appendChild(probe);
+  const width = probe.getBoundingClientRect().width;
+  probe.remove();
+  const room = e.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+  return [e.id, probe.textContent, width <= room - (e.tagName === "SELECT" ? 20 : 0)];
+})"""
+
+
+@pytest.mark.browser
+def test_page_first_contact(server):
+    """The page opens on the experiment with the newest scores (not the empty Default); Compare waits for a valid
+    choice and refuses one model against itself; the outcome colours are the reports'; every control shows its
+    whole text."""
+    with _browser() as (page, dialogs):
+        page.goto(f"{server.url}/bayescompare/")
+        assert page.input_value("#experiment") == server.experiment_id
+        page.wait_for_selector("#model_a option:nth-child(3)", state="attached")
+        page.wait_for_selector("#compare-btn:enabled")
+        assert (page.input_value("#model_a"), page.input_value("#model_b")) == ("cart", "lda")
+        assert page.is_hidden("#form-hint") and page.is_enabled("#matrix-btn")
+        page.select_option("#model_b", "cart")
+        assert page.is_disabled("#compare-btn") and page.is_enabled("#matrix-btn")
+        assert page.text_content("#form-hint") == "Choose two different models for A and B."
+        page.select_option("#model_b", "svm")
+        assert page.is_enabled("#compare-btn") and page.is_hidden("#form-hint")
+        colors = page.eval_on_selector("html", "e => ['--a_better', '--rope', '--b_better'].map("
+                                               "v => getComputedStyle(e).getPropertyValue(v).trim())")
+        assert colors == [COLORS["a_better"], COLORS["rope"], COLORS["b_better"]]
+        page.click("details summary")
+        for width in (1280, 1024, 800):
+            page.set_viewport_size({"width": width, "height": 1000})
+            for direction in ("higher", "lower"):
+                page.select_option("#direction", direction)
+                fits = page.eval_on_selector_all("#compare-form select, #compare-form input:not([type=checkbox])",
+                                                 _TEXT_FITS)
+                assert len(fits) == 16 and all(ok for _, _, ok in fits), (width, fits)
+    assert dialogs == []
+
+
 @pytest.mark.browser
 def test_page_runs_a_comparison_and_follows_its_stages(server):
-    """The form's defaults come from the option specs; the stages are shown as the job goes through them; the
-    result shown is the run's, and the report is shown inline."""
+    """The form's defaults come from the option specs; the stages are shown as the job goes through them, in the job
+    panel and in its row of Past comparisons; the result shown is the run's, in the reports' colours (A left, rope,
+    B right); the report is shown inline, as tall as it is and without the summary above it; the run link opens
+    MLflow's model-training view."""
     ARTIFACTS.mkdir(exist_ok=True)
     with _browser() as (page, dialogs):
         page.goto(f"{server.url}/bayescompare/")
@@ -224,41 +321,135 @@ def test_page_runs_a_comparison_and_follows_its_stages(server):
             current = [s for s, c in _stage_classes(page).items() if c == "current"]
             if current and (not seen or seen[-1] != current[0]):
                 seen.append(current[0])
+            if current == ["sampling"]:
+                assert page.text_content("#job-status") == "Running: sampling…"
+                row = page.query_selector(f'#past tr[data-run-id="{_run_id(page)}"] td.status')
+                assert row is None or row.text_content() in ("RUNNING · sampling", "RUNNING · reporting",
+                                                              "RUNNING · logging", "FINISHED")
             assert time.monotonic() < deadline and page.text_content("#job-status") != "FAILED", \
                 page.text_content("#job-error")
             page.wait_for_timeout(200)
         assert "sampling" in seen and seen == sorted(seen, key=list(_stage_classes(page)).index), seen
         assert set(_stage_classes(page).values()) == {"past"}
-        run_id = urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query)["run_id"][0]
+        run_id = _run_id(page)
         state = status(server.session(), server.url, run_id).json()
-        assert page.text_content("#verdict") == state["verdict"]
+        assert (page.text_content("#verdict"), state["test"]) == (state["verdict"], "hierarchical")
         assert [page.text_content(f"#{i}") for i in ("p-a", "p-rope", "p-b")] == \
             [f"{state[k]:.3f}" for k in PROBABILITIES]
+        bar = page.eval_on_selector_all("#bar .seg", "ss => ss.map(s => [s.id, getComputedStyle(s).backgroundColor])")
+        assert bar == [["bar-a", _rgb(COLORS["a_better"])], ["bar-rope", _rgb(COLORS["rope"])],
+                       ["bar-b", _rgb(COLORS["b_better"])]]
         assert page.get_attribute("#run-link", "href") == state["run_url"]
         page.wait_for_selector("#report:not([hidden])")
-        assert page.get_attribute("#report", "src") == state["report_url"]
+        assert page.get_attribute("#report", "src") == state["report_url"] + "&embed=1"
         report = page.frame_locator("#report")
-        report.locator("body").wait_for(timeout=30_000)
+        report.locator("h2", has_text="Per dataset").wait_for(timeout=30_000)
+        page.wait_for_timeout(500)
+        assert report.locator(".banner").is_hidden() and report.locator(".card.summary").is_hidden()
+        assert report.locator("h2", has_text="Mean difference across datasets").is_visible()
+        inner, outer = page.eval_on_selector(
+            "#report", "f => [f.contentDocument.documentElement.scrollHeight, f.clientHeight]")
+        assert outer > 720 and abs(inner - outer) <= 4, (inner, outer)  # no scrolling inside the frame
         page.screenshot(path=str(ARTIFACTS / f"bayescompare-page-{server.backend.split(':')[0]}.png"),
                         full_page=True)
+        page.click("#run-link")
+        page.wait_for_selector("[data-testid=experiment-observatory-link-runs]", timeout=60_000)
+        assert page.text_content("[data-testid=experiment-observatory-link-runs]").strip() == "Runs"
     assert dialogs == []
 
 
 @pytest.mark.browser
 def test_page_compare_all_models(server):
+    """The result of "Compare all models": the BBT ranking, the pairs, and the ranking report (critical-difference
+    diagram, P(win) matrix, P(best)) inline; in Past comparisons the pairs sit under their matrix, each in its own
+    orientation with its own probabilities; the list filters by experiment."""
     with _browser() as (page, dialogs):
         page.goto(f"{server.url}/bayescompare/")
         _fill_form(page, server, seed=1, draws=200)
         page.click("#matrix-btn")
-        page.wait_for_selector("#ranking:not([hidden])", timeout=600_000)
-        run_id = urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query)["run_id"][0]
+        page.wait_for_selector("#pairs:not([hidden])", timeout=600_000)
+        run_id = _run_id(page)
         state = status(server.session(), server.url, run_id).json()
-        rows = page.eval_on_selector_all("#ranking tbody tr",
+        rows = page.eval_on_selector_all("#pairs tbody tr",
                                          "rs => rs.map(r => Array.from(r.cells).map(c => c.textContent))")
         expected = [[f"{p['model_a']} vs {p['model_b']}", p["verdict"], *(f"{p[k]:.3f}" for k in PROBABILITIES)]
                     for p in state["pairs"]]
-        assert sorted(rows) == sorted(expected) and len(rows) == 3
+        assert rows == expected and len(rows) == 3
+        ranking = page.eval_on_selector_all("#ranking tbody tr",
+                                            "rs => rs.map(r => Array.from(r.cells).map(c => c.textContent))")
+        assert ranking == [[str(i + 1), r["model"], f"{r['p_best']:.3f}", f"{r['mean_rank']:.2f}",
+                            f"{r['rank_low']}–{r['rank_high']}"] for i, r in enumerate(state["ranking"])]
         assert page.text_content("#job-title") == "All models (3) · accuracy"
+        assert page.get_attribute("#report", "src") == f"/bayescompare/report?run_id={run_id}&embed=1"
+        report = page.frame_locator("#report")
+        for figure in ("critical_difference", "pwin_matrix", "p_best"):
+            report.locator(f'img[alt="{figure}"]').wait_for(timeout=30_000)
+        page.wait_for_selector(f'#past tr[data-parent="{run_id}"]')
+        past = page.eval_on_selector_all(
+            "#past tbody tr", "rs => rs.map(r => [r.dataset.runId, r.dataset.parent || '', r.cells[1].textContent,"
+                              " r.cells[5].textContent, r.cells[6].textContent, r.cells[7].textContent])")
+        at = [r[0] for r in past].index(run_id)
+        assert past[at][1:3] == ["", "3 models"]
+        assert past[at + 1:at + 4] == [[p["run_id"], run_id, f"{p['model_a']} vs {p['model_b']}",
+                                        *(f"{p[k]:.3f}" for k in PROBABILITIES)] for p in state["pairs"]]
+        assert [r for r in past if r[1] == run_id] == past[at + 1:at + 4]  # no pair of it at the top level
+        page.select_option("#history-experiment", server.means_id)
+        page.wait_for_selector(f'#past tr[data-run-id="{run_id}"]', state="detached")
+        shown = page.eval_on_selector_all("#past tbody tr", "rs => rs.map(r => r.dataset.runId || '')")
+        means_runs = server.session().get(f"{server.url}/bayescompare/api/comparisons",
+                                          params={"experiment_id": server.means_id}, timeout=30).json()
+        assert shown == ([c["run_id"] for c in means_runs["comparisons"]] or [""])
+    assert dialogs == []
+
+
+@pytest.mark.browser
+def test_page_compares_means_with_the_signed_rank_test(server):
+    """Runs holding one score per (model, dataset): the page compares them with the Bayesian signed-rank test, and
+    says so, as the status does."""
+    with _browser() as (page, dialogs):
+        page.goto(f"{server.url}/bayescompare/")
+        page.select_option("#experiment", server.means_id)
+        page.wait_for_selector('#model_a option[value="nbc"]', state="attached")
+        page.select_option("#model_a", "hnb")
+        page.select_option("#model_b", "nbc")
+        page.click("details summary")
+        page.fill("#seed", "2")
+        page.click("#compare-btn")
+        page.wait_for_selector("#verdict:not(:empty)", timeout=300_000)
+        state = status(server.session(), server.url, _run_id(page)).json()
+        assert (state["status"], state["test"]) == ("FINISHED", "signed-rank"), state
+        assert server.client.get_run(state["run_id"]).data.tags[T.TEST] == "signed-rank"
+        assert page.get_attribute("#test-used", "data-test") == "signed-rank"
+        assert page.text_content("#test-used") == ("Test: Bayesian signed-rank test on the per-dataset means (the "
+                                                   "runs hold one score per dataset)")
+        direct = compare_runs(experiment_ids=[server.means_id], metric="accuracy", model_a="hnb", model_b="nbc",
+                              tracking_uri=server.url, log=False, seed=2)
+        assert [page.text_content(f"#{i}") for i in ("p-a", "p-rope", "p-b")] == \
+            [f"{getattr(direct, k):.3f}" for k in PROBABILITIES]
+        page.frame_locator("#report").locator("img[alt=simplex]").wait_for(timeout=30_000)
+    assert dialogs == []
+
+
+@pytest.mark.browser
+def test_page_reopens_a_comparison_with_its_settings(server):
+    """Clicking a past comparison fills the form with its settings; its sensitivity analysis is in the report."""
+    s = server.session()
+    run_id = start_comparison(s, server.url, **_fields(server, model_a="svm", model_b="lda", seed=8, rope=0.02,
+                                                       lower_is_better=True, sensitivity=True))
+    assert wait_done(s, server.url, run_id)["status"] == "FINISHED"
+    with _browser() as (page, dialogs):
+        page.goto(f"{server.url}/bayescompare/")
+        page.select_option("#experiment", server.means_id)
+        page.click(f'#past tr[data-run-id="{run_id}"] a.show')
+        page.wait_for_selector('#model_a option[value="svm"]:checked', state="attached")
+        form = {k: page.input_value(f"#{k}") for k in ("experiment", "metric", "model_a", "model_b", "rope", "seed",
+                                                       "chains", "draws", "direction")}
+        assert form == {"experiment": server.experiment_id, "metric": "accuracy", "model_a": "svm", "model_b": "lda",
+                        "rope": "0.02", "seed": "8", "chains": "2", "draws": "200", "direction": "lower"}
+        assert page.is_checked("#sensitivity") and page.is_enabled("#compare-btn")
+        page.wait_for_selector("#sensitivity-note:not([hidden])")
+        page.frame_locator("#report").locator("h2", has_text="Sensitivity to the prior and the rope").wait_for(
+            timeout=30_000)
     assert dialogs == []
 
 
@@ -346,7 +537,7 @@ def test_static_prefix(tmp_path):
                                   **FAST, seed=1)
         state = wait_done(s, srv.url, run_id)
         assert state["status"] == "FINISHED", state
-        assert state["run_url"] == f"/mlflow/#/experiments/{eid}/runs/{run_id}"
+        assert state["run_url"] == f"/mlflow/#/experiments/{eid}/runs/{run_id}?workflowType=machine_learning"
         assert state["report_url"] == f"/mlflow/bayescompare/report?run_id={run_id}"
         assert s.get(f"{srv.root}{state['report_url']}", timeout=30).status_code == 200
     finally:

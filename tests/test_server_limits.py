@@ -97,6 +97,13 @@ REFUSED = [  # (path, body or raw JSON text, HTTP status, words of the answer)
     ("/api/matrix", {"models": ["lda"]}, 400, "models"),
     ("/api/matrix", {"models": ["lda", "lda"]}, 400, "listed more than once: lda"),
     ("/api/matrix", {"sensitivity": True}, 400, "unknown field 'sensitivity'"),
+    ("/api/rankings", {"models": ["lda", "cart"]}, 400, "a ranking needs at least 3 models; got 2 (lda, cart): "
+                                                       "compare two models"),
+    ("/api/rankings", {"models": ["lda", "cart", "knn"]}, 400, "model 'knn' is in no run tagged 'model'"),
+    ("/api/rankings", {"experiment_id": ["FOLDS"]}, 400, "a ranking needs at least 3 models; got 2 (a, b)"),
+    ("/api/rankings", {"rope": 0.01}, 400, "Invalid value for 'rope'"),
+    ("/api/rankings", {"sensitivity": True}, 400, "unknown field 'sensitivity'"),
+    ("/api/rankings", {"chains": 5}, 400, "must be <= 4 on this server (MLFLOW_BAYESCOMPARE_MAX_CHAINS)"),
 ]
 
 
@@ -107,7 +114,7 @@ def test_refused_before_any_run_exists(server, path, body, code, words):
     s = server.session()
     if isinstance(body, dict):
         fields = _comparison(server, **body)
-        if path == "/api/matrix":
+        if path in ("/api/matrix", "/api/rankings"):
             fields = {k: v for k, v in fields.items() if k not in ("model_a", "model_b")}
         if fields.get("experiment_id") == ["FOLDS"]:
             fields["experiment_id"] = [server.folds]

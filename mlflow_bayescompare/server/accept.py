@@ -14,9 +14,11 @@ import json
 from .. import tags as T
 from ..bundle import fit_tag, run_name
 from ..collect import collect_scores, discover
+from ..compare import one_run_each, signed_rank_applies
 from ..errors import InputError
 from ..matrix import model_pairs
 from ..prepare import correlations
+from ..ranking import read_scores
 from ..result import json_safe
 from ..runlog import fail_if_running, start_run
 from . import context, permissions
@@ -35,8 +37,7 @@ def accept(granted: permissions.Granted):
     store, settings = context.store_client(), context.settings()
     with context.runner().reserve() as submit:
         target = permissions.create_target(granted.target)
-        name = run_name(*job.models, job.source.metric) if job.kind == "comparison" else \
-            f"{len(job.models)} models · {job.source.metric}"
+        name = _run_name(job)
         run_id = start_run(store, target, name=name, tags=_job_tags(job), stage="queued")
         spec = JobSpec(kind=job.kind, run_id=run_id, models=job.models, fit=job.fit,
                        source=dataclasses.replace(job.source, target_experiment=str(target)),
@@ -52,22 +53,32 @@ def accept(granted: permissions.Granted):
 
 def check_data(job: JobRequest) -> tuple[str, ...]:
     """What the command line checks before sampling, on the server's own store: the runs and scores of the models
-    (every model found, for "compare all models") and each pair's tensor.  The models of the job."""
+    (every model found, for a matrix or a ranking), then each pair's tensor (or per-dataset means, when the
+    signed-rank test will answer), or the ranking's table of scores.  The models of the job."""
     client, source = context.store_client(), job.source
     ids = list(source.experiment_ids)
     models = job.models or tuple(discover(client, ids, model_tag=source.model_tag,
                                           dataset_tag=source.dataset_tag)["models"])
     if job.kind == "matrix":
         check_model_count(models, context.settings())
-        pairs = model_pairs(models)
-    else:
-        pairs = [models]
     collected = collect_scores(client, ids, source.metric, list(models), filter_string=source.filter_string,
                                layout=source.layout, model_tag=source.model_tag, dataset_tag=source.dataset_tag,
                                folds=source.folds)
-    problems = []
+    if job.kind == "ranking":
+        _check_ranking(collected, models, job)
+    else:
+        _check_pairs(collected, model_pairs(models) if job.kind == "matrix" else [models], job)
+    return tuple(models)
+
+
+def _check_pairs(collected, pairs: list[tuple[str, str]], job: JobRequest) -> None:
+    """Each pair's data as its test will read it; one pair's problems in the command line's own words."""
+    source, problems = job.source, []
     for a, b in pairs:
         try:
+            if job.kind == "comparison" and signed_rank_applies(job.fit.test, collected.layout):
+                collected.means(a, b, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
+                continue
             tensor = collected.tensor(a, b, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
             correlations(tensor.datasets, tensor.folds, job.fit.rho)
         except InputError as exc:
@@ -76,7 +87,23 @@ def check_data(job: JobRequest) -> tuple[str, ...]:
             problems += [f"{a} vs {b}: {p}" for p in exc.problems]
     if problems:
         raise InputError(problems, header="Cannot compare every pair:")
-    return tuple(models)
+
+
+def _check_ranking(collected, models: tuple[str, ...], job: JobRequest) -> None:
+    """The ranking's scores as :func:`..compare.rank_runs` reads them: three models at least, every one present,
+    one run per model and dataset, a score for each (the ranking's own words)."""
+    rank, source = job.fit, job.source
+    scores = one_run_each(collected.scores, source.on_duplicate)
+    read_scores(scores, models=list(models), greater_is_better=rank.greater_is_better,
+                drop_incomplete=source.drop_incomplete, skip_missing=rank.skip_missing)
+
+
+def _run_name(job: JobRequest) -> str:
+    """The name the job's run will keep (as its bundle names it)."""
+    if job.kind == "comparison":
+        return run_name(*job.models, job.source.metric)
+    prefix = "ranking of " if job.kind == "ranking" else ""
+    return f"{prefix}{len(job.models)} models · {job.source.metric}"
 
 
 def _job_tags(job: JobRequest) -> dict[str, str]:

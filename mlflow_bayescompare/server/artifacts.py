@@ -1,18 +1,23 @@
-"""Reading a comparison's ``report.html`` the way MLflow's ``/get-artifact`` reads artifacts (MLflow-internal:
-the proxied artifact root or the run's own repository), to serve it inline."""
+"""Reading a finished job run's artifacts the way MLflow's ``/get-artifact`` reads them (MLflow-internal: the
+proxied artifact root or the run's own repository): its ``report.html`` to serve inline, and the ranking table of
+a ranking or matrix run for the JSON API."""
 
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
 
+import pandas as pd
 from mlflow.exceptions import MlflowException
 
 from .requests import ApiError
 
-__all__ = ["MAX_REPORT_BYTES", "read_report"]
+__all__ = ["MAX_REPORT_BYTES", "read_report", "read_ranking", "RANKING_COLUMNS"]
 
 MAX_REPORT_BYTES = 50 * 1024 * 1024
+#: the columns of a ranking row in the JSON API, best first (``ranking.csv`` of a ranking run, or of a matrix run
+#: of three or more models)
+RANKING_COLUMNS = ("model", "p_best", "mean_rank", "rank_low", "rank_high", "strength")
 
 
 def read_report(run, name: str = "report.html") -> bytes:
@@ -24,6 +29,22 @@ def read_report(run, name: str = "report.html") -> bytes:
         if path.stat().st_size > MAX_REPORT_BYTES:
             raise ApiError(413, f"{name} is too large to show inline")
         return path.read_bytes()
+
+
+def read_ranking(run) -> list[dict] | None:
+    """The Bayesian Bradley-Terry ranking of a finished ranking or matrix run (``ranking.csv``), best first; None
+    when the run has none (a matrix of two models ranks no more than its pair)."""
+    with tempfile.TemporaryDirectory(prefix="bayescompare-ranking-") as tmp:
+        try:
+            table = pd.read_csv(_download(run, "ranking.csv", tmp), dtype={"model": str}, keep_default_na=False,
+                                na_values={c: [""] for c in RANKING_COLUMNS[1:]})
+        except ApiError:
+            return None
+    if "p_best" not in table.columns:
+        return None
+    columns = [c for c in RANKING_COLUMNS if c in table.columns]
+    table = table[columns].astype(object).where(table[columns].notna(), None)
+    return table.to_dict(orient="records")
 
 
 def _download(run, path: str, destination: str) -> str:

@@ -34,7 +34,7 @@ from typing import Any, Callable
 from mlflow.entities import RunTag
 
 from .. import tags as T
-from ..options import FitOptions, SourceOptions
+from ..options import FitOptions, RankOptions, SourceOptions
 from ..runlog import fail_if_running
 from .locks import job_slot
 from .owners import owner_tags
@@ -111,11 +111,11 @@ class JobSpec:
     """What a job process needs: the kind of job, its RUNNING run, the option objects of the request, and how to
     reach the server (as the requesting user)."""
 
-    kind: str  # "comparison" or "matrix"
+    kind: str  # "comparison", "matrix" or "ranking"
     run_id: str
     source: SourceOptions
-    fit: FitOptions
-    models: tuple[str, ...]  # (model A, model B) of a comparison; the matrix's models
+    fit: FitOptions | RankOptions  # a ranking's settings are RankOptions
+    models: tuple[str, ...]  # (model A, model B) of a comparison; the models of a matrix or a ranking
     tracking_uri: str
     state_dir: str
     slots: int
@@ -292,23 +292,25 @@ def _job_process_started() -> None:
 
 
 def run_job(spec: JobSpec) -> dict[str, Any]:
-    """The body of a job, in a job process: wait for a slot, then compare (or run the matrix) into the run, whose
-    stage tag follows the work (``compiling`` too, while the backend compiles a program or waits for another
+    """The body of a job, in a job process: wait for a slot, then compare (or run the matrix, or rank) into the run,
+    whose stage tag follows the work (``compiling`` too, while the backend compiles a program or waits for another
     process's compile of it)."""
     from mlflow import MlflowClient
 
-    from ..compare import compare_matrix, compare_runs
+    from ..compare import compare_matrix, compare_runs, rank_runs
 
     with _credentials(spec.credentials):
         client = MlflowClient(spec.tracking_uri)
         try:
             with job_slot(Path(spec.state_dir), spec.slots):
                 client.log_batch(spec.run_id, tags=[RunTag(k, v) for k, v in owner_tags().items()])
-                common = dict(source=spec.source, fit=spec.fit, tracking_uri=spec.tracking_uri, run_id=spec.run_id)
-                if spec.kind == "matrix":
-                    compare_matrix(models=spec.models, jobs=1, **common)
+                common = dict(source=spec.source, tracking_uri=spec.tracking_uri, run_id=spec.run_id)
+                if spec.kind == "ranking":
+                    rank_runs(models=spec.models, rank=spec.fit, **common)
+                elif spec.kind == "matrix":
+                    compare_matrix(models=spec.models, fit=spec.fit, jobs=1, **common)
                 else:
-                    compare_runs(model_a=spec.models[0], model_b=spec.models[1], **common)
+                    compare_runs(model_a=spec.models[0], model_b=spec.models[1], fit=spec.fit, **common)
             return {"ok": True}
         except BaseException as exc:
             message = str(exc) or type(exc).__name__

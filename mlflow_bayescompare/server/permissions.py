@@ -61,8 +61,9 @@ RULES: dict[str, Need] = {
     "report": Need.READ_RUN,
     "create_comparison": Need.START_JOB,
     "create_matrix": Need.START_JOB,
+    "create_ranking": Need.START_JOB,
 }
-_JOB_KINDS = {"create_comparison": "comparison", "create_matrix": "matrix"}
+_JOB_KINDS = {"create_comparison": "comparison", "create_matrix": "matrix", "create_ranking": "ranking"}
 _state = {"auth": False}  # set by enable_basic_auth() in each worker process of `bayescompare-auth`
 
 

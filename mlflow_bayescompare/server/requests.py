@@ -18,7 +18,7 @@ from typing import Any
 from flask import request
 
 from ..errors import InputError
-from ..options import FitOptions, ModelsOptions, PairOptions, SourceOptions, parse_fields
+from ..options import FitOptions, ModelsOptions, PairOptions, RankOptions, SourceOptions, parse_fields
 from .jobs import Settings
 
 __all__ = ["ApiError", "JobRequest", "MAX_BODY", "MAX_DEPTH", "json_body", "job_request", "job_body_request",
@@ -30,8 +30,11 @@ MAX_DEPTH = 8  # nesting of a JSON body: the fields are flat, lists at most one 
 MAX_EXPERIMENT_ID = 2**63 - 1  # MLflow's stores keep experiment ids as (at most) 64-bit integers
 _EXPERIMENT_ID_RE = re.compile(r"^[0-9]{1,19}$")
 _RUN_ID_RE = re.compile(r"^[0-9a-f]{32}$")
-_KINDS = {"comparison": (SourceOptions, FitOptions, PairOptions), "matrix": (SourceOptions, FitOptions, ModelsOptions)}
-_EXCLUDED = {"comparison": (), "matrix": ("sensitivity",)}
+_KINDS = {"comparison": (SourceOptions, FitOptions, PairOptions),
+          "matrix": (SourceOptions, FitOptions, ModelsOptions),
+          "ranking": (SourceOptions, RankOptions, ModelsOptions)}
+#: fields a kind of job does not take (a ranking takes the `rank` command's options, as the command line does)
+_EXCLUDED = {"comparison": (), "matrix": ("sensitivity",), "ranking": ("RankOptions.drop_incomplete",)}
 
 
 class ApiError(Exception):
@@ -46,9 +49,9 @@ class ApiError(Exception):
 class JobRequest:
     """A validated request to start a job: the option objects, and the models (none: every model found)."""
 
-    kind: str  # "comparison" or "matrix"
+    kind: str  # "comparison", "matrix" or "ranking"
     source: SourceOptions
-    fit: FitOptions
+    fit: FitOptions | RankOptions  # a ranking's settings are RankOptions
     models: tuple[str, ...]
     claim: str | None = None
 
@@ -111,16 +114,16 @@ def _depth(text: str) -> int:
 
 
 def job_request(kind: str, body: dict[str, Any], settings: Settings) -> JobRequest:
-    """The options of a ``comparison`` or ``matrix`` request, checked by the options' rules and the server's limits;
-    every problem is reported at once (an :class:`InputError`)."""
-    problems = _limit_problems(body, settings)
+    """The options of a ``comparison``, ``matrix`` or ``ranking`` request, checked by the options' rules and the
+    server's limits; every problem is reported at once (an :class:`InputError`)."""
+    problems = _limit_problems(kind, body, settings)
     try:
         source, fit, third = parse_fields(body, _KINDS[kind], origin="json", exclude=_EXCLUDED[kind])
     except InputError as exc:
         raise InputError(exc.problems + problems, header="invalid request:") from None
     if problems:
         raise InputError(problems, header="invalid request:")
-    if kind == "matrix":
+    if kind in ("matrix", "ranking"):
         return JobRequest(kind, source, fit, third.models)
     return JobRequest(kind, source, fit, (third.model_a, third.model_b), third.claim)
 
@@ -130,8 +133,9 @@ def job_body_request(kind: str, settings: Settings) -> JobRequest:
     return job_request(kind, json_body(), settings)
 
 
-def _limit_problems(body: dict[str, Any], settings: Settings) -> list[str]:
-    """The server's own bounds, on the raw values (the options check their types)."""
+def _limit_problems(kind: str, body: dict[str, Any], settings: Settings) -> list[str]:
+    """The server's own bounds, on the raw values (the options check their types); ``MAX_MATRIX_MODELS`` bounds
+    the pairs of a matrix (a ranking is one fit of all its models)."""
     problems = []
     limits = {"chains": (settings.max_chains, "MAX_CHAINS"), "draws": (settings.max_draws, "MAX_DRAWS"),
               "warmup": (settings.max_draws, "MAX_DRAWS")}
@@ -149,7 +153,7 @@ def _limit_problems(body: dict[str, Any], settings: Settings) -> list[str]:
     models = body.get("models")
     count = len(models) if isinstance(models, list) else len([m for m in models.split(",") if m.strip()]) \
         if isinstance(models, str) else 0
-    if count > settings.max_matrix_models:
+    if kind == "matrix" and count > settings.max_matrix_models:
         problems.append(_too_many_models(count, settings))
     return problems
 

@@ -21,14 +21,15 @@ from .. import tags as T
 from ..collect import discover
 from ..errors import BayesCompareError, InputError
 from ..progress import STAGES
+from ..report_html import embedded
 from ..runlog import fail_if_running
 from . import context, permissions, security
 from .accept import accept
-from .artifacts import read_report
+from .artifacts import read_ranking, read_report
 from .jobs import QueueFull
 from .owners import stale_reason
 from .requests import ApiError, max_results_arg, tag_arg
-from .serialize import form_fields, json_response, list_comparisons, summarise_run
+from .serialize import child_runs, colors_css, form_fields, json_response, list_comparisons, summarise_run
 
 __all__ = ["Route", "ROUTES", "create_blueprint", "route_table", "mlflow_auth_routes"]
 
@@ -57,7 +58,7 @@ def _page() -> Response:
     run_id = request.args.get("run_id", "")
     html = _TEMPLATES.get_template("page.html").render(
         base=context.base_path(), mlflow_ui=context.prefix() + "/", csrf_token=token, experiments=experiments,
-        comparisons=_past(experiments), form=form_fields(context.settings()),
+        selected=_latest_scored(experiments), form=form_fields(context.settings()),
         stages=[(s, _STAGE_LABELS.get(s, s)) for s in STAGES if s != "failed"],
         run_id=run_id if len(run_id) == 32 and all(c in "0123456789abcdef" for c in run_id) else "",
         user=permissions.current_user())
@@ -70,16 +71,32 @@ def _page() -> Response:
     return resp
 
 
-def _past(experiments: list[dict[str, str]]) -> list[dict]:
+def _latest_scored(experiments: list[dict[str, str]]) -> str | None:
+    """The experiment of the newest run that carries the default model and dataset tags: the page opens on it."""
+    form, newest = form_fields(context.settings()), None
+    query = (f"tags.`{form['model_tag']['value']}` IS NOT NULL AND tags.`{form['dataset_tag']['value']}` IS NOT NULL"
+             f" AND tags.`{T.KIND}` IS NULL")
+    ids = [e["experiment_id"] for e in experiments]
     try:
-        return list_comparisons(context.store_client(), [e["experiment_id"] for e in experiments], 20)
+        for start in range(0, len(ids), 100):
+            for run in context.store_client().search_runs(ids[start:start + 100], query, max_results=1,
+                                                          order_by=["attributes.start_time DESC"]):
+                if newest is None or run.info.start_time > newest.info.start_time:
+                    newest = run
     except Exception:  # the page must render even when the store is slow or odd
-        _logger.exception("bayescompare: listing past comparisons failed")
-        return []
+        _logger.exception("bayescompare: finding the latest experiment with scores failed")
+    return newest.info.experiment_id if newest is not None else None
 
 
 def _static(name: str) -> Response:
     return send_from_directory(_STATIC, name, max_age=300)
+
+
+def _css() -> Response:
+    """``page.css`` after the outcome colours of the reports (:func:`.serialize.colors_css`)."""
+    resp = Response(colors_css() + (_STATIC / "page.css").read_text(encoding="utf-8"), mimetype="text/css")
+    resp.headers["Cache-Control"] = "public, max-age=300"
+    return resp
 
 
 def _csrf() -> Response:
@@ -127,14 +144,16 @@ def _status() -> Response:
     run = _job_run()
     out = summarise_run(run)
     if out["kind"] in ("matrix", "ranking") and out["status"] == "FINISHED":
-        children = context.store_client().search_runs(
-            [run.info.experiment_id], f"tags.`{T.PARENT}` = '{run.info.run_id}'", max_results=1000)
-        out["pairs"] = [summarise_run(c) for c in children]
+        out["ranking"] = read_ranking(run)
+        if out["kind"] == "matrix":
+            out["pairs"] = child_runs(context.store_client(), run.info.experiment_id, run.info.run_id)
     return json_response(out)
 
 
 def _report() -> Response:
-    resp = Response(read_report(_job_run()), mimetype="text/html")
+    """The run's ``report.html``; with ``embed=1``, as the page shows it under its own summary."""
+    report = read_report(_job_run())
+    resp = Response(embedded(report) if request.args.get("embed") == "1" else report, mimetype="text/html")
     resp.headers["Content-Security-Policy"] = security.REPORT_CSP
     resp.headers["Content-Disposition"] = "inline; filename=report.html"
     resp.headers["X-Frame-Options"] = "SAMEORIGIN"
@@ -150,7 +169,7 @@ def _start() -> Response:
 #: every route of the plugin: exact paths, one method each
 ROUTES = (
     Route("/", "GET", "page", _page),
-    Route("/static/page.css", "GET", "page_css", partial(_static, "page.css")),
+    Route("/static/page.css", "GET", "page_css", _css),
     Route("/static/page.js", "GET", "page_js", partial(_static, "page.js")),
     Route("/api/csrf", "GET", "csrf", _csrf),
     Route("/api/experiments", "GET", "experiments", _experiments),
@@ -159,6 +178,7 @@ ROUTES = (
     Route("/api/comparisons", "POST", "create_comparison", _start),
     Route("/api/comparisons/get", "GET", "comparison", _status),
     Route("/api/matrix", "POST", "create_matrix", _start),
+    Route("/api/rankings", "POST", "create_ranking", _start),
     Route("/report", "GET", "report", _report),
 )
 

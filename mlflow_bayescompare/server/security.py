@@ -26,9 +26,10 @@ _TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{32,128}$")
 #: the page: its own script and style files only (no inline script), frames of its own origin (the report)
 PAGE_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
             "frame-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'self'")
-#: the report: sandboxed (no script, opaque origin), inline styles and data: images only
+#: the report: sandboxed without scripts, inline styles and data: images only.  ``allow-same-origin`` (never with
+#: ``allow-scripts``) lets the page that frames it measure its height; nothing in it can run.
 REPORT_CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; "
-              "frame-ancestors 'self'; sandbox allow-popups allow-popups-to-escape-sandbox")
+              "frame-ancestors 'self'; sandbox allow-same-origin allow-popups allow-popups-to-escape-sandbox")
 
 
 def token_for(request: Request) -> tuple[str, bool]:

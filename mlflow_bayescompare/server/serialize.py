@@ -11,14 +11,18 @@ from flask import Response
 
 from .. import tags as T
 from ..options import LAYOUTS, PRIORS, FitOptions, SourceOptions, defaults
-from ..result import json_safe
+from ..result import COLORS, json_safe
+from ..uiroutes import run_route
 from .context import base_path, prefix
 from .jobs import Settings
 
-__all__ = ["json_response", "summarise_run", "list_comparisons", "accepted", "status_path", "report_path",
-           "form_fields"]
+__all__ = ["json_response", "summarise_run", "list_comparisons", "child_runs", "accepted", "status_path",
+           "report_path", "form_fields", "colors_css", "FORM_SETTINGS"]
 
 _RUNNING = ("RUNNING", "SCHEDULED")
+#: the settings of a run that the page's form shows (the options' field names), from its params or its job request
+FORM_SETTINGS = ("experiment_ids", "metric", "rope", "greater_is_better", "seed", "chains", "draws", "threshold",
+                 "prior", "layout", "model_tag", "dataset_tag", "filter_string", "target_experiment", "sensitivity")
 _CLAIMS = {"a-better": lambda a, rope: a, "not-worse": lambda a, rope: a + rope, "equivalent": lambda a, rope: rope}
 
 
@@ -36,8 +40,13 @@ def report_path(run_id: str) -> str:
     return f"{base_path()}/report?run_id={run_id}"
 
 
+def _has_report(kind: str | None, models: list[str]) -> bool:
+    """Whether a finished run of this kind holds a ``report.html`` (a matrix of two models has only its pair's)."""
+    return kind in ("comparison", "ranking") or (kind == "matrix" and len(models) >= 3)
+
+
 def _run_url(experiment_id: str, run_id: str) -> str:
-    return f"{prefix()}/#/experiments/{experiment_id}/runs/{run_id}"
+    return f"{prefix()}/{run_route(run_id, experiment_id)}"
 
 
 def summarise_run(run) -> dict[str, Any]:
@@ -62,18 +71,22 @@ def summarise_run(run) -> dict[str, Any]:
         "verdict": tags.get(T.VERDICT),
         "decision": tags.get(T.DECISION),
         "diagnostics": tags.get(T.DIAGNOSTICS),
+        "test": tags.get(T.TEST),
         "error": tags.get(T.ERROR) or ("the run was killed" if info.status == "KILLED" else None),
         "start_time": info.start_time,
         "end_time": info.end_time,
         "parent_run_id": tags.get(T.PARENT),
         "run_url": _run_url(info.experiment_id, info.run_id),
-        "report_url": report_path(info.run_id) if status == "FINISHED" and kind == "comparison" else None,
+        "report_url": None,
+        "settings": _settings(run),
     }
     if kind in ("matrix", "ranking"):
         out["models"] = [m for m in (tags.get(T.MODELS) or "").split(",") if m]
         out["best"] = tags.get(T.BEST)
         if out["best"] and status == "FINISHED":
             out["verdict"] = f"best: {out['best']}"
+    if status == "FINISHED" and _has_report(kind, out.get("models", [])):
+        out["report_url"] = report_path(info.run_id)
     claim = _claim(tags.get(T.REQUIRE), out["p_a_better"], out["p_rope"])
     if claim:
         out["require"] = claim
@@ -92,17 +105,45 @@ def _claim(recorded: str | None, p_a: float | None, p_rope: float | None) -> dic
             "supported": probability >= float(threshold)}
 
 
+def _settings(run) -> dict[str, Any]:
+    """The run's :data:`FORM_SETTINGS`: its params (as logged), overridden by the request of a server job (typed),
+    and the source experiments and metric of its tags."""
+    tags, params = run.data.tags, run.data.params
+    out: dict[str, Any] = {k: params[k] for k in FORM_SETTINGS if k in params}
+    out["experiment_ids"] = [e for e in (tags.get(T.SOURCE_EXPERIMENTS) or "").split(",") if e]
+    out["metric"] = tags.get(T.METRIC)
+    try:
+        request = json.loads(tags.get(T.JOB_REQUEST) or "{}")
+    except ValueError:  # cut to fit its tag: the params and tags say enough
+        request = {}
+    if isinstance(request, dict):
+        out.update({k: request[k] for k in FORM_SETTINGS if request.get(k) is not None})
+    return out
+
+
 def list_comparisons(client, experiment_ids: list[str], limit: int) -> list[dict[str, Any]]:
-    """The latest ``limit`` job runs (of every kind) of the experiments, newest first."""
+    """The latest ``limit`` job runs (of every kind) of the experiments that are not a matrix's pair, newest first;
+    a matrix's pairs are its ``pairs``."""
     rows = []
     for start in range(0, len(experiment_ids), 100):
         chunk = experiment_ids[start:start + 100]
         for kind in T.KINDS:
-            runs = client.search_runs(chunk, f"tags.`{T.KIND}` = '{kind}'", max_results=limit,
-                                      order_by=["attributes.start_time DESC"])
+            runs = client.search_runs(chunk, f"tags.`{T.KIND}` = '{kind}' AND tags.`{T.PARENT}` IS NULL",
+                                      max_results=limit, order_by=["attributes.start_time DESC"])
             rows += [summarise_run(r) for r in runs]
     rows.sort(key=lambda r: r["start_time"] or 0, reverse=True)
-    return rows[:limit]
+    rows = rows[:limit]
+    for row in rows:
+        if row["kind"] == "matrix":
+            row["pairs"] = child_runs(client, row["experiment_id"], row["run_id"])
+    return rows
+
+
+def child_runs(client, experiment_id: str, run_id: str) -> list[dict[str, Any]]:
+    """The pairs of a matrix run (its child comparison runs), in the order of their names."""
+    children = client.search_runs([experiment_id], f"tags.`{T.PARENT}` = '{run_id}'", max_results=1000,
+                                  order_by=["attributes.run_name ASC"])
+    return [summarise_run(c) for c in children]
 
 
 def accepted(run_id: str, experiment_id: str) -> Response:
@@ -113,13 +154,20 @@ def accepted(run_id: str, experiment_id: str) -> Response:
     return resp
 
 
+def colors_css() -> str:
+    """The page's outcome colours as CSS custom properties (``--a_better``, ``--rope``, ``--b_better``), from
+    :data:`..result.COLORS`, the colours of the reports and plots."""
+    return ":root { " + " ".join(f"--{outcome}: {color};" for outcome, color in COLORS.items()) + " }\n"
+
+
 def form_fields(settings: Settings) -> dict[str, dict[str, Any]]:
     """The page form's fields: default value and bounds of each, from the option specs and the server's limits."""
     values = {**defaults(SourceOptions), **defaults(FitOptions)}
     specs = {f.name: f.metadata["option"] for cls in (SourceOptions, FitOptions) for f in dataclasses.fields(cls)}
     server_high = {"chains": settings.max_chains, "draws": settings.max_draws}
     out = {}
-    for name in ("rope", "seed", "chains", "draws", "threshold", "prior", "layout", "model_tag", "dataset_tag"):
+    for name in ("rope", "seed", "chains", "draws", "threshold", "prior", "layout", "model_tag", "dataset_tag",
+                 "sensitivity", "greater_is_better"):
         spec, high = specs[name], server_high.get(name)
         value = values[name]
         if high is not None and value is not None:

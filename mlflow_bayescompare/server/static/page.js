@@ -1,4 +1,5 @@
-// The /bayescompare/ page: fills the dropdowns, starts comparisons through the JSON API and follows them.
+// The /bayescompare/ page: fills the dropdowns, starts comparisons through the JSON API and follows them, lists the
+// past ones (a matrix's pairs under it) and refills the form from the one reopened.
 // Every string from the server is put into the page with textContent (never innerHTML).
 "use strict";
 
@@ -9,6 +10,7 @@
   const $ = (id) => document.getElementById(id);
   const STAGES = Array.from(document.querySelectorAll("#stages li")).map((li) => li.dataset.stage);
   let polling = null;
+  let busy = false; // a request to start a job is on its way
 
   function api(path, options) {
     const opts = Object.assign({ credentials: "same-origin", headers: {} }, options || {});
@@ -45,10 +47,36 @@
     else if (preferred !== undefined && values[preferred] !== undefined) select.value = values[preferred];
   }
 
+  function choose(select, value) {
+    if (value !== undefined && value !== null && Array.from(select.options).some((o) => o.value === String(value)))
+      select.value = String(value);
+  }
+
   function showFormError(message) {
     const el = $("form-error");
     el.textContent = message || "";
     el.hidden = !message;
+  }
+
+  // ---------------------------------------------------------------------------------------------- the form
+
+  // Compare needs a metric and two different models; "all models" a metric and two models at least.  The problem
+  // is shown once the experiment's choices are in (none while they load).
+  function formProblem() {
+    const models = $("model_a").options.length;
+    if (!$("metric").value) return models ? "The experiment has no metric to compare." : "";
+    if (models < 2) return "The experiment needs runs of two models at least.";
+    if ($("model_a").value === $("model_b").value) return "Choose two different models for A and B.";
+    return "";
+  }
+
+  function updateButtons() {
+    const problem = formProblem();
+    const loaded = $("metric").value !== "";
+    $("compare-btn").disabled = busy || !loaded || problem !== "";
+    $("matrix-btn").disabled = busy || !loaded || $("model_a").options.length < 2;
+    $("form-hint").textContent = problem;
+    $("form-hint").hidden = !problem;
   }
 
   // Each caller drops answers to its own earlier requests: an answer about an experiment, run or list the user has
@@ -64,9 +92,13 @@
   const followTurn = latestOnly();
   const historyTurn = latestOnly();
 
+  // Resolves true once the dropdowns show the experiment's choices (false when a newer question replaced this one).
   function loadChoices() {
     const eid = $("experiment").value;
-    if (!eid) return Promise.resolve();
+    if (!eid) {
+      updateButtons();
+      return Promise.resolve(false);
+    }
     const q = new URLSearchParams({
       experiment_id: eid,
       model_tag: tagName("model_tag"),
@@ -76,18 +108,22 @@
     $("choices-info").textContent = "reading the experiment…";
     return api("/api/choices?" + q.toString())
       .then((c) => {
-        if (!current()) return;
+        if (!current()) return false;
         fill($("metric"), c.metrics, 0);
         fill($("model_a"), c.models, 0);
         fill($("model_b"), c.models, 1);
         $("choices-info").textContent =
           c.models.length + " models · " + c.datasets.length + " datasets · " + c.runs + " runs";
         showFormError("");
+        updateButtons();
+        return true;
       })
       .catch((e) => {
-        if (!current()) return;
+        if (!current()) return false;
         $("choices-info").textContent = "";
         showFormError(e.message);
+        updateButtons();
+        return false;
       });
   }
 
@@ -124,9 +160,37 @@
     return fields;
   }
 
+  const truthy = (v) => v === true || String(v).toLowerCase() === "true";
+
+  // The form as the run was asked for (its params, or its job request): experiment, metric, models and settings.
+  function fillForm(job) {
+    const s = job.settings || {};
+    const inputs = { rope: s.rope, seed: s.seed, chains: s.chains, draws: s.draws, threshold: s.threshold,
+      model_tag: s.model_tag, dataset_tag: s.dataset_tag, filter: s.filter_string,
+      target_experiment: s.target_experiment };
+    Object.entries(inputs).forEach(([id, v]) => {
+      if (v !== undefined && v !== null) $(id).value = String(v);
+    });
+    choose($("prior"), s.prior);
+    choose($("layout"), s.layout);
+    if (s.greater_is_better !== undefined) $("direction").value = truthy(s.greater_is_better) ? "higher" : "lower";
+    if (job.kind === "comparison") $("sensitivity").checked = truthy(s.sensitivity);
+    const eid = (s.experiment_ids || [])[0];
+    if (eid === undefined || !Array.from($("experiment").options).some((o) => o.value === String(eid))) return;
+    $("experiment").value = String(eid);
+    loadChoices().then((shown) => {
+      if (!shown) return;
+      choose($("metric"), s.metric || job.metric);
+      choose($("model_a"), job.model_a);
+      choose($("model_b"), job.model_b);
+      updateButtons();
+    });
+  }
+
   function start(path, fields, title) {
     showFormError("");
-    $("compare-btn").disabled = $("matrix-btn").disabled = true;
+    busy = true;
+    updateButtons();
     return api(path, { method: "POST", body: fields })
       .then((job) => {
         history.replaceState(null, "", BASE + "/?run_id=" + encodeURIComponent(job.run_id));
@@ -135,9 +199,12 @@
       })
       .catch((e) => showFormError(e.message))
       .finally(() => {
-        $("compare-btn").disabled = $("matrix-btn").disabled = false;
+        busy = false;
+        updateButtons();
       });
   }
+
+  // ---------------------------------------------------------------------------------------------- the job
 
   function fmt(p) {
     return typeof p === "number" ? p.toFixed(3) : "";
@@ -154,13 +221,75 @@
     });
   }
 
+  function jobTitle(job) {
+    if (job.kind === "ranking") return "Ranking of " + (job.models || []).length + " models · " + (job.metric || "");
+    if (job.kind === "matrix") return "All models (" + (job.models || []).length + ") · " + (job.metric || "");
+    return (job.model_a || "A") + " vs " + (job.model_b || "B") + " · " + (job.metric || "");
+  }
+
+  const TESTS = {
+    hierarchical: "Bayesian hierarchical test on the per-fold scores",
+    "signed-rank": "Bayesian signed-rank test on the per-dataset means (the runs hold one score per dataset)",
+  };
+
+  function renderPair(job) {
+    $("test-used").textContent = job.test ? "Test: " + (TESTS[job.test] || job.test) : "";
+    $("test-used").dataset.test = job.test || "";
+    $("test-used").hidden = !job.test;
+    $("label-a").textContent = "P(" + job.model_a + " better)";
+    $("label-b").textContent = "P(" + job.model_b + " better)";
+    $("p-a").textContent = fmt(job.p_a_better);
+    $("p-rope").textContent = fmt(job.p_rope);
+    $("p-b").textContent = fmt(job.p_b_better);
+    $("bar-a").style.width = 100 * (job.p_a_better || 0) + "%";
+    $("bar-rope").style.width = 100 * (job.p_rope || 0) + "%";
+    $("bar-b").style.width = 100 * (job.p_b_better || 0) + "%";
+  }
+
+  function fillTable(table, rows) {
+    const tbody = table.tBodies[0];
+    tbody.replaceChildren();
+    rows.forEach((cells) => {
+      const tr = tbody.insertRow();
+      cells.forEach((text, i) => {
+        const td = tr.insertCell();
+        td.textContent = text === undefined || text === null ? "" : String(text);
+        if (table.tHead.rows[0].cells[i].classList.contains("num")) td.className = "num";
+      });
+    });
+  }
+
+  function rankInterval(r) {
+    return typeof r.rank_low === "number" ? r.rank_low + "–" + r.rank_high : "";
+  }
+
+  function renderReport(job, done) {
+    const report = $("report");
+    if (done && job.report_url) {
+      const src = job.report_url + "&embed=1";
+      if (report.dataset.src !== src) {
+        report.dataset.src = src;
+        report.style.height = "";
+        report.src = src;
+      }
+      report.hidden = false;
+    } else {
+      report.hidden = true;
+    }
+  }
+
+  // The frame as tall as the report (it runs no script; allow-same-origin lets the page measure it).
+  function fitReport() {
+    const report = $("report");
+    const doc = report.contentDocument;
+    if (report.hidden || !doc || !doc.documentElement) return;
+    report.style.height = "0px";
+    report.style.height = doc.documentElement.scrollHeight + 2 + "px";
+  }
+
   function render(job) {
     $("job").hidden = false;
-    const title =
-      job.models
-        ? "All models (" + (job.models || []).length + ") · " + (job.metric || "")
-        : (job.model_a || "A") + " vs " + (job.model_b || "B") + " · " + (job.metric || "");
-    $("job-title").textContent = title;
+    $("job-title").textContent = jobTitle(job);
     showStages(job.stage, job.status);
     $("job-status").textContent =
       job.status === "RUNNING" ? "Running: " + (job.stage || "queued") + "…" : job.status;
@@ -170,54 +299,40 @@
     err.textContent = job.error ? "Failed: " + job.error : "";
     $("run-link").href = job.run_url;
     const done = job.status === "FINISHED";
+    const pair = done && job.kind === "comparison";
     $("result").hidden = !(done || job.status === "FAILED");
     $("verdict").textContent = job.verdict || "";
-    const pair = job.kind === "comparison";
-    ["bar", "probs"].forEach((id) => ($(id).hidden = !(done && pair)));
-    if (done && pair) {
-      $("label-a").textContent = "P(" + job.model_a + " better)";
-      $("label-b").textContent = "P(" + job.model_b + " better)";
-      $("p-a").textContent = fmt(job.p_a_better);
-      $("p-rope").textContent = fmt(job.p_rope);
-      $("p-b").textContent = fmt(job.p_b_better);
-      $("bar-a").style.width = 100 * (job.p_a_better || 0) + "%";
-      $("bar-rope").style.width = 100 * (job.p_rope || 0) + "%";
-      $("bar-b").style.width = 100 * (job.p_b_better || 0) + "%";
-    }
-    const report = $("report");
-    if (done && job.report_url) {
-      if (report.dataset.src !== job.report_url) {
-        report.dataset.src = job.report_url;
-        report.src = job.report_url;
-      }
-      report.hidden = false;
-    } else {
-      report.hidden = true;
-    }
-    const ranking = $("ranking");
-    ranking.hidden = !(done && job.pairs);
-    if (done && job.pairs) {
-      const tbody = ranking.tBodies[0];
-      tbody.replaceChildren();
-      job.pairs.forEach((p) => {
-        const tr = tbody.insertRow();
-        [p.model_a + " vs " + p.model_b, p.verdict, fmt(p.p_a_better), fmt(p.p_rope), fmt(p.p_b_better)].forEach(
-          (text) => (tr.insertCell().textContent = text || "")
-        );
-      });
-    }
+    ["bar", "probs"].forEach((id) => ($(id).hidden = !pair));
+    $("test-used").hidden = !pair;
+    if (pair) renderPair(job);
+    $("sensitivity-note").hidden = !(pair && truthy((job.settings || {}).sensitivity));
+    const ranking = done && job.ranking ? job.ranking : null;
+    $("ranking").hidden = !ranking;
+    if (ranking)
+      fillTable($("ranking"), ranking.map((r, i) => [i + 1, r.model, fmt(r.p_best),
+        typeof r.mean_rank === "number" ? r.mean_rank.toFixed(2) : "", rankInterval(r)]));
+    const pairs = done && job.pairs ? job.pairs : null;
+    $("pairs").hidden = !pairs;
+    if (pairs)
+      fillTable($("pairs"), pairs.map((p) => [p.model_a + " vs " + p.model_b, p.verdict, fmt(p.p_a_better),
+        fmt(p.p_rope), fmt(p.p_b_better)]));
+    renderReport(job, done);
+    updatePastRow(job);
   }
 
-  function follow(runId, title) {
+  function follow(runId, title, refill) {
     if (polling) clearTimeout(polling);
     $("job").hidden = false;
     if (title) $("job-title").textContent = title;
     const current = followTurn();
+    let first = true;
     const tick = () =>
       api("/api/comparisons/get?run_id=" + encodeURIComponent(runId))
         .then((job) => {
           if (!current()) return;
           render(job);
+          if (first && refill) fillForm(job);
+          first = false;
           if (job.status === "RUNNING") polling = setTimeout(tick, 1500);
           else refreshHistory();
         })
@@ -229,9 +344,25 @@
     tick();
   }
 
-  function historyRow(c) {
+  // ---------------------------------------------------------------------------------------------- past comparisons
+
+  function statusText(c) {
+    return c.status + (c.status === "RUNNING" && c.stage ? " · " + c.stage : "");
+  }
+
+  function pastName(c) {
+    if (c.kind === "ranking") return "ranking of " + (c.models || []).length + " models";
+    if (c.kind === "matrix") return (c.models || []).length + " models";
+    return c.model_a + " vs " + c.model_b;
+  }
+
+  function historyRow(c, parent) {
     const tr = document.createElement("tr");
     tr.dataset.runId = c.run_id;
+    if (parent) {
+      tr.className = "pair";
+      tr.dataset.parent = parent;
+    }
     const cells = [];
     for (let i = 0; i < 9; i++) cells.push(tr.insertCell());
     cells[0].className = "time";
@@ -239,11 +370,11 @@
     const show = document.createElement("a");
     show.className = "show";
     show.href = BASE + "/?run_id=" + encodeURIComponent(c.run_id);
-    show.textContent = c.models ? c.models.length + " models" : c.model_a + " vs " + c.model_b;
+    show.textContent = pastName(c);
     cells[1].appendChild(show);
     cells[2].textContent = c.metric || "";
     cells[3].className = "status " + String(c.status).toLowerCase();
-    cells[3].textContent = c.status + (c.status === "RUNNING" && c.stage ? " · " + c.stage : "");
+    cells[3].textContent = statusText(c);
     cells[4].textContent = c.verdict || c.error || "";
     [c.p_a_better, c.p_rope, c.p_b_better].forEach((p, i) => {
       cells[5 + i].className = "num";
@@ -256,6 +387,14 @@
     return tr;
   }
 
+  // The row of the job followed, kept up with its stage while it runs.
+  function updatePastRow(job) {
+    const tr = document.querySelector('#past tr[data-run-id="' + job.run_id + '"]');
+    if (!tr) return;
+    tr.cells[3].className = "status " + String(job.status).toLowerCase();
+    tr.cells[3].textContent = statusText(job);
+  }
+
   function formatTimes() {
     document.querySelectorAll("#past td.time").forEach((td) => {
       const ms = Number(td.dataset.ms);
@@ -265,15 +404,19 @@
 
   function refreshHistory() {
     const current = historyTurn();
-    return api("/api/comparisons?max_results=20")
+    const q = new URLSearchParams({ max_results: "20" });
+    if ($("history-experiment").value) q.set("experiment_id", $("history-experiment").value);
+    return api("/api/comparisons?" + q.toString())
       .then((data) => {
         if (!current()) return;
         const tbody = $("past").tBodies[0];
         tbody.replaceChildren();
-        data.comparisons.forEach((c) => tbody.appendChild(historyRow(c)));
+        data.comparisons.forEach((c) => {
+          tbody.appendChild(historyRow(c));
+          (c.pairs || []).forEach((p) => tbody.appendChild(historyRow(p, c.run_id)));
+        });
         if (!data.comparisons.length) {
-          const tr = tbody.insertRow();
-          const td = tr.insertCell();
+          const td = tbody.insertRow().insertCell();
           td.colSpan = 9;
           td.textContent = "No comparison yet.";
         }
@@ -282,30 +425,42 @@
       .catch(() => {});
   }
 
+  // ---------------------------------------------------------------------------------------------- events
+
   $("past").addEventListener("click", (ev) => {
     const a = ev.target.closest("a.show");
     if (!a) return;
     ev.preventDefault();
     const runId = a.closest("tr").dataset.runId;
     history.replaceState(null, "", a.href);
-    follow(runId);
+    follow(runId, undefined, true);
     $("job").scrollIntoView({ behavior: "smooth" });
   });
 
   $("experiment").addEventListener("change", loadChoices);
   $("model_tag").addEventListener("change", loadChoices);
   $("dataset_tag").addEventListener("change", loadChoices);
+  ["metric", "model_a", "model_b"].forEach((id) => $(id).addEventListener("change", updateButtons));
+  $("history-experiment").addEventListener("change", refreshHistory);
+  $("report").addEventListener("load", fitReport);
+  window.addEventListener("resize", fitReport);
 
   $("compare-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
-    const fields = Object.assign(commonFields(), { model_a: $("model_a").value, model_b: $("model_b").value });
+    if (formProblem()) return;
+    const fields = Object.assign(commonFields(), {
+      model_a: $("model_a").value,
+      model_b: $("model_b").value,
+      sensitivity: $("sensitivity").checked,
+    });
     start("/api/comparisons", fields, fields.model_a + " vs " + fields.model_b);
   });
 
   // every model found in the experiment (the server finds them, as it checks the request)
   $("matrix-btn").addEventListener("click", () => start("/api/matrix", commonFields(), "All models"));
 
-  formatTimes();
+  updateButtons();
   loadChoices();
-  if (body.dataset.runId) follow(body.dataset.runId);
+  refreshHistory();
+  if (body.dataset.runId) follow(body.dataset.runId, undefined, true);
 })();
