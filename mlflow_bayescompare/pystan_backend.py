@@ -39,6 +39,7 @@ import re
 import selectors
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -84,8 +85,7 @@ def compile_program(program: str = "hierarchical", progress: Progress | None = N
 def _compile(program: str, code: str, name: str, progress: Progress | None) -> float:
     """Compile under a lock file in :func:`.model.cache_dir`: httpstan's compile of a model first deletes its
     folder, so two at once (a server's start-up compile and a job's) would break each other, and a model is in the
-    cache only once its compile has ended.  The compile runs from inside that directory, where setuptools leaves
-    its ``build/`` folder."""
+    cache only once its compile has ended.  The compile runs in a new process (:func:`compile_main`)."""
     import fcntl
 
     import httpstan.cache
@@ -102,29 +102,35 @@ def _compile(program: str, code: str, name: str, progress: Progress | None) -> f
             return time.perf_counter() - start if announced else 0.0
         if not announced:
             stan_model.announce_compile(program, where, progress)
-        with _working_directory(stan_model.cache_dir()), concurrent.futures.ProcessPoolExecutor(
-                1, mp_context=multiprocessing.get_context("spawn")) as compiler:
-            status, message = compiler.submit(_post_model, code).result()
+        compiler = subprocess.run([sys.executable, "-c", f"import {__name__} as m; m.compile_main()"], input=code,
+                                  capture_output=True, text=True, cwd=stan_model.cache_dir())
+    answer = compiler.stdout.strip().splitlines()[-1:] if compiler.returncode == 0 else []
+    status, message = json.loads(answer[0]) if answer else (None, compiler.stderr.strip()[-2000:])
     if status != 201:
         raise SamplingError(f"pystan could not compile {stan_model.program_file(program).name}: {message}")
     return time.perf_counter() - start
 
 
-def _post_model(code: str) -> tuple[int, str]:
-    """httpstan's answer to ``POST /models`` (status, message): compile ``code`` (no data needed, unlike
-    ``stan.build``).  It runs in a process of its own: httpstan's compile holds the interpreter's lock for the
-    whole minute, which would freeze the progress display and every other thread of the caller."""
+def compile_main() -> None:
+    """The compile process of :func:`_compile`: the program's code on stdin, httpstan's answer to ``POST /models``
+    (``[status, message]``) as the last line on stdout.  A process of its own, started afresh (not a
+    multiprocessing child, which would re-run the caller's ``__main__``: a script without the ``if __name__ ==
+    "__main__":`` guard then waited forever on its own compile lock), because httpstan's compile holds the
+    interpreter's lock for the whole minute, which would freeze the progress display and every other thread of the
+    caller; from the cache directory, where setuptools leaves its ``build/`` folder."""
     import asyncio
 
     import stan.common
 
-    async def post():
+    async def post(code: str):
         async with stan.common.HttpstanClient() as client:
             response = await client.post("/models", json={"program_code": code})
             return response.status, ("" if response.status == 201 else response.json().get("message", ""))
 
+    code = sys.stdin.read()
     with quiet():
-        return asyncio.run(post())
+        answer = asyncio.run(post(code))
+    print(json.dumps(answer), flush=True)
 
 
 def build(program: str, data: dict, seed: int | None = None):
@@ -168,17 +174,6 @@ def forget_superseded(compiled: str) -> None:
             if directory.exists():
                 keep.append(name)
         listing.write_text("".join(f"{name}\n" for name in [*keep, compiled]))
-
-
-@contextlib.contextmanager
-def _working_directory(path):
-    """Compile from ``path``, so that setuptools' ``build/`` folder never lands in the user's directory."""
-    old = os.getcwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(old)
 
 
 @contextlib.contextmanager
