@@ -50,6 +50,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from proc_cpu import descendants, ticks
+
 from mlflow_bayescompare import fit as fit_mod
 from mlflow_bayescompare import model as stan_model
 from mlflow_bayescompare import prepare, pystan_backend, summary
@@ -195,36 +197,10 @@ REFERENCES = {
 }
 
 
-def _descendants(pid: int) -> list[int]:
-    """Live descendants of ``pid``, from the parent pid of every process in /proc (the per-thread ``children``
-    files miss processes forked by a thread that has since exited, as httpstan's pool workers are)."""
-    parent = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    parent[int(entry)] = int(fh.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
-    out, frontier = [], {pid}
-    while frontier:
-        kids = [p for p, pp in parent.items() if pp in frontier]
-        out += kids
-        frontier = set(kids)
-    return out
-
-
 def _cpu_ticks() -> dict[int, int]:
     """utime + stime (clock ticks) of this process and each live descendant (httpstan's sampling workers)."""
-    ticks = {}
-    for pid in [os.getpid(), *_descendants(os.getpid())]:
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            ticks[pid] = int(fields[11]) + int(fields[12])
-        except (OSError, IndexError, ValueError):
-            pass
-    return ticks
+    found = {pid: ticks(pid) for pid in [os.getpid(), *descendants(os.getpid())]}
+    return {pid: t for pid, t in found.items() if t is not None}
 
 
 def cpu_seconds(run, *args, **kwargs):

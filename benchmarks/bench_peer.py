@@ -67,6 +67,8 @@ from dataclasses import dataclass, field  # noqa: E402
 from importlib import metadata  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from proc_cpu import descendants, ticks  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 LL = ROOT / "tests" / "data" / "wainer_ll.csv"
 UCI = ROOT / "tests" / "data" / "uci_classification.csv"
@@ -118,23 +120,6 @@ def _missing_peer() -> str | None:
 # ------------------------------------------------------------------------------------------------ measuring
 
 
-def _descendants(pid: int) -> list[int]:
-    parent = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    parent[int(entry)] = int(fh.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
-    out, frontier = [], {pid}
-    while frontier:
-        kids = [p for p, pp in parent.items() if pp in frontier]
-        out += kids
-        frontier = set(kids)
-    return out
-
-
 def cpu_now() -> float:
     """CPU seconds so far of this process, of its reaped children (PyMC's chain processes, the compiler) and of its
     live descendants (httpstan's sampler processes, read from /proc)."""
@@ -142,13 +127,7 @@ def cpu_now() -> float:
     total = own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
     if os.path.isdir("/proc"):
         tick = os.sysconf("SC_CLK_TCK")
-        for pid in _descendants(os.getpid()):
-            try:
-                with open(f"/proc/{pid}/stat") as fh:
-                    fields = fh.read().rsplit(")", 1)[1].split()
-                total += (int(fields[11]) + int(fields[12])) / tick
-            except (OSError, IndexError, ValueError):
-                pass
+        total += sum(t for t in map(ticks, descendants(os.getpid())) if t is not None) / tick
     return total
 
 
