@@ -49,6 +49,7 @@ import pandas as pd
 from scipy import special, stats
 
 from mlflow_bayescompare import fit, prepare, ranking
+from mlflow_bayescompare.errors import SamplingError
 from mlflow_bayescompare.options import RankOptions
 
 #: the fixed prior of the hierarchical program (scaled units), given to Stan as data
@@ -265,18 +266,21 @@ def calibrate(config: Config, replicates: int, *, seed: int = 1, chains: int = 2
         rng = np.random.default_rng(sequence)
         stan_seed = int(sequence.generate_state(1)[0] % (2**31 - 2)) + 1
         sampler = dict(chains=chains, draws=draws, warmup=warmup, seed=stan_seed, backend=backend)
-        if config.program == "hierarchical":
-            truth, data = simulate_hierarchical(rng, config.q)
-            if not inside(data):
-                result.outside += 1
-                if skip_outside:
-                    continue
-            form = pick_form(config.form, r, data)
-            posterior, raw = hierarchical_posterior(hierarchical_data(data, form), **sampler)
-        else:
-            truth, data = simulate_bbt(rng, config.models, config.games)
-            form = pick_form(config.form, r, data)
-            posterior, raw = bbt_posterior(bbt_data(data, form), **sampler)
+        try:
+            if config.program == "hierarchical":
+                truth, data = simulate_hierarchical(rng, config.q)
+                if not inside(data):
+                    result.outside += 1
+                    if skip_outside:
+                        continue
+                form = pick_form(config.form, r, data)
+                posterior, raw = hierarchical_posterior(hierarchical_data(data, form), **sampler)
+            else:
+                truth, data = simulate_bbt(rng, config.models, config.games)
+                form = pick_form(config.form, r, data)
+                posterior, raw = bbt_posterior(bbt_data(data, form), **sampler)
+        except SamplingError as exc:  # name the replicate, so that it can be simulated again and looked at
+            raise SamplingError(f"{config.label}, replicate {r} (--seed {seed}): {exc}") from exc
         result.noncentred += form == "noncentred"
         result.sampling_seconds += raw.seconds
         divergent = int(raw.sampler["divergent__"].sum())
