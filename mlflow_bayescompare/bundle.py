@@ -22,7 +22,8 @@ from . import tags as T
 from .result import divergent_transitions, jsonable
 
 __all__ = ["Bundle", "comparison_bundle", "matrix_bundle", "ranking_bundle", "ranking_metrics", "signed_rank_bundle", "comparison_tags", "comparison_params",
-           "comparison_metrics", "diagnostics_problem", "source_runs", "run_name", "fit_tag", "COMPARISON_ARTIFACTS"]
+           "comparison_metrics", "diagnostics_problem", "source_runs", "run_name", "models_run_name", "fit_tag",
+           "COMPARISON_ARTIFACTS"]
 
 #: What a comparison run holds, relative to its artifact root.
 COMPARISON_ARTIFACTS = (
@@ -58,6 +59,11 @@ class Bundle:
 
 def run_name(model_a: str, model_b: str, metric: str) -> str:
     return f"{model_a} vs {model_b} · {metric}"
+
+
+def models_run_name(kind: str, count: int, metric: str) -> str:
+    """The name of a matrix or a ranking run of ``count`` models."""
+    return f"{'ranking of ' if kind == 'ranking' else ''}{count} models · {metric}"
 
 
 def _directory(directory: Path | None, prefix: str) -> tuple[Path, tempfile.TemporaryDirectory | None]:
@@ -225,7 +231,7 @@ def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: st
         metrics = {"n_models": float(len(summary.models)), "n_pairs": float(len(results)),
                    "n_datasets": float(max(len(r.shrinkage) for r in results)),
                    **(ranking_metrics(ranking) if ranking is not None else {})}
-        return Bundle(f"{len(summary.models)} models · {summary.metric}", run_tags, params, metrics, root, tmp)
+        return Bundle(models_run_name("matrix", len(summary.models), summary.metric), run_tags, params, metrics, root, tmp)
     except BaseException:
         if tmp is not None:
             tmp.cleanup()
@@ -306,7 +312,7 @@ def ranking_bundle(result, *, metric: str, experiment_ids: Sequence[str], layout
                     T.SOURCE_EXPERIMENTS: ",".join(str(e) for e in experiment_ids),
                     T.DIAGNOSTICS: diagnostics_problem(result) or "ok", T.NOTE: fit_tag(markdown)}
         params = {k: v for k, v in comparison_params(result, layout=layout).items() if k != "datasets"}
-        return Bundle(f"ranking of {len(result.models)} models · {metric}", run_tags, params,
+        return Bundle(models_run_name("ranking", len(result.models), metric), run_tags, params,
                       ranking_metrics(result), root, tmp)
     except BaseException:
         if tmp is not None:

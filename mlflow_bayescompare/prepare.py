@@ -147,14 +147,19 @@ def sigma_bound_matters(xbar, ssd, n, rho, delta_bound: float, sigma_high: float
     m = n / (1 + (n - 1) * rho)
     far = np.abs(xbar) + 2 * delta_bound + np.sqrt(ssd / np.maximum(n - 1, 1))
     q_far = ssd / (1 - rho) + m * far**2
-    factor = special.gammaincc(0.5 * (n - 1), q_far / (2 * sigma_high**2))
+    factor = _sigma_bound_factor(q_far, n, sigma_high)
     return bool(np.any(factor < 1 - 1e-12))
+
+
+def _sigma_bound_factor(q_form, n, sigma_high: float):
+    """The likelihood's factor P_upper((n-1)/2, Q/(2U²)) of the bound U on σ_i (rewrite 2 of the Stan program)."""
+    return special.gammaincc(0.5 * (n - 1), q_form / (2 * sigma_high**2))
 
 
 def _check_sigma_bound(datasets, scaled, ssd, n, rho, std_upper_bound: float, sigma_high: float) -> None:
     """Refuse a bound U on σ_i under which a dataset's likelihood is 0 for every δ_i: its factor
     P_upper((n-1)/2, Q/(2U²)) underflows already at Q's smallest value, S/(1-ρ) (δ_i = x̄_i)."""
-    factor = special.gammaincc(0.5 * (n - 1), ssd / (1 - rho) / (2 * sigma_high**2))
+    factor = _sigma_bound_factor(ssd / (1 - rho), n, sigma_high)
     if np.all(factor > 0):
         return
     worst = int(np.argmin(factor))

@@ -12,7 +12,7 @@ import dataclasses
 import json
 
 from .. import tags as T
-from ..bundle import fit_tag, run_name
+from ..bundle import fit_tag, models_run_name, run_name
 from ..collect import collect_scores, discover
 from ..compare import one_run_each, signed_rank_applies
 from ..errors import InputError
@@ -102,8 +102,7 @@ def _run_name(job: JobRequest) -> str:
     """The name the job's run will keep (as its bundle names it)."""
     if job.kind == "comparison":
         return run_name(*job.models, job.source.metric)
-    prefix = "ranking of " if job.kind == "ranking" else ""
-    return f"{prefix}{len(job.models)} models · {job.source.metric}"
+    return models_run_name(job.kind, len(job.models), job.source.metric)
 
 
 def _job_tags(job: JobRequest) -> dict[str, str]:

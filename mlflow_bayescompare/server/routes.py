@@ -54,11 +54,11 @@ class Route:
 
 def _page() -> Response:
     token, new = security.token_for(request)
-    experiments = permissions.readable_experiments()
+    experiments, form = permissions.readable_experiments(), form_fields(context.settings())
     run_id = request.args.get("run_id", "")
     html = _TEMPLATES.get_template("page.html").render(
         base=context.base_path(), mlflow_ui=context.prefix() + "/", csrf_token=token, experiments=experiments,
-        selected=_latest_scored(experiments), form=form_fields(context.settings()),
+        selected=_latest_scored(experiments, form["model_tag"]["value"], form["dataset_tag"]["value"]), form=form,
         stages=[(s, _STAGE_LABELS.get(s, s)) for s in STAGES if s != "failed"],
         run_id=run_id if len(run_id) == 32 and all(c in "0123456789abcdef" for c in run_id) else "",
         user=permissions.current_user())
@@ -71,11 +71,10 @@ def _page() -> Response:
     return resp
 
 
-def _latest_scored(experiments: list[dict[str, str]]) -> str | None:
-    """The experiment of the newest run that carries the default model and dataset tags: the page opens on it."""
-    form, newest = form_fields(context.settings()), None
-    query = (f"tags.`{form['model_tag']['value']}` IS NOT NULL AND tags.`{form['dataset_tag']['value']}` IS NOT NULL"
-             f" AND tags.`{T.KIND}` IS NULL")
+def _latest_scored(experiments: list[dict[str, str]], model_tag: str, dataset_tag: str) -> str | None:
+    """The experiment of the newest run that carries the model and dataset tags: the page opens on it."""
+    newest = None
+    query = f"tags.`{model_tag}` IS NOT NULL AND tags.`{dataset_tag}` IS NOT NULL AND tags.`{T.KIND}` IS NULL"
     ids = [e["experiment_id"] for e in experiments]
     try:
         for start in range(0, len(ids), 100):
