@@ -45,6 +45,7 @@ import tempfile
 import threading
 import time
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 
@@ -102,8 +103,10 @@ def _compile(program: str, code: str, name: str, progress: Progress | None) -> f
             return time.perf_counter() - start if announced else 0.0
         if not announced:
             stan_model.announce_compile(program, where, progress)
+        package_root = str(Path(__file__).resolve().parents[1])  # importable even when run from a source tree
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
         compiler = subprocess.run([sys.executable, "-c", f"import {__name__} as m; m.compile_main()"], input=code,
-                                  capture_output=True, text=True, cwd=stan_model.cache_dir())
+                                  capture_output=True, text=True, cwd=stan_model.cache_dir(), env=env)
     answer = compiler.stdout.strip().splitlines()[-1:] if compiler.returncode == 0 else []
     status, message = json.loads(answer[0]) if answer else (None, compiler.stderr.strip()[-2000:])
     if status != 201:

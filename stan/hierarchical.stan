@@ -17,7 +17,7 @@
 //  2. sigma_i integrated out.  sigma_i appears only in dataset i's likelihood under a flat prior, and
 //       int_0^U sigma^{-n} exp(-Q / (2 sigma^2)) dsigma
 //         = 2^{(n-3)/2} Gamma((n-1)/2) Q^{-(n-1)/2} P_upper((n-1)/2, Q / (2 U^2)),
-//     where P_upper is the regularised upper incomplete gamma function (Stan's gamma_q).
+//     where P_upper is the regularised upper incomplete gamma function (log_gamma_q below).
 //     As a function of delta_i, Q_i^{-(n_i-1)/2} is the kernel of a Student-t with n_i - 2 degrees of freedom,
 //     location xbar_i and scale sqrt(S_i / ((1 - rho_i) m_i (n_i - 2))), m_i = n_i / (1 + (n_i - 1) rho_i):
 //     the likelihood is written as that density (one vectorised call); n_i = 2 keeps Q_i^{-1/2} itself.
@@ -36,6 +36,40 @@
 //  * delta0's uniform prior on its wide data-derived bounds is sampled through a logit centred on mean(xbar)
 //    whose slope there is delta0's rough posterior sd, so that the sampler's initial unit metric fits it; Stan's
 //    own bounds transform would put it on a scale ~100 times too small and make early warm-up take long steps.
+functions {
+  // log P_upper(a, x), finite where Stan's gamma_q underflows to 0 (x far beyond a, e.g. a dataset whose mean
+  // lies far from delta_i while sigma_i is bounded).  For x > a + 1, Legendre's continued fraction
+  //   P_upper(a, x) = x^a e^{-x} / Gamma(a) * 1 / (x + 1 - a - 1 (1 - a) / (x + 3 - a - 2 (2 - a) / (x + 5 - a - ...)))
+  // (DLMF 8.9.2), evaluated by the modified Lentz method and kept in log space; below, log(gamma_q) is exact.
+  real log_gamma_q(real a, real x) {
+    if (x <= a + 1) {
+      return log(gamma_q(a, x));
+    }
+    real tiny = 1e-300;
+    real b = x + 1 - a;
+    real c = 1 / tiny;
+    real d = 1 / b;
+    real fraction = d;
+    for (k in 1:1000) {
+      real term = -k * (k - a);
+      b += 2;
+      d = term * d + b;
+      if (abs(d) < tiny) {
+        d = tiny;
+      }
+      c = b + term / c;
+      if (abs(c) < tiny) {
+        c = tiny;
+      }
+      d = 1 / d;
+      fraction *= d * c;
+      if (abs(d * c - 1) < 1e-15) {
+        break;
+      }
+    }
+    return a * log(x) - x - lgamma(a) + log(fraction);
+  }
+}
 data {
   int<lower=1> q;                                   // number of datasets
   array[q] int<lower=2> n;                          // scores per dataset (runs x folds)
@@ -165,7 +199,7 @@ model {
   target += -0.5 * sum(log1p(square(xbar_2 - delta_all[idx_2]) ./ var_2));
   if (two_u2 > 0) {
     for (i in 1:q) {
-      target += log(gamma_q(half_dof[i], (ssd_term[i] + mean_term[i] * square(xbar[i] - delta_all[i])) / two_u2));
+      target += log_gamma_q(half_dof[i], (ssd_term[i] + mean_term[i] * square(xbar[i] - delta_all[i])) / two_u2);
     }
   }
 }

@@ -23,7 +23,8 @@ def marginal_reference(x, delta, rho, upper):
     m = equicorrelation(len(x), rho)
     logs = lambda s: stats.multivariate_normal.logpdf(x, mean=np.full(len(x), delta), cov=s**2 * m)
     peak = max(logs(s) for s in np.geomspace(1e-3, upper, 400))
-    value, _ = integrate.quad(lambda s: np.exp(logs(s) - peak), 0, upper, limit=400, points=[0.5, 1, 2])
+    points = [0.5, 1, 2, upper * (1 - 1e-2), upper * (1 - 1e-3)]  # far from δ the mass sits just below U
+    value, _ = integrate.quad(lambda s: np.exp(logs(s) - peak), 0, upper, limit=400, points=points)
     return peak + np.log(value)
 
 
@@ -104,6 +105,24 @@ def test_stan_marginal_likelihood_equals_integrated_full_mvn(stan_density):
     ref = [reference(*p) for p in points]
     for k in (1, 2):
         assert ours[k] - ours[0] == pytest.approx(ref[k] - ref[0], abs=1e-6)
+
+
+def test_stan_likelihood_is_exact_where_the_incomplete_gamma_factor_underflows(stan_density):
+    """δ_i 40–80 units from their datasets' means with σ_i bounded by 6: Q/(2U²) reaches 10⁴ and Stan's
+    gamma_q underflows to 0 (log 0 made every initial point fail, bench_calibration's q = 50 replicate 47).  The
+    program's log-space continued fraction must give the integrated likelihood there, not just a finite number."""
+    xs, rhos, upper, log_density = stan_density
+
+    def reference(delta0, sigma0, delta):
+        prior = stats.norm.logpdf(delta, delta0, sigma0).sum()
+        return prior + sum(marginal_reference(x, d, r, upper) for x, d, r in zip(xs, delta, rhos))
+
+    far = [(0.0, 9.0, [40.0, -45.0, 50.0, 80.0]), (4.0, 9.5, [30.0, -20.0, 44.0, 70.0])]
+    assert special.gammaincc(12.0, sufficient_quadratic(xs[3], far[0][2][3], rhos[3]) / (2 * upper**2)) == 0.0
+    base = (0.1, 0.5, [0.4, 0.2, -0.3, 0.9])
+    for point in far:
+        assert log_density(*point) - log_density(*base) == pytest.approx(
+            reference(*point) - reference(*base), abs=1e-6)
 
 
 def test_incomplete_gamma_factor_is_one_at_the_papers_bound():
