@@ -75,9 +75,10 @@ def _directory(directory: Path | None, prefix: str) -> tuple[Path, tempfile.Temp
 
 
 def comparison_bundle(result, tensor, *, metric: str, experiment_ids: Sequence[str], layout: str | None = None,
-                      run_id: str | None = None, directory: Path | None = None) -> Bundle:
-    """The comparison run of ``result`` (fitted on ``tensor``); ``run_id`` when the run already exists (the report
-    then links to itself); ``directory`` to write the artifacts into (default: a temporary directory)."""
+                      run_id: str | None = None, experiment_id: str | None = None,
+                      directory: Path | None = None) -> Bundle:
+    """The comparison run of ``result`` (fitted on ``tensor``); ``run_id`` when the run already exists, in
+    ``experiment_id`` (the report then links to itself); ``directory`` to write the artifacts into (default: a temporary directory)."""
     from . import plots, report
     from .model import STAN_FILE
 
@@ -85,7 +86,8 @@ def comparison_bundle(result, tensor, *, metric: str, experiment_ids: Sequence[s
     try:
         ctx = report.ReportContext(title=run_name(result.model_a, result.model_b, metric), metric=metric,
                                    experiment_ids=[str(e) for e in experiment_ids],
-                                   source_runs=source_runs(tensor, experiment_ids), comparison_run_id=run_id)
+                                   source_runs=source_runs(tensor, experiment_ids), comparison_run_id=run_id,
+                                   comparison_experiment_id=experiment_id)
         figures = plots.all_figures(result)
         pngs = {key: plots.figure_png(fig) for key, fig in figures.items()}
         markdown = report.render_markdown(result, ctx)

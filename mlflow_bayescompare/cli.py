@@ -9,7 +9,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
+import threading
 
 import click
 
@@ -42,6 +44,24 @@ class CliError(click.ClickException):
 @click.version_option(package_name="mlflow-bayescompare", message="%(prog)s %(version)s")
 def main() -> None:
     install_cli_handler()
+    _stop_on_sigterm()
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM (``kill``, ``timeout``, a CI runner or a scheduler stopping the command) ends it as Ctrl-C does
+    instead of at once: Stan's sampler processes are killed, a matrix's workers are stopped (:mod:`.workers`) and a
+    run being logged ends FAILED, none of which happens when Python dies of the signal.  Exit status 128 + 15."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def stop(signum, frame):
+        from .pystan_backend import stop_samplers
+
+        stop_samplers()
+        click.echo("Error: stopped by SIGTERM.", err=True)
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 def _run_options(fn):

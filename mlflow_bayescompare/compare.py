@@ -135,7 +135,7 @@ def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[
         if log or run_id is not None:
             notify(progress, "reporting")
             target = _target(client, run_id, source, ids)
-            with _pair_bundle(result, data, source.metric, ids, collected.layout, run_id) as bundle:
+            with _pair_bundle(result, data, source.metric, ids, collected.layout, run_id, target) as bundle:
                 outcome.run_id = runlog.log_bundle(client, bundle, experiment_id=target, run_id=run_id,
                                                    start_time=started, progress=progress)
             outcome.experiment_id = target
@@ -274,11 +274,12 @@ def _two_model_test(collected, pair: PairOptions, source: SourceOptions, fit: Fi
     return hierarchical_test(tensor, options=fit, progress=progress), tensor
 
 
-def _pair_bundle(result, data, metric: str, ids, layout: str, run_id: str | None):
-    """Report step of a comparison: the run of whichever test answered."""
+def _pair_bundle(result, data, metric: str, ids, layout: str, run_id: str | None, target: str):
+    """Report step of a comparison: the run of whichever test answered, to be logged in experiment ``target``."""
     if result.test == "signed-rank":
         return signed_rank_bundle(result, data, metric=metric, experiment_ids=ids, layout=layout)
-    return comparison_bundle(result, data, metric=metric, experiment_ids=ids, layout=layout, run_id=run_id)
+    return comparison_bundle(result, data, metric=metric, experiment_ids=ids, layout=layout, run_id=run_id,
+                             experiment_id=target)
 
 
 def _begin(tracking_uri: str | None, run_id: str | None, progress: Progress | None):

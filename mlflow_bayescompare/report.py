@@ -66,7 +66,8 @@ class ReportContext:
     """Where a comparison came from, for titles and links back to MLflow.
 
     ``source_runs`` holds one row per (model, dataset) run with keys model, dataset, run_id and, when known,
-    experiment_id; ``comparison_run_id`` is the comparison's own run (the report then links to it).
+    experiment_id; ``comparison_run_id`` is the comparison's own run (the report then links to it), in experiment
+    ``comparison_experiment_id``.
     """
 
     title: str | None = None
@@ -74,6 +75,7 @@ class ReportContext:
     experiment_ids: list[str] = field(default_factory=list)
     source_runs: pd.DataFrame | list[dict] | None = None
     comparison_run_id: str | None = None
+    comparison_experiment_id: str | None = None
 
 
 def format_probability(p: float) -> str:
@@ -289,7 +291,7 @@ def blocks(res: HierarchicalResult, ctx: ReportContext) -> dict[str, Any]:
                              [[label, _number(d[key])] for key, label in DIAGNOSTIC_NAMES.items() if key in d]),
         "settings": Table(["setting", "value"], [[key, _setting(value)] for key, value in res.settings.items()]),
         "experiments": [Link(str(e), experiment_route(e)) for e in ctx.experiment_ids],
-        "comparison": Link(ctx.comparison_run_id, run_route(ctx.comparison_run_id)) if ctx.comparison_run_id
+        "comparison": Link(ctx.comparison_run_id, run_route(ctx.comparison_run_id, ctx.comparison_experiment_id)) if ctx.comparison_run_id
         else None,
         "runs": _source_runs(ctx),
     }

@@ -263,13 +263,15 @@ def test_markdown_lists_the_model_check_once(res):
 
 
 def test_markdown_links_runs_by_relative_routes(res):
-    ctx = ReportContext(experiment_ids=["7"], source_runs=_runs(res, n_extra=60), comparison_run_id="c0ffee")
+    ctx = ReportContext(experiment_ids=["7"], source_runs=_runs(res, n_extra=60), comparison_run_id="c0ffee",
+                        comparison_experiment_id="9")
     md = report.render_markdown(res, ctx)
     links = re.findall(r"\]\(([^)]*)\)", md)
     run = r"#/experiments/7/runs/[0-9a-f]{32}\?workflowType=machine_learning"  # MLflow's model-training view
     runs = [link for link in links if re.fullmatch(run, link)]
     assert len(runs) == report.MAX_RUN_LINKS
-    assert set(links) - set(runs) == {"#/experiments/7?workflowType=machine_learning", "#/runs/c0ffee"}
+    assert set(links) - set(runs) == {"#/experiments/7?workflowType=machine_learning",
+                                      "#/experiments/9/runs/c0ffee?workflowType=machine_learning"}
     assert f"and {len(res.shrinkage) * 2 + 60 - report.MAX_RUN_LINKS} more runs" in md
     assert not re.search("https?:", md)
     several = report.render_markdown(res, ReportContext(source_runs=_runs(res, experiment_id=None)))
@@ -331,10 +333,11 @@ def test_html_flags_the_model_check(res, pngs):
 
 
 def test_html_links_relative_to_mlflow_ui(res, pngs):
-    ctx = ReportContext(experiment_ids=["7"], source_runs=_runs(res), comparison_run_id="c0ffee")
+    ctx = ReportContext(experiment_ids=["7"], source_runs=_runs(res), comparison_run_id="c0ffee",
+                        comparison_experiment_id="7")
     hrefs = re.findall(r'href="([^"]*)"', report.render_html(res, pngs, ctx))
     assert len(hrefs) == 2 * len(res.shrinkage) + 2
-    assert {"../#/experiments/7?workflowType=machine_learning", "../#/runs/c0ffee",
+    assert {"../#/experiments/7?workflowType=machine_learning", "../#/experiments/7/runs/c0ffee?workflowType=machine_learning",
             f"../#/experiments/7/runs/{0:032x}?workflowType=machine_learning"} <= set(hrefs)
     assert all(h.startswith("../#/") for h in hrefs)
 
