@@ -29,7 +29,8 @@ Exit codes:
   0  done (and, with --require, the claim is supported)
   1  the claim of --require is not supported, --strict found sampler problems,
      Stan failed, or MLflow could not be reached or written
-  2  bad input: unknown experiment, model or metric, incomplete folds, bad option"""
+  2  bad input: unknown experiment, model or metric, incomplete folds, bad option
+  143  stopped by SIGTERM (sampling and workers stopped; Ctrl-C: "Aborted!", 1)"""
 
 
 class CliError(click.ClickException):
