@@ -48,6 +48,13 @@ def main() -> None:
     _stop_on_sigterm()
 
 
+class StoppedBySigterm(SystemExit):
+    """The exit of a command stopped by SIGTERM: its status, and its text where a failed run records the reason."""
+
+    def __str__(self) -> str:
+        return "stopped by SIGTERM"
+
+
 def _stop_on_sigterm() -> None:
     """SIGTERM (``kill``, ``timeout``, a CI runner or a scheduler stopping the command) ends it as Ctrl-C does
     instead of at once: Stan's sampler processes are killed, a matrix's workers are stopped (:mod:`.workers`) and a
@@ -60,7 +67,7 @@ def _stop_on_sigterm() -> None:
 
         stop_samplers()
         click.echo("Error: stopped by SIGTERM.", err=True)
-        raise SystemExit(128 + signum)
+        raise StoppedBySigterm(128 + signum)
 
     signal.signal(signal.SIGTERM, stop)
 

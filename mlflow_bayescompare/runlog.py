@@ -103,9 +103,9 @@ def log_bundle(client, bundle: Bundle, *, experiment_id: str | None = None, run_
                            start_time=start_time)
     else:
         client.update_run(run_id, name=bundle.name)
-    if progress is not None:
-        progress("logging")
     try:
+        if progress is not None:
+            progress("logging")
         write_bundle(client, run_id, bundle, run_tags)
         set_stage(client, run_id, "done")
         client.set_terminated(run_id, RunStatus.to_string(RunStatus.FINISHED))

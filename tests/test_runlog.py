@@ -157,6 +157,28 @@ def test_fail_run_records_the_error(client, experiment_id):
     assert run.data.tags["bayescompare.error"] == "no runs for model 'b'"
 
 
+def test_sigterm_while_logging_leaves_a_failed_run_saying_so(client, experiment_id, fitted):
+    """The CLI's SIGTERM handler, installed in this process, and a real SIGTERM sent to it as logging starts."""
+    import os
+    import signal
+
+    from mlflow_bayescompare import cli
+
+    result, tensor = fitted
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        cli._stop_on_sigterm()
+        with bundles.comparison_bundle(result, tensor, metric="accuracy", experiment_ids=[experiment_id]) as bundle:
+            with pytest.raises(SystemExit) as stopped:
+                runlog.log_bundle(client, bundle, experiment_id=experiment_id,
+                                  progress=lambda stage, detail=None: os.kill(os.getpid(), signal.SIGTERM))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert stopped.value.code == 143
+    [run] = client.search_runs([experiment_id])
+    assert (run.info.status, run.data.tags["bayescompare.error"]) == ("FAILED", "stopped by SIGTERM")
+
+
 def test_long_description_is_cut_at_a_line():
     text = "\n".join(f"| row {i} | {'x' * 50} |" for i in range(400))
     cut = bundles.fit_tag(text)
