@@ -78,7 +78,8 @@ def comparison_bundle(result, tensor, *, metric: str, experiment_ids: Sequence[s
                       run_id: str | None = None, experiment_id: str | None = None,
                       directory: Path | None = None) -> Bundle:
     """The comparison run of ``result`` (fitted on ``tensor``); ``run_id`` when the run already exists, in
-    ``experiment_id`` (the report then links to itself); ``directory`` to write the artifacts into (default: a temporary directory)."""
+    ``experiment_id`` (the report then links to itself); ``directory`` to write the artifacts into (default: a
+    temporary directory)."""
     from . import plots, report
     from .model import STAN_FILE
 
@@ -233,7 +234,8 @@ def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: st
         metrics = {"n_models": float(len(summary.models)), "n_pairs": float(len(results)),
                    "n_datasets": float(max(len(r.shrinkage) for r in results)),
                    **(ranking_metrics(ranking) if ranking is not None else {})}
-        return Bundle(models_run_name("matrix", len(summary.models), summary.metric), run_tags, params, metrics, root, tmp)
+        return Bundle(models_run_name("matrix", len(summary.models), summary.metric), run_tags, params, metrics,
+                      root, tmp)
     except BaseException:
         if tmp is not None:
             tmp.cleanup()

@@ -66,8 +66,9 @@ def _stop_on_sigterm() -> None:
         from .pystan_backend import stop_samplers
 
         stop_samplers()
-        click.echo("Error: stopped by SIGTERM.", err=True)
-        raise StoppedBySigterm(128 + signum)
+        stopped = StoppedBySigterm(128 + signum)
+        click.echo(f"Error: {stopped}.", err=True)
+        raise stopped
 
     signal.signal(signal.SIGTERM, stop)
 

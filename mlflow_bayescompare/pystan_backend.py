@@ -104,7 +104,8 @@ def _compile(program: str, code: str, name: str, progress: Progress | None) -> f
         if not announced:
             stan_model.announce_compile(program, where, progress)
         package_root = str(Path(__file__).resolve().parents[1])  # importable even when run from a source tree
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
+        paths = [package_root, os.environ.get("PYTHONPATH")]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
         compiler = subprocess.run([sys.executable, "-c", f"import {__name__} as m; m.compile_main()"], input=code,
                                   capture_output=True, text=True, cwd=stan_model.cache_dir(), env=env)
     answer = compiler.stdout.strip().splitlines()[-1:] if compiler.returncode == 0 else []

@@ -291,8 +291,8 @@ def blocks(res: HierarchicalResult, ctx: ReportContext) -> dict[str, Any]:
                              [[label, _number(d[key])] for key, label in DIAGNOSTIC_NAMES.items() if key in d]),
         "settings": Table(["setting", "value"], [[key, _setting(value)] for key, value in res.settings.items()]),
         "experiments": [Link(str(e), experiment_route(e)) for e in ctx.experiment_ids],
-        "comparison": Link(ctx.comparison_run_id, run_route(ctx.comparison_run_id, ctx.comparison_experiment_id)) if ctx.comparison_run_id
-        else None,
+        "comparison": Link(ctx.comparison_run_id, run_route(ctx.comparison_run_id, ctx.comparison_experiment_id))
+        if ctx.comparison_run_id else None,
         "runs": _source_runs(ctx),
     }
 
