@@ -89,14 +89,9 @@ def comparison_bundle(result, tensor, *, metric: str, experiment_ids: Sequence[s
                                    experiment_ids=[str(e) for e in experiment_ids],
                                    source_runs=source_runs(tensor, experiment_ids), comparison_run_id=run_id,
                                    comparison_experiment_id=experiment_id)
-        figures = plots.all_figures(result)
-        pngs = {key: plots.figure_png(fig) for key, fig in figures.items()}
+        pngs = plots.write_png_and_svg(plots.all_figures(result), root / "plots")
         markdown = report.render_markdown(result, ctx)
-        (root / "plots").mkdir(exist_ok=True)
         (root / "stan").mkdir(exist_ok=True)
-        for key, fig in figures.items():
-            (root / "plots" / f"{key}.png").write_bytes(pngs[key])
-            plots.save(fig, root / "plots" / f"{key}.svg")
         (root / "report.md").write_text(markdown, encoding="utf-8")
         (root / "report.html").write_text(report.render_html(result, pngs, ctx), encoding="utf-8")
         (root / "summary.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
@@ -290,17 +285,12 @@ def ranking_bundle(result, *, metric: str, experiment_ids: Sequence[str], layout
     and the Stan program with its data.  Per model, the metrics ``p_best.<model>`` and ``mean_rank.<model>``."""
     from . import ranking_plots, ranking_report
     from .model import PROGRAMS
-    from .plots import figure_png, save
+    from .plots import write_png_and_svg
 
     root, tmp = _directory(directory, "bayescompare-ranking-")
     try:
-        figures = ranking_plots.all_figures(result)
-        pngs = {name: figure_png(fig) for name, fig in figures.items()}
-        (root / "plots").mkdir(exist_ok=True)
+        pngs = write_png_and_svg(ranking_plots.all_figures(result), root / "plots")
         (root / "stan").mkdir(exist_ok=True)
-        for name, fig in figures.items():
-            (root / "plots" / f"{name}.png").write_bytes(pngs[name])
-            save(fig, root / "plots" / f"{name}.svg")
         markdown = ranking_report.render_markdown(result, metric)
         (root / "report.md").write_text(markdown, encoding="utf-8")
         (root / "report.html").write_text(ranking_report.render_html(result, metric, pngs), encoding="utf-8")
@@ -345,15 +335,11 @@ def signed_rank_bundle(result, means, *, metric: str, experiment_ids: Sequence[s
     """The comparison run of a Bayesian signed-rank test on per-dataset means (``means``, a
     :class:`~.tensor.DatasetMeans`): its reports, the probability simplex, the means and the summary."""
     from . import signed_rank_report
-    from .plots import figure_png, plot_simplex, save
+    from .plots import plot_simplex, write_png_and_svg
 
     root, tmp = _directory(directory, "bayescompare-")
     try:
-        figure = plot_simplex(result)
-        png = figure_png(figure)
-        (root / "plots").mkdir(exist_ok=True)
-        (root / "plots" / "simplex.png").write_bytes(png)
-        save(figure, root / "plots" / "simplex.svg")
+        png = write_png_and_svg({"simplex": plot_simplex(result)}, root / "plots")["simplex"]
         markdown = signed_rank_report.render_markdown(result, metric)
         (root / "report.md").write_text(markdown, encoding="utf-8")
         (root / "report.html").write_text(signed_rank_report.render_html(result, metric, png), encoding="utf-8")

@@ -16,6 +16,8 @@ from .result import divergent_transitions
 HDI_PROB = 0.95
 RHAT_LIMIT = 1.01
 PARETO_K_LIMIT = 0.7
+#: Elements per array in :func:`integrated_log_lik`'s blocks of draws (about 400 kB).
+BLOCK_ELEMENTS = 50_000
 
 
 def next_dataset_areas(draws: dict[str, np.ndarray], rope: float) -> np.ndarray:
@@ -71,31 +73,41 @@ def integrated_log_lik(stan_data: dict, hyper: dict[str, np.ndarray], nodes: int
     stratified: ``nodes`` quantiles of each density, each node weighted by L_i t_ν / g.  Either density alone
     misses the mass when a narrow population sits far from the dataset in its own heavy tail, or a narrow
     likelihood far out in the population's.  ``hyper`` holds the draws of delta0, sigma0 and (unless the prior is
-    Gaussian) nu_minus_one, in the scaled units of the Stan data."""
+    Gaussian) nu_minus_one, in the scaled units of the Stan data.  Draws are taken a few at a time, so that each
+    (draws × datasets × nodes) array stays near :data:`BLOCK_ELEMENTS`: small arrays stay in the processor's cache
+    and are not mapped afresh from the system (measured: 3 times faster than all 4000 draws × 100 datasets at once,
+    the same values)."""
     n, rho = np.asarray(stan_data["n"], float), np.asarray(stan_data["rho"], float)
     xbar, ssd = np.asarray(stan_data["xbar"], float), np.asarray(stan_data["ssd"], float)
     df = np.maximum(n - 2, 1)
     width = np.sqrt(ssd / (1 - rho) * (1 + (n - 1) * rho) / (n * df))
     shape, u = hyper["delta0"].shape, (np.arange(nodes) + 0.5) / nodes
     loc, spread = hyper["delta0"].reshape(-1, 1, 1), hyper["sigma0"].reshape(-1, 1, 1)
-    nu = np.inf if "nu_minus_one" not in hyper else 1 + hyper["nu_minus_one"].reshape(-1, 1, 1)
+    nu = np.full(loc.shape, np.inf) if "nu_minus_one" not in hyper else 1 + hyper["nu_minus_one"].reshape(-1, 1, 1)
 
     def log_lik(delta):  # L_i at δ: (…, q, nodes) against xbar, width of shape (q, 1)
         return _t_logpdf((delta - xbar[:, None]) / width[:, None], df[:, None]) - np.log(width[:, None])
 
-    def log_pop(delta):  # t_ν(δ; δ0, σ0) per draw: (draws, …, nodes)
-        return _t_logpdf((delta - loc) / spread, nu) - np.log(spread)
+    def log_pop(delta, draws):  # t_ν(δ; δ0, σ0) for the draws of the block: (block, …, nodes)
+        return _t_logpdf((delta - loc[draws]) / spread[draws], nu[draws]) - np.log(spread[draws])
 
-    def log_mean_ratio(lik, pop):  # log of the mean over the nodes of L t / g, g = (L + t) / 2
-        ratio = lik + pop - np.logaddexp(lik, pop) + np.log(2)
+    def log_mean_ratio(lik, pop):  # log of the mean over the nodes of L t / g = 2 L t / (L + t)
+        ratio = np.minimum(lik, pop) - np.log1p(np.exp(-np.abs(lik - pop)))  # log L t / (L + t)
         top = ratio.max(axis=-1, keepdims=True)  # (scipy's logsumexp is ~5x slower on these arrays)
-        return top[..., 0] + np.log(np.mean(np.exp(ratio - top), axis=-1))
+        ratio -= top
+        return top[..., 0] + np.log(2 * np.mean(np.exp(ratio, out=ratio), axis=-1))
 
     on_lik = xbar[:, None] + width[:, None] * stats.t.ppf(u, df[:, None])  # (q, nodes)
-    on_pop = loc + spread * stats.t.ppf(u, nu)  # (draws, 1, nodes)
-    by_lik = log_mean_ratio(log_lik(on_lik)[None], log_pop(on_lik[None]))
-    by_pop = log_mean_ratio(log_lik(on_pop), log_pop(on_pop))
-    return (np.logaddexp(by_lik, by_pop) - np.log(2)).reshape(*shape, -1)
+    lik_on_lik = log_lik(on_lik)[None]
+    out = np.empty((len(loc), len(xbar)))
+    block = max(1, BLOCK_ELEMENTS // (len(xbar) * nodes))
+    for start in range(0, len(loc), block):
+        draws = slice(start, start + block)
+        on_pop = loc[draws] + spread[draws] * stats.t.ppf(u, nu[draws])  # (block, 1, nodes)
+        by_lik = log_mean_ratio(lik_on_lik, log_pop(on_lik[None], draws))
+        by_pop = log_mean_ratio(log_lik(on_pop), log_pop(on_pop, draws))
+        out[draws] = np.logaddexp(by_lik, by_pop) - np.log(2)
+    return out.reshape(*shape, -1)
 
 
 def _t_logpdf(z: np.ndarray, nu) -> np.ndarray:

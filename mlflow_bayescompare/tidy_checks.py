@@ -202,18 +202,22 @@ def _pair_up(rows: Rows, skip: set[str]) -> _Pairs:
 
 
 def _expected_grid(rows: Rows, d: pd.DataFrame) -> pd.MultiIndex:
-    """Per dataset: every repeat seen x every fold label seen (only the first k labels if k is known)."""
+    """Per dataset (in order of appearance): every repeat seen x every fold label seen, in sorted order; only the
+    first k labels if the fold count k is known, and then, without a repeat column, the folds 0..k-1."""
     names = ["dataset", "repeat", "fold"]
-    parts = []
-    for ds, part in d.groupby("dataset", sort=False):
-        folds = np.unique(part["fold"])
-        k = rows.k.get(ds, np.nan)
-        if not np.isnan(k):
-            folds = np.arange(int(k)) if not rows.has_repeat else folds[: int(k)]
-        parts.append(pd.MultiIndex.from_product([[ds], np.unique(part["repeat"]), folds], names=names))
-    if not parts:
-        return pd.MultiIndex.from_arrays([[], [], []], names=names)
-    return parts[0].append(parts[1:])
+    k = rows.k.reindex(pd.unique(d["dataset"])).astype(float)
+    folds = d[["dataset", "fold"]].drop_duplicates().sort_values("fold", kind="stable")
+    limit = folds["dataset"].map(k).astype(float).fillna(np.inf)
+    folds = folds[folds.groupby("dataset", sort=False).cumcount() < limit]
+    if not rows.has_repeat:
+        known = k.dropna().astype(np.int64)
+        folds = pd.concat([folds[~folds["dataset"].isin(known.index)],
+                           pd.DataFrame({"dataset": np.repeat(known.index.to_numpy(), known.to_numpy()),
+                                         "fold": np.concatenate([np.arange(n) for n in known] or [[]])})])
+    grid = d[["dataset", "repeat"]].drop_duplicates().merge(folds, on="dataset")
+    order = grid["dataset"].map(pd.Series(np.arange(len(k)), index=k.index))
+    grid = grid.assign(order=order).sort_values(["order", "repeat", "fold"], kind="stable")
+    return pd.MultiIndex.from_frame(grid[names].astype(d[names].dtypes.to_dict()))
 
 
 def check_missing_folds(rows: Rows, pairs: _Pairs) -> list[Problem]:
