@@ -15,11 +15,14 @@ and prints the time per pair.
     python benchmarks/bench_scale.py                          # 10 models x 100 datasets x (10 folds x 10 repeats)
     python benchmarks/bench_scale.py --tracking-uri http://127.0.0.1:5000
     python benchmarks/bench_scale.py --models 4 --datasets 20 --chains 2 --draws 400   # a quick look
+    python benchmarks/bench_scale.py --no-log --warmup 500 --draws 500   # what fewer draws, no reports would take
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import sys
@@ -70,7 +73,8 @@ def log_experiment(client, eid, models, datasets, folds, repeats, threads) -> fl
     jobs = [(m, d, np.clip(difficulty[j] + skill[m] + rng.normal(0, 0.03, folds * repeats), 0, 1))
             for m in models for j, d in enumerate(datasets)]
     start = time.perf_counter()
-    with ThreadPoolExecutor(threads) as pool:
+    # MLflow prints a "View run" line per run; 1000 of them would bury the results
+    with ThreadPoolExecutor(threads) as pool, contextlib.redirect_stdout(io.StringIO()):
         list(pool.map(lambda job: log_cv_scores(job[0], job[1], job[2], folds=folds, repeats=repeats,
                                                 experiment_id=eid, client=client), jobs))
     return time.perf_counter() - start
@@ -88,6 +92,9 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--chains", type=int, default=4)
     ap.add_argument("--draws", type=int, default=1000)
+    ap.add_argument("--warmup", type=int, default=1000)
+    ap.add_argument("--no-log", action="store_true",
+                    help="time the matrix without logging: fits and model checks, no reports, no runs")
     ap.add_argument("--jobs", type=int, default=os.cpu_count(), help="pairs fitted at once (default: core count)")
     ap.add_argument("--threads", type=int, default=16, help="threads logging the runs")
     ap.add_argument("--workers", type=int, default=4, help="uvicorn workers of the server we start")
@@ -125,19 +132,23 @@ def main() -> int:
 
         clock = StageClock()
         out = compare_matrix(experiment_ids=[eid], metric="accuracy", models=models, tracking_uri=url,
-                             chains=args.chains, draws=args.draws, seed=args.seed, jobs=args.jobs, progress=clock)
+                             chains=args.chains, draws=args.draws, warmup=args.warmup, seed=args.seed,
+                             jobs=args.jobs, progress=clock, log=not args.no_log)
         matrix_s = time.perf_counter() - clock.start
         pairs = len(out.pairs)
         sampling = [o.result.diagnostics.get("sampling_seconds") or 0.0 for o in out.pairs.values()]
         rhat = max(o.result.diagnostics.get("rhat_max") or 0.0 for o in out.pairs.values())
         divergences = sum(int(o.result.diagnostics.get("divergences") or 0) for o in out.pairs.values())
-        parent = client.get_run(out.run_id)
-        status = parent.info.status
         steps = clock.steps(matrix_s)
-        children = client.search_runs([eid], f"tags.`mlflow.parentRunId` = '{out.run_id}'", max_results=1000)
+        if args.no_log:
+            status, children = "not logged", []
+        else:
+            status = client.get_run(out.run_id).info.status
+            children = client.search_runs([eid], f"tags.`mlflow.parentRunId` = '{out.run_id}'", max_results=1000)
         summary = {
             "models": len(models), "datasets": len(datasets), "scores_per_run": n, "pairs": pairs,
-            "chains": args.chains, "draws": args.draws, "jobs": args.jobs, "cores": os.cpu_count(),
+            "chains": args.chains, "warmup": args.warmup, "draws": args.draws, "jobs": args.jobs,
+            "cores": os.cpu_count(), "logged": not args.no_log,
             "log_seconds": round(log_s, 2), "fetch_seconds": round(fetch_s, 2),
             "matrix_seconds": round(matrix_s, 1), "seconds_per_pair": round(matrix_s / pairs, 2),
             "steps_seconds": {name: round(seconds, 1) for name, seconds in steps},
@@ -147,14 +158,16 @@ def main() -> int:
             "parent_status": status, "child_runs_finished": sum(c.info.status == "FINISHED" for c in children),
             "best": str(out.ranking["model"].iloc[0]),
         }
+        work = "fits and model checks, nothing logged" if args.no_log else \
+            f"fits, reports and logging of {pairs} child runs + parent"
         print(f"matrix: {pairs} pairs in {matrix_s:.1f} s wall with {args.jobs} jobs -> {matrix_s / pairs:.2f} s "
-              f"per pair (fetch, fits, reports and logging of {pairs} child runs + parent); Stan sampling per "
+              f"per pair (fetch, {work}); {args.chains} chains x ({args.warmup} + {args.draws}); Stan sampling per "
               f"pair: mean {np.mean(sampling):.2f} s, max {np.max(sampling):.2f} s", flush=True)
         print("  of which " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in steps), flush=True)
         print(f"parent run {out.run_id}: {status}, {summary['child_runs_finished']}/{pairs} child runs FINISHED; "
               f"best: {summary['best']}; R-hat max {rhat:.4f}, divergences {divergences}")
         print(json.dumps(summary))
-        return 0 if status == "FINISHED" and summary["child_runs_finished"] == pairs else 1
+        return 0 if args.no_log or (status == "FINISHED" and summary["child_runs_finished"] == pairs) else 1
     finally:
         if server is not None:
             server.stop()
