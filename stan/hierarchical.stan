@@ -62,8 +62,9 @@ functions {
         c = tiny;
       }
       d = 1 / d;
-      fraction *= d * c;
-      if (abs(d * c - 1) < 1e-15) {
+      real step = d * c;
+      fraction *= step;
+      if (abs(step - 1) < 1e-15) {
         break;
       }
     }
