@@ -227,7 +227,8 @@ def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: st
             T.NOTE: fit_tag(markdown),
         }
         metrics = {"n_models": float(len(summary.models)), "n_pairs": float(len(results)),
-                   "n_datasets": float(max(len(r.shrinkage) for r in results)),
+                   "n_datasets": float(max(len(r.datasets if r.test == "signed-rank" else r.shrinkage)
+                                           for r in results)),
                    **(ranking_metrics(ranking) if ranking is not None else {})}
         return Bundle(models_run_name("matrix", len(summary.models), summary.metric), run_tags, params, metrics,
                       root, tmp)

@@ -20,7 +20,7 @@ from .errors import BayesCompareError, InputError
 from .options import (FitOptions, ModelsOptions, PairOptions, RankOptions, SourceOptions, click_options,
                       parse_fields)
 from .progress import TerminalProgress
-from .result import json_safe
+from .result import TEST_NAMES, json_safe
 
 __all__ = ["main"]
 
@@ -280,8 +280,7 @@ def _where(tracking_uri, kind: str, run_id: str, experiment_id: str) -> list[str
 
 def _comparison_text(outcome, report, tracking_uri) -> str:
     a, b = outcome.model_a, outcome.model_b
-    test = ("Bayesian signed-rank test on the per-dataset means" if outcome.result.test == "signed-rank" else
-            "Bayesian hierarchical test on the per-fold scores")
+    test = TEST_NAMES[outcome.result.test]
     lines = [f"{a} vs {b} · {outcome.metric}: {len(outcome.tensor.datasets)} datasets ({outcome.layout} layout), "
              f"rope ±{outcome.rope:g}, {redact_uri(tracking_uri) or 'sqlite:///mlflow.db'}", f"  {test}"]
     lines += _table([(f"P({a} better)", f"{outcome.p_a_better:.3f}"), ("P(rope)", f"{outcome.p_rope:.3f}"),
@@ -303,7 +302,8 @@ def _comparison_text(outcome, report, tracking_uri) -> str:
 
 def _matrix_text(outcome, tracking_uri) -> str:
     lines = [f"Ranking of {len(outcome.models)} models · {outcome.summary.metric}:",
-             outcome.ranking.to_string(index=False, float_format=lambda v: f"{v:.3f}")]
+             outcome.ranking.to_string(index=False, float_format=lambda v: f"{v:.3f}"),
+             f"Pairs: {TEST_NAMES[outcome.summary.test]}"]
     width = max(len(f"{a} vs {b}") for a, b in outcome.pairs)
     for (a, b), o in outcome.pairs.items():
         lines.append(f"  {f'{a} vs {b}'.ljust(width)}  P(a) {o.p_a_better:.3f} · rope {o.p_rope:.3f} · "

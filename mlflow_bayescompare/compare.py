@@ -29,7 +29,6 @@ from .options import CLAIMS, FitOptions, ModelsOptions, PairOptions, RankOptions
 from .ranking import rank_models
 from .signed_rank import signed_rank_test
 from .progress import Progress, notify
-from .tensor import CVTensor
 from .workers import run_all
 
 __all__ = ["compare_runs", "compare_matrix", "rank_runs", "require", "claim_probability", "Outcome",
@@ -97,6 +96,7 @@ class MatrixOutcome:
         return {
             "models": self.models,
             "metric": self.summary.metric,
+            "test": self.summary.test,  # the test that compared the pairs
             "run_id": self.run_id,
             "experiment_id": self.experiment_id,
             "ranking": self.ranking.to_dict(orient="records"),
@@ -135,7 +135,8 @@ def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[
         if log or run_id is not None:
             notify(progress, "reporting")
             target = _target(client, run_id, source, ids)
-            with _pair_bundle(result, data, source.metric, ids, collected.layout, run_id, target) as bundle:
+            with _pair_bundle(result, data, source.metric, ids, collected.layout, run_id=run_id,
+                              experiment_id=target) as bundle:
                 outcome.run_id = runlog.log_bundle(client, bundle, experiment_id=target, run_id=run_id,
                                                    start_time=started, progress=progress)
             outcome.experiment_id = target
@@ -148,7 +149,9 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
                    progress: Progress | None = None, jobs: int | None = None, **options) -> MatrixOutcome:
     """Compare every pair of ``models`` (default: every model found): one child comparison run per pair under a
     parent run holding the matrix of P(row better than column) and P(rope) and, with three or more models, their
-    Bayesian Bradley-Terry ranking (P(best), mean rank: :func:`rank_runs`).
+    Bayesian Bradley-Terry ranking (P(best), mean rank: :func:`rank_runs`).  The pairs are compared by the test
+    :func:`compare_runs` would choose: the hierarchical test on per-fold scores, the signed-rank test on runs that
+    hold one score each (or when ``test="signed-rank"``).
 
     Pairs are fitted, and their reports built, in up to ``jobs`` processes (default: one per CPU; they are
     spawned, so a script calling this with several jobs needs the ``if __name__ == "__main__":`` guard).
@@ -163,19 +166,22 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
         models = models or _every_model(client, ids, source)
         pairs = model_pairs(models)
         collected = _collect(client, ids, source, models, progress)
-        tensors = {p: collected.tensor(*p, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
-                   for p in pairs}
-        stan_fit.compile_program("hierarchical", fit.backend, progress)  # once, before the workers load it
-        notify(progress, "sampling", f"{len(pairs)} pairs ({fit.chains} chains × {fit.draws} draws each)")
+        signed_rank = signed_rank_applies(fit.test, collected.layout)
+        data = {p: _pair_data(collected, p, source, signed_rank) for p in pairs}
+        if signed_rank:
+            notify(progress, "sampling", f"{len(pairs)} pairs (signed-rank test on the per-dataset means)")
+        else:
+            stan_fit.compile_program("hierarchical", fit.backend, progress)  # once, before the workers load it
+            notify(progress, "sampling", f"{len(pairs)} pairs ({fit.chains} chains × {fit.draws} draws each)")
         log = log or run_id is not None
-        tasks = {p: (tensors[p], fit, source.metric, ids, collected.layout,
+        tasks = {p: (data[p], fit, source.metric, ids, collected.layout,
                      Path(folder) / str(i) if log else None) for i, p in enumerate(pairs)}
         fitted = run_all(_fit_pair, tasks, jobs=jobs, progress=progress)
         summary = summarise({p: fitted[p][0] for p in pairs}, models, source.metric)
         bbt = _bbt(collected, models, source, _rank_options(fit), progress) if len(models) >= 3 else None
         matrix = MatrixOutcome([str(m) for m in models],
                                {p: ComparisonOutcome(fitted[p][0], source.metric, ids, layout=collected.layout,
-                                                     tensor=tensors[p]) for p in pairs}, summary, bbt)
+                                                     tensor=data[p]) for p in pairs}, summary, bbt)
         if log:
             notify(progress, "reporting")
             bundle = matrix_bundle(summary, [fitted[p][0] for p in pairs], experiment_ids=ids, ranking=bbt,
@@ -265,21 +271,31 @@ def _two_model_test(collected, pair: PairOptions, source: SourceOptions, fit: Fi
     the per-dataset means (:func:`signed_rank_applies`).  Returns the result and the data it was fitted on."""
     a, b = pair.model_a, pair.model_b
     if signed_rank_applies(fit.test, collected.layout):
-        means = collected.means(a, b, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
+        means = _pair_data(collected, (a, b), source, signed_rank=True)
         notify(progress, "sampling", f"{a} vs {b} on {len(means.datasets)} dataset means (signed-rank test)")
         return signed_rank_test(means, options=fit), means
-    tensor = collected.tensor(a, b, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
+    tensor = _pair_data(collected, (a, b), source, signed_rank=False)
     notify(progress, "sampling", f"{a} vs {b} on {len(tensor.datasets)} datasets "
                                  f"({fit.chains} chains × {fit.draws} draws)")
     return hierarchical_test(tensor, options=fit, progress=progress), tensor
 
 
-def _pair_bundle(result, data, metric: str, ids, layout: str, run_id: str | None, target: str):
-    """Report step of a comparison: the run of whichever test answered, to be logged in experiment ``target``."""
+def _pair_data(collected, pair: tuple[str, str], source: SourceOptions, signed_rank: bool):
+    """Tensor step of a pair: its per-dataset means for the signed-rank test, else its paired fold scores; a
+    problem with either is an InputError naming it."""
+    read = collected.means if signed_rank else collected.tensor
+    return read(*pair, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
+
+
+def _pair_bundle(result, data, metric: str, ids, layout: str, *, run_id: str | None = None,
+                 experiment_id: str | None = None, directory: Path | None = None):
+    """Report step of a comparison: the run of whichever test answered, to be logged in ``experiment_id`` (as
+    ``run_id`` when that run exists), its artifacts written into ``directory`` (default: a temporary one)."""
     if result.test == "signed-rank":
-        return signed_rank_bundle(result, data, metric=metric, experiment_ids=ids, layout=layout)
+        return signed_rank_bundle(result, data, metric=metric, experiment_ids=ids, layout=layout,
+                                  directory=directory)
     return comparison_bundle(result, data, metric=metric, experiment_ids=ids, layout=layout, run_id=run_id,
-                             experiment_id=target)
+                             experiment_id=experiment_id, directory=directory)
 
 
 def _begin(tracking_uri: str | None, run_id: str | None, progress: Progress | None):
@@ -343,13 +359,16 @@ def _target(client, run_id: str | None, source: SourceOptions, ids) -> str:
     return runlog.resolve_target(client, source.target_experiment, ids)
 
 
-def _fit_pair(tensor: CVTensor, fit: FitOptions, metric: str, ids, layout, folder: Path | None):
-    """One pair, in a worker: the test and, when it will be logged, its run's bundle (written into ``folder``)."""
-    result = hierarchical_test(tensor, options=fit)
+def _fit_pair(data, fit: FitOptions, metric: str, ids, layout, folder: Path | None):
+    """One pair, in a worker: its test (on the data :func:`_pair_data` read for it) and, when it will be logged,
+    its run's bundle (written into ``folder``)."""
+    if signed_rank_applies(fit.test, layout):
+        result = signed_rank_test(data, options=fit)
+    else:
+        result = hierarchical_test(data, options=fit)
     if folder is None:
         return result, None
-    bundle = comparison_bundle(result, tensor, metric=metric, experiment_ids=ids, layout=layout, directory=folder)
-    return result, bundle
+    return result, _pair_bundle(result, data, metric, ids, layout, directory=folder)
 
 
 def _log_family(client, parent, children: dict, target: str, run_id: str | None, started: int,

@@ -16,13 +16,15 @@ from .errors import InputError
 @dataclass
 class MatrixSummary:
     """``better.loc[r, c]`` = P(r better than c) on the next dataset; ``rope`` = P(practically equivalent);
-    ``ranking`` = one row per model, best first."""
+    ``ranking`` = one row per model, best first; ``test`` = the test that compared the pairs (a result's
+    ``test``)."""
 
     models: list[str]
     metric: str
     better: pd.DataFrame
     rope: pd.DataFrame
     ranking: pd.DataFrame
+    test: str = "hierarchical"
 
 
 def model_pairs(models: Sequence[str]) -> list[tuple[str, str]]:
@@ -37,7 +39,8 @@ def model_pairs(models: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def summarise(results: dict[tuple[str, str], object], models: Sequence[str], metric: str) -> MatrixSummary:
-    """Fill the matrices from one :class:`HierarchicalResult` per pair and rank the models.
+    """Fill the matrices from one two-model result per pair (the hierarchical or the signed-rank test) and rank
+    the models.
 
     Models are ranked by their mean P(better) against the others; wins/equivalents/losses count the pairs whose
     decision (under the test's threshold) went that way.
@@ -62,7 +65,8 @@ def summarise(results: dict[tuple[str, str], object], models: Sequence[str], met
     })
     ranking = ranking.sort_values(["mean_p_better", "wins"], ascending=False, kind="stable").reset_index(drop=True)
     ranking.insert(0, "rank", np.arange(1, len(ranking) + 1))
-    return MatrixSummary(models, metric, better, rope, ranking)
+    tests = {res.test for res in results.values()}
+    return MatrixSummary(models, metric, better, rope, ranking, tests.pop() if len(tests) == 1 else "hierarchical")
 
 
 def matrix_figure(summary: MatrixSummary) -> Figure:
@@ -93,13 +97,15 @@ def ranking_markdown(summary: MatrixSummary, matrix_only: bool = False) -> str:
     """The run description of a matrix run: the pairs' ranking table (unless ``matrix_only``, when the parent
     holds the Bayesian Bradley-Terry ranking instead) and the P(better) matrix."""
     from .report import md_escape
+    from .result import TEST_NAMES, TEST_REFERENCES
 
     lines = []
     if not matrix_only:
         lines += [
             f"# Ranking of {len(summary.models)} models · {md_escape(summary.metric)}", "",
             "Ranked by mean probability of being practically better than another model on the next dataset "
-            "(Bayesian hierarchical test, Corani et al. 2017). Each pair has its own child comparison run.", "",
+            f"({TEST_NAMES[summary.test]}, {TEST_REFERENCES[summary.test]}). Each pair has its own child "
+            "comparison run.", "",
             "| rank | model | mean P(better) | mean P(rope) | mean P(worse) | wins | equivalent | losses | "
             "inconclusive |",
             "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
@@ -108,7 +114,8 @@ def ranking_markdown(summary: MatrixSummary, matrix_only: bool = False) -> str:
                   f"{row.mean_p_worse:.3f} | {row.wins} | {row.equivalent} | {row.losses} | {row.inconclusive} |"
                   for row in summary.ranking.itertuples(index=False)]
         lines.append("")
-    lines += ["Pairwise hierarchical comparisons (one child run each), P(row better than column):", "",
+    lines += [f"Pairwise comparisons by the {TEST_NAMES[summary.test]} (one child run each), "
+              "P(row better than column):", "",
               "| | " + " | ".join(map(md_escape, summary.models)) + " |", "|---|" + "---:|" * len(summary.models)]
     for m in summary.models:
         cells = ["–" if not np.isfinite(v) else f"{v:.3f}" for v in summary.better.loc[m]]

@@ -28,6 +28,11 @@ DECISION_COLORS = {"a_better": COLORS["a_better"], "b_better": COLORS["b_better"
                    "inconclusive": "#b7791f"}
 
 
+#: The two-model tests, by a result's ``test`` field, in words.
+TEST_NAMES = {"hierarchical": "Bayesian hierarchical test on the per-fold scores",
+              "signed-rank": "Bayesian signed-rank test on the per-dataset means"}
+#: Their papers.
+TEST_REFERENCES = {"hierarchical": "Corani et al. 2017", "signed-rank": "Benavoli et al. 2017"}
 #: Stan's sampler statistics by the names arviz gives them.
 ARVIZ_STATS = {"divergent__": "diverging", "treedepth__": "tree_depth", "energy__": "energy",
                "stepsize__": "step_size", "n_leapfrog__": "n_steps", "accept_stat__": "acceptance_rate"}

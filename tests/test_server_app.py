@@ -175,6 +175,23 @@ def test_matrix_compares_all_models(server):
     assert state["report_url"] == f"/bayescompare/report?run_id={state['run_id']}"
 
 
+def test_matrix_on_means_only_runs_compares_the_pairs_by_the_signed_rank_test(server):
+    """The page's "Compare all models" on runs that hold one score each: checked up front as the signed-rank test
+    reads them, then compared by it (the command line's choice)."""
+    s = server.session()
+    resp = s.post(f"{server.url}/bayescompare/api/matrix",
+                  json={"experiment_id": [server.means_id], "metric": "accuracy", "seed": 2}, timeout=60)
+    assert resp.status_code == 202, resp.text
+    state = wait_done(s, server.url, resp.json()["run_id"])
+    assert (state["status"], state["kind"]) == ("FINISHED", "matrix"), state
+    expected = compare_matrix(experiment_ids=[server.means_id], metric="accuracy", tracking_uri=server.url,
+                              log=False, jobs=1, seed=2)
+    assert expected.summary.test == "signed-rank"
+    got = {(p["model_a"], p["model_b"]): tuple(p[k] for k in PROBABILITIES) for p in state["pairs"]}
+    assert got == {pair: (o.p_a_better, o.p_rope, o.p_b_better) for pair, o in expected.pairs.items()}
+    assert {p["test"] for p in state["pairs"]} == {"signed-rank"}
+
+
 def _ranking_rows(table) -> list[dict]:
     """The JSON API's rows of a BBT ranking table."""
     columns = ["model", "p_best", "mean_rank", "rank_low", "rank_high", "strength"]

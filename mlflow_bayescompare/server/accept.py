@@ -76,7 +76,7 @@ def _check_pairs(collected, pairs: list[tuple[str, str]], job: JobRequest) -> No
     source, problems = job.source, []
     for a, b in pairs:
         try:
-            if job.kind == "comparison" and signed_rank_applies(job.fit.test, collected.layout):
+            if signed_rank_applies(job.fit.test, collected.layout):
                 collected.means(a, b, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
                 continue
             tensor = collected.tensor(a, b, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
