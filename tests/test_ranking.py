@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from scipy import stats
 from scipy.special import expit
@@ -124,6 +125,36 @@ def test_result_exports_and_plots(worked):
     figures = ranking_plots.all_figures(worked)
     assert all(isinstance(f, Figure) for f in figures.values())
     assert figure_png(figures["critical_difference"])[:4] == b"\x89PNG"
+
+
+def _overlapping(boxes) -> list[tuple[int, int]]:
+    return [(i, j) for i, j in itertools.combinations(range(len(boxes)), 2) if boxes[i].overlaps(boxes[j])]
+
+
+def _drawn_ticks(locations, labels, limits) -> list:
+    """The tick labels inside the axis's view (matplotlib also lists those just beyond it, which it does not draw)."""
+    return [label for at, label in zip(locations, labels) if min(limits) <= at <= max(limits)]
+
+
+def test_plots_stay_readable_with_sixteen_models(ll):
+    """All of Wainer's 16 classifiers: on every figure the tick labels of each axis, and the P(win) matrix's cell
+    texts, overlap none of their neighbours and stay inside the figure."""
+    figures = ranking_plots.all_figures(rank_models(ll, dataset="db", seed=2, skip_missing=True))
+    for name, fig in figures.items():
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()  # lays the figure out
+        renderer = canvas.get_renderer()
+        for ax in fig.axes:
+            groups = [_drawn_ticks(ax.get_xticks(), ax.get_xticklabels(), ax.get_xlim()),
+                      _drawn_ticks(ax.get_yticks(), ax.get_yticklabels(), ax.get_ylim()), ax.texts]
+            for texts in groups:
+                boxes = [t.get_window_extent(renderer) for t in texts if t.get_visible() and t.get_text()]
+                assert not _overlapping(boxes), (name, [t.get_text() for t in texts][:4])
+                assert all(fig.bbox.x0 <= b.x0 and b.x1 <= fig.bbox.x1 and fig.bbox.y0 <= b.y0 and
+                           b.y1 <= fig.bbox.y1 for b in boxes), name
+        if name != "critical_difference":
+            labels = {t.get_text() for ax in fig.axes for t in ax.get_yticklabels()}
+            assert set(ll.columns.drop("db")) <= {label.split("  (")[0] for label in labels}, name
 
 
 def test_indistinct_groups_follow_the_threshold(worked):
