@@ -8,27 +8,15 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from mlflow.entities import Metric
-from uci_runs import log_uci, uci_scores
+from uci_runs import log_means, log_uci, uci_scores
 
 from mlflow_bayescompare import signed_rank_test
 from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.compare import compare_matrix, compare_runs
 
 
-def _log_means(client, experiment_id, models=("nbc", "hnb")):
-    """The per-dataset mean accuracies of ``models`` on six UCI datasets, one run and one value each."""
-    means = {}
-    for (model, dataset), scores in uci_scores(models).items():
-        run = client.create_run(experiment_id, tags={"model": model, "dataset": dataset})
-        client.log_batch(run.info.run_id, metrics=[Metric("accuracy", float(np.mean(scores)), 0, 0)])
-        client.set_terminated(run.info.run_id)
-        means[(model, dataset)] = float(np.mean(scores))
-    return means
-
-
 def test_means_only_runs_get_the_signed_rank_test(client, tracking_uri, experiment_id, tmp_path):
-    means = _log_means(client, experiment_id)
+    means = log_means(client, experiment_id)
     outcome = compare_runs(experiment_ids=[experiment_id], metric="accuracy", model_a="hnb", model_b="nbc",
                            tracking_uri=tracking_uri, seed=4)
     datasets = sorted({d for _, d in means})
@@ -46,7 +34,7 @@ def test_means_only_runs_get_the_signed_rank_test(client, tracking_uri, experime
 
 
 def test_cli_says_which_test_answered_and_test_can_be_forced(client, tracking_uri, experiment_id):
-    _log_means(client, experiment_id)
+    log_means(client, experiment_id)
     argv = ["compare", "--tracking-uri", tracking_uri, "--experiment-id", experiment_id, "--metric", "accuracy",
             "--model-a", "hnb", "--model-b", "nbc", "--seed", "4", "--no-log"]
     result = CliRunner().invoke(main, argv)
@@ -67,7 +55,7 @@ def _direct(means, a, b, seed):
 
 def test_matrix_on_means_only_runs_compares_every_pair_by_the_signed_rank_test(client, tracking_uri,
                                                                               experiment_id):
-    means = _log_means(client, experiment_id, ("nbc", "hnb", "j48"))
+    means = log_means(client, experiment_id, ("nbc", "hnb", "j48"))
     outcome = compare_matrix(experiment_ids=[experiment_id], metric="accuracy", models=["nbc", "hnb", "j48"],
                              tracking_uri=tracking_uri, seed=4, jobs=1)
     assert outcome.summary.test == "signed-rank" and outcome.bbt is not None  # the BBT ranking reads means too
@@ -87,7 +75,7 @@ def test_matrix_on_means_only_runs_compares_every_pair_by_the_signed_rank_test(c
 
 
 def test_cli_matrix_says_which_test_compared_the_pairs(client, tracking_uri, experiment_id):
-    _log_means(client, experiment_id, ("nbc", "hnb", "j48"))
+    log_means(client, experiment_id, ("nbc", "hnb", "j48"))
     argv = ["matrix", "--tracking-uri", tracking_uri, "--experiment-id", experiment_id, "--metric", "accuracy",
             "--seed", "4", "--jobs", "1", "--no-log"]
     result = CliRunner().invoke(main, argv)

@@ -3,17 +3,23 @@ carries the same ranking."""
 
 from __future__ import annotations
 
+import base64
 import json
+import re
+from pathlib import Path
 
+import mlflow
 import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from uci_runs import log_uci, uci_scores
+from uci_runs import DATASETS, log_means, log_uci, uci_scores
 
 from mlflow_bayescompare import InputError, rank_models
 from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.compare import compare_matrix, rank_runs
+from mlflow_bayescompare.model import PROGRAMS
+from mlflow_bayescompare.result import jsonable
 
 FAST = dict(chains=2, draws=400, warmup=400, seed=3)
 MODELS = ("nbc", "hnb", "j48", "j48gr")
@@ -84,3 +90,109 @@ def test_matrix_parent_carries_the_bbt_ranking(client, tracking_uri, uci_experim
     assert "P(row better than column)" in parent.data.tags["mlflow.note.content"]
     assert parent.data.metrics["p_best.hnb"] == pytest.approx(
         float(matrix.ranking.set_index("model").loc["hnb", "p_best"]))
+
+
+# ------------------------------------------------------------------------------------------------ more cases
+
+SMALL = dict(chains=2, draws=200, warmup=200, seed=5)
+SMALL_ARGV = ["--chains", "2", "--draws", "200", "--warmup", "200", "--seed", "5"]
+#: six UCI datasets on which hnb beats both nbc and j48 (paired local ROPE): 12 wins in 12 games
+HNB_WINS = (4, 25, 29, 32, 36, 41)
+
+
+def _artifact_paths(client, run_id, path=None) -> set[str]:
+    """Every file of the run's artifacts, recursively."""
+    found = set()
+    for item in client.list_artifacts(run_id, path):
+        found |= _artifact_paths(client, run_id, item.path) if item.is_dir else {item.path}
+    return found
+
+
+def test_rank_runs_on_means_only_runs_equals_rank_models_on_the_means_table(client, tracking_uri, experiment_id):
+    means = pd.Series(log_means(client, experiment_id, ("nbc", "hnb", "j48"))).unstack(0)  # dataset x model
+    outcome = rank_runs(experiment_ids=[experiment_id], metric="accuracy", tracking_uri=tracking_uri, **SMALL)
+
+    direct = rank_models(means, models=sorted(means.columns), **SMALL)
+    assert outcome.layout == "means"
+    assert list(outcome.models) == sorted(means.columns) == ["hnb", "j48", "nbc"]
+    assert sorted(outcome.settings["datasets"]) == sorted(means.index) and len(means) == 6
+    assert outcome.settings["rows_per_dataset"] == [1]  # one score per (model, dataset): no folds
+    # same data, same seed, same sampler: the same draws, so the summaries are identical
+    assert list(outcome.ranking["model"]) == list(direct.ranking["model"])
+    pd.testing.assert_frame_equal(outcome.ranking.reset_index(drop=True), direct.ranking.reset_index(drop=True),
+                                  check_exact=True)
+    pd.testing.assert_frame_equal(outcome.wins.reset_index(drop=True), direct.wins.reset_index(drop=True))
+    run = client.get_run(outcome.run_id)
+    assert run.info.status == "FINISHED" and run.data.tags["bayescompare.kind"] == "ranking"
+    assert run.data.params["layout"] == "means" and run.data.metrics["n_datasets"] == 6
+    for row in direct.ranking.itertuples():
+        assert run.data.metrics[f"p_best.{row.model}"] == pytest.approx(row.p_best, abs=1e-12)
+        assert run.data.metrics[f"mean_rank.{row.model}"] == pytest.approx(row.mean_rank, abs=1e-12)
+
+
+def test_ranking_run_holds_every_artifact_and_a_self_contained_report(client, tracking_uri, uci_experiment,
+                                                                       tmp_path):
+    outcome = rank_runs(experiment_ids=[uci_experiment], metric="accuracy", tracking_uri=tracking_uri, **SMALL)
+
+    plots = ("critical_difference", "pwin_matrix", "p_best")
+    assert _artifact_paths(client, outcome.run_id) == {
+        "ranking.csv", "pairs.csv", "wins.csv", "ppc.csv", "report.html", "report.md", "summary.json",
+        "posterior.nc", "stan/bbt.stan", "stan/data.json",
+        *(f"plots/{name}.{ext}" for name in plots for ext in ("png", "svg"))}
+    root = Path(mlflow.artifacts.download_artifacts(run_id=outcome.run_id, tracking_uri=tracking_uri,
+                                                    dst_path=str(tmp_path / "download")))
+    assert (root / "stan" / "bbt.stan").read_text() == Path(PROGRAMS["bbt"]).read_text()
+    assert json.loads((root / "stan" / "data.json").read_text()) == json.loads(
+        json.dumps(outcome.result.stan_data, default=jsonable))
+    for name in plots:
+        assert (root / "plots" / f"{name}.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n"), name
+        assert "<svg" in (root / "plots" / f"{name}.svg").read_text()[:2000], name
+
+    page = (root / "report.html").read_text(encoding="utf-8")
+    links = re.findall(r"""\b(?:src|href)\s*=\s*["']?\s*([^"'\s>]*)""", page, flags=re.IGNORECASE)
+    assert links and all(link.startswith(("#", "data:")) for link in links), links
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, flags=re.IGNORECASE)
+    assert "<script" not in page and "<link" not in page and "@import" not in page and "url(" not in page
+    images = re.findall(r'<img alt="(\w+)" src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert [name for name, _ in images] == list(plots)
+    for name, data in images:  # the page embeds the very PNGs logged beside it
+        assert base64.b64decode(data) == (root / "plots" / f"{name}.png").read_bytes(), name
+    for model in MODELS:
+        assert f"<td>{model}</td>" in page
+
+
+def test_rank_command_require_best_passes_when_the_data_supports_it(client, tracking_uri, experiment_id):
+    log_uci(client, experiment_id, models=("nbc", "hnb", "j48"), datasets=HNB_WINS)
+    argv = ["rank", "--tracking-uri", tracking_uri, "--experiment-id", experiment_id, "--metric", "accuracy",
+            *SMALL_ARGV, "--json", "--no-log"]
+    result = CliRunner().invoke(main, [*argv, "--require", "best=hnb"])  # default threshold 0.95
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["ranking"][0]["model"] == "hnb"
+    assert report["require"]["claim"] == "best=hnb" and report["require"]["supported"] is True
+    assert report["require"]["threshold"] == 0.95 and report["require"]["probability"] >= 0.95
+    assert "not supported" not in result.stderr
+    result = CliRunner().invoke(main, [*argv, "--require", "best=j48"])  # the same data, the runner-up
+    assert result.exit_code == 1 and "claim 'best=j48' not supported" in result.stderr
+
+
+def test_rank_command_drop_incomplete_drops_the_dataset_a_model_lacks(client, tracking_uri, experiment_id):
+    log_uci(client, experiment_id, models=("nbc", "hnb"))
+    log_uci(client, experiment_id, models=("j48",), datasets=[d for d in DATASETS if d != 24])  # no j48 on uci24
+    argv = ["rank", "--tracking-uri", tracking_uri, "--experiment-id", experiment_id, "--metric", "accuracy",
+            *SMALL_ARGV, "--json"]
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 2, result.output
+    assert re.search(r"model 'j48' has no scores on 1 of 6 datasets: uci24\b", result.stderr), result.stderr
+    assert "drop_incomplete" in result.stderr or "--drop-incomplete" in result.stderr
+    assert not client.search_runs([experiment_id], "tags.`bayescompare.kind` = 'ranking'")  # nothing logged
+
+    result = CliRunner().invoke(main, [*argv, "--drop-incomplete"])
+    assert result.exit_code == 0, result.output
+    assert re.search(r"warning: dropped 1 dataset\(s\) on which a model lacks scores: uci24\b", result.stderr), \
+        result.stderr
+    report = json.loads(result.stdout)
+    assert report["settings"]["datasets"] == [f"uci{d:02d}" for d in DATASETS if d != 24]
+    assert {row["model"] for row in report["ranking"]} == {"nbc", "hnb", "j48"}
+    run = client.get_run(report["run_id"])
+    assert run.info.status == "FINISHED" and run.data.metrics["n_datasets"] == 5
