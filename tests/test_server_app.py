@@ -73,6 +73,7 @@ def server(request, tmp_path_factory):
     srv = Server(tmp, backend, extra=["--workers", "2"])
     srv.client = MlflowClient(srv.url)
     srv.means_id = _log_means(srv.client, f"means-{uuid.uuid4().hex[:8]}")
+    srv.means_matrix_id = _log_means(srv.client, f"means-matrix-{uuid.uuid4().hex[:8]}")  # the API's matrix
     srv.experiment_id = _log_runs(srv.client, f"cv-{uuid.uuid4().hex[:8]}")  # the newest scores
     srv.experiment_name = srv.client.get_experiment(srv.experiment_id).name
     yield srv
@@ -177,14 +178,16 @@ def test_matrix_compares_all_models(server):
 
 def test_matrix_on_means_only_runs_compares_the_pairs_by_the_signed_rank_test(server):
     """The page's "Compare all models" on runs that hold one score each: checked up front as the signed-rank test
-    reads them, then compared by it (the command line's choice)."""
+    reads them, then compared by it (the command line's choice).  In an experiment of its own: the page tests list
+    the shared means experiment's comparisons."""
+    means_id = server.means_matrix_id
     s = server.session()
     resp = s.post(f"{server.url}/bayescompare/api/matrix",
-                  json={"experiment_id": [server.means_id], "metric": "accuracy", "seed": 2}, timeout=60)
+                  json={"experiment_id": [means_id], "metric": "accuracy", "seed": 2}, timeout=60)
     assert resp.status_code == 202, resp.text
     state = wait_done(s, server.url, resp.json()["run_id"])
     assert (state["status"], state["kind"]) == ("FINISHED", "matrix"), state
-    expected = compare_matrix(experiment_ids=[server.means_id], metric="accuracy", tracking_uri=server.url,
+    expected = compare_matrix(experiment_ids=[means_id], metric="accuracy", tracking_uri=server.url,
                               log=False, jobs=1, seed=2)
     assert expected.summary.test == "signed-rank"
     got = {(p["model_a"], p["model_b"]): tuple(p[k] for k in PROBABILITIES) for p in state["pairs"]}
