@@ -270,14 +270,11 @@ def _two_model_test(collected, pair: PairOptions, source: SourceOptions, fit: Fi
     """Fit step of a comparison: the hierarchical test on the paired folds, or the Bayesian signed-rank test on
     the per-dataset means (:func:`signed_rank_applies`).  Returns the result and the data it was fitted on."""
     a, b = pair.model_a, pair.model_b
-    if signed_rank_applies(fit.test, collected.layout):
-        means = _pair_data(collected, (a, b), source, signed_rank=True)
-        notify(progress, "sampling", f"{a} vs {b} on {len(means.datasets)} dataset means (signed-rank test)")
-        return signed_rank_test(means, options=fit), means
-    tensor = _pair_data(collected, (a, b), source, signed_rank=False)
-    notify(progress, "sampling", f"{a} vs {b} on {len(tensor.datasets)} datasets "
-                                 f"({fit.chains} chains × {fit.draws} draws)")
-    return hierarchical_test(tensor, options=fit, progress=progress), tensor
+    signed_rank = signed_rank_applies(fit.test, collected.layout)
+    data = _pair_data(collected, (a, b), source, signed_rank)
+    notify(progress, "sampling", f"{a} vs {b} on {len(data.datasets)} dataset means (signed-rank test)" if signed_rank
+           else f"{a} vs {b} on {len(data.datasets)} datasets ({fit.chains} chains × {fit.draws} draws)")
+    return _pair_test(data, fit, collected.layout, progress), data
 
 
 def _pair_data(collected, pair: tuple[str, str], source: SourceOptions, signed_rank: bool):
@@ -285,6 +282,14 @@ def _pair_data(collected, pair: tuple[str, str], source: SourceOptions, signed_r
     problem with either is an InputError naming it."""
     read = collected.means if signed_rank else collected.tensor
     return read(*pair, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
+
+
+def _pair_test(data, fit: FitOptions, layout: str, progress: Progress | None = None):
+    """Fit step of a pair: the signed-rank test on its means (:func:`signed_rank_applies`), else the hierarchical
+    test on its paired folds."""
+    if signed_rank_applies(fit.test, layout):
+        return signed_rank_test(data, options=fit)
+    return hierarchical_test(data, options=fit, progress=progress)
 
 
 def _pair_bundle(result, data, metric: str, ids, layout: str, *, run_id: str | None = None,
@@ -362,10 +367,7 @@ def _target(client, run_id: str | None, source: SourceOptions, ids) -> str:
 def _fit_pair(data, fit: FitOptions, metric: str, ids, layout, folder: Path | None):
     """One pair, in a worker: its test (on the data :func:`_pair_data` read for it) and, when it will be logged,
     its run's bundle (written into ``folder``)."""
-    if signed_rank_applies(fit.test, layout):
-        result = signed_rank_test(data, options=fit)
-    else:
-        result = hierarchical_test(data, options=fit)
+    result = _pair_test(data, fit, layout)
     if folder is None:
         return result, None
     return result, _pair_bundle(result, data, metric, ids, layout, directory=folder)

@@ -16,15 +16,15 @@ from .errors import InputError
 @dataclass
 class MatrixSummary:
     """``better.loc[r, c]`` = P(r better than c) on the next dataset; ``rope`` = P(practically equivalent);
-    ``ranking`` = one row per model, best first; ``test`` = the test that compared the pairs (a result's
-    ``test``)."""
+    ``ranking`` = one row per model, best first; ``test`` = the test that compared the pairs (every pair's
+    result's ``test``)."""
 
     models: list[str]
     metric: str
     better: pd.DataFrame
     rope: pd.DataFrame
     ranking: pd.DataFrame
-    test: str = "hierarchical"
+    test: str
 
 
 def model_pairs(models: Sequence[str]) -> list[tuple[str, str]]:
@@ -65,8 +65,7 @@ def summarise(results: dict[tuple[str, str], object], models: Sequence[str], met
     })
     ranking = ranking.sort_values(["mean_p_better", "wins"], ascending=False, kind="stable").reset_index(drop=True)
     ranking.insert(0, "rank", np.arange(1, len(ranking) + 1))
-    tests = {res.test for res in results.values()}
-    return MatrixSummary(models, metric, better, rope, ranking, tests.pop() if len(tests) == 1 else "hierarchical")
+    return MatrixSummary(models, metric, better, rope, ranking, next(iter(results.values())).test)
 
 
 def matrix_figure(summary: MatrixSummary) -> Figure:

@@ -33,6 +33,7 @@ TEST_NAMES = {"hierarchical": "Bayesian hierarchical test on the per-fold scores
               "signed-rank": "Bayesian signed-rank test on the per-dataset means"}
 #: Their papers.
 TEST_REFERENCES = {"hierarchical": "Corani et al. 2017", "signed-rank": "Benavoli et al. 2017"}
+
 #: Stan's sampler statistics by the names arviz gives them.
 ARVIZ_STATS = {"divergent__": "diverging", "treedepth__": "tree_depth", "energy__": "energy",
                "stepsize__": "step_size", "n_leapfrog__": "n_steps", "accept_stat__": "acceptance_rate"}
