@@ -8,14 +8,15 @@ then times:
 
 * the fetch: ``collect_scores`` of all 10 models (search + the server's bulk history endpoint);
 * ``compare_matrix`` over all 45 pairs, fitted in parallel processes (``jobs`` = the core count by default), each
-  pair logged as a child comparison run under a parent run;
+  pair logged as a child comparison run under a parent run (with its own figures, HTML report and model check
+  when ``--pair-reports``), at the product's sampler settings unless ``--chains``/``--warmup``/``--draws``;
 
 and prints the time per pair.
 
     python benchmarks/bench_scale.py                          # 10 models x 100 datasets x (10 folds x 10 repeats)
     python benchmarks/bench_scale.py --tracking-uri http://127.0.0.1:5000
     python benchmarks/bench_scale.py --models 4 --datasets 20 --chains 2 --draws 400   # a quick look
-    python benchmarks/bench_scale.py --no-log --warmup 500 --draws 500   # what fewer draws, no reports would take
+    python benchmarks/bench_scale.py --pair-reports                      # every pair with its own report
 """
 
 from __future__ import annotations
@@ -90,11 +91,12 @@ def main() -> int:
     ap.add_argument("--datasets", type=int, default=100)
     ap.add_argument("--folds", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=10)
-    ap.add_argument("--chains", type=int, default=4)
-    ap.add_argument("--draws", type=int, default=1000)
-    ap.add_argument("--warmup", type=int, default=1000)
-    ap.add_argument("--no-log", action="store_true",
-                    help="time the matrix without logging: fits and model checks, no reports, no runs")
+    ap.add_argument("--chains", type=int, help="default: the product's")
+    ap.add_argument("--draws", type=int, help="default: the product's")
+    ap.add_argument("--warmup", type=int, help="default: the product's")
+    ap.add_argument("--pair-reports", action="store_true",
+                    help="give every pair run its figures, HTML report and model check")
+    ap.add_argument("--no-log", action="store_true", help="time the matrix without logging: the fits, no runs")
     ap.add_argument("--jobs", type=int, default=os.cpu_count(), help="pairs fitted at once (default: core count)")
     ap.add_argument("--threads", type=int, default=16, help="threads logging the runs")
     ap.add_argument("--workers", type=int, default=4, help="uvicorn workers of the server we start")
@@ -131,9 +133,12 @@ def main() -> int:
         print(f"fetch: {fetch_s:.2f} s for {len(collected.scores):,} scores ({collected.fetch_method})", flush=True)
 
         clock = StageClock()
+        sampler = {k: v for k, v in (("chains", args.chains), ("draws", args.draws), ("warmup", args.warmup))
+                   if v is not None}
         out = compare_matrix(experiment_ids=[eid], metric="accuracy", models=models, tracking_uri=url,
-                             chains=args.chains, draws=args.draws, warmup=args.warmup, seed=args.seed,
-                             jobs=args.jobs, progress=clock, log=not args.no_log)
+                             seed=args.seed, pair_reports=args.pair_reports, jobs=args.jobs, progress=clock,
+                             log=not args.no_log, **sampler)
+        used = next(iter(out.pairs.values())).result.settings  # the sampler settings the pairs ran with
         matrix_s = time.perf_counter() - clock.start
         pairs = len(out.pairs)
         sampling = [o.result.diagnostics.get("sampling_seconds") or 0.0 for o in out.pairs.values()]
@@ -147,7 +152,8 @@ def main() -> int:
             children = client.search_runs([eid], f"tags.`mlflow.parentRunId` = '{out.run_id}'", max_results=1000)
         summary = {
             "models": len(models), "datasets": len(datasets), "scores_per_run": n, "pairs": pairs,
-            "chains": args.chains, "warmup": args.warmup, "draws": args.draws, "jobs": args.jobs,
+            "chains": used["chains"], "warmup": used["warmup"], "draws": used["draws"], "jobs": args.jobs,
+            "pair_reports": args.pair_reports,
             "cores": os.cpu_count(), "logged": not args.no_log,
             "log_seconds": round(log_s, 2), "fetch_seconds": round(fetch_s, 2),
             "matrix_seconds": round(matrix_s, 1), "seconds_per_pair": round(matrix_s / pairs, 2),
@@ -158,10 +164,11 @@ def main() -> int:
             "parent_status": status, "child_runs_finished": sum(c.info.status == "FINISHED" for c in children),
             "best": str(out.ranking["model"].iloc[0]),
         }
-        work = "fits and model checks, nothing logged" if args.no_log else \
-            f"fits, reports and logging of {pairs} child runs + parent"
+        checked = "fits and model checks" if args.pair_reports else "fits"
+        work = f"{checked}, nothing logged" if args.no_log else \
+            f"{checked}, {'full reports' if args.pair_reports else 'pair runs'} and logging of {pairs} child runs + parent"
         print(f"matrix: {pairs} pairs in {matrix_s:.1f} s wall with {args.jobs} jobs -> {matrix_s / pairs:.2f} s "
-              f"per pair (fetch, {work}); {args.chains} chains x ({args.warmup} + {args.draws}); Stan sampling per "
+              f"per pair (fetch, {work}); {used['chains']} chains x ({used['warmup']} + {used['draws']}); Stan sampling per "
               f"pair: mean {np.mean(sampling):.2f} s, max {np.max(sampling):.2f} s", flush=True)
         print("  of which " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in steps), flush=True)
         print(f"parent run {out.run_id}: {status}, {summary['child_runs_finished']}/{pairs} child runs FINISHED; "

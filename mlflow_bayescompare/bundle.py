@@ -23,14 +23,20 @@ from .result import divergent_transitions, jsonable
 
 __all__ = ["Bundle", "comparison_bundle", "matrix_bundle", "ranking_bundle", "ranking_metrics", "signed_rank_bundle", "comparison_tags", "comparison_params",
            "comparison_metrics", "diagnostics_problem", "source_runs", "run_name", "models_run_name", "fit_tag",
-           "COMPARISON_ARTIFACTS"]
+           "COMPARISON_ARTIFACTS", "PAIR_SUMMARY_ARTIFACTS"]
 
-#: What a comparison run holds, relative to its artifact root.
+#: What a comparison run holds, relative to its artifact root; a matrix's pair run without its report
+#: (:data:`PAIR_SUMMARY_ARTIFACTS`) holds the same minus the figures and report.html.
 COMPARISON_ARTIFACTS = (
     "report.html", "report.md", "summary.json", "shrinkage.csv", "cv_differences.csv", "posterior.nc",
     *(f"plots/{name}.{ext}" for name in ("simplex", "posterior", "shrinkage", "model_fit") for ext in ("png", "svg")),
     "stan/hierarchical.stan", "stan/data.json",
 )
+PAIR_SUMMARY_ARTIFACTS = tuple(a for a in COMPARISON_ARTIFACTS if a != "report.html" and not a.startswith("plots/"))
+#: Under the title of a pair run's description when it has no report: where the rest is.
+NO_REPORT_NOTE = ("_This pair of a matrix holds no figures, HTML report or PSIS-LOO model check: run the matrix "
+                  "with `--pair-reports` (`pair_reports=True`), or compare the pair on its own with this run's "
+                  "params (with `--warmup 1000` if its diagnostics say the full warm-up was kept)._")
 
 
 @dataclass
@@ -76,10 +82,10 @@ def _directory(directory: Path | None, prefix: str) -> tuple[Path, tempfile.Temp
 
 def comparison_bundle(result, tensor, *, metric: str, experiment_ids: Sequence[str], layout: str | None = None,
                       run_id: str | None = None, experiment_id: str | None = None,
-                      directory: Path | None = None) -> Bundle:
+                      directory: Path | None = None, figures: bool = True) -> Bundle:
     """The comparison run of ``result`` (fitted on ``tensor``); ``run_id`` when the run already exists, in
     ``experiment_id`` (the report then links to itself); ``directory`` to write the artifacts into (default: a
-    temporary directory)."""
+    temporary directory); ``figures=False`` for a matrix's pair run without figures and HTML report."""
     from . import plots, report
     from .model import STAN_FILE
 
@@ -89,18 +95,22 @@ def comparison_bundle(result, tensor, *, metric: str, experiment_ids: Sequence[s
                                    experiment_ids=[str(e) for e in experiment_ids],
                                    source_runs=source_runs(tensor, experiment_ids), comparison_run_id=run_id,
                                    comparison_experiment_id=experiment_id)
-        pngs = plots.write_png_and_svg(plots.all_figures(result), root / "plots")
         markdown = report.render_markdown(result, ctx)
+        if figures:
+            pngs = plots.write_png_and_svg(plots.all_figures(result), root / "plots")
+            (root / "report.html").write_text(report.render_html(result, pngs, ctx), encoding="utf-8")
+        else:
+            markdown = _noting_no_report(markdown)
         (root / "stan").mkdir(exist_ok=True)
         (root / "report.md").write_text(markdown, encoding="utf-8")
-        (root / "report.html").write_text(report.render_html(result, pngs, ctx), encoding="utf-8")
         (root / "summary.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
         result.shrinkage.to_csv(root / "shrinkage.csv", index=False)
         tensor.table.to_csv(root / "cv_differences.csv", index=False)
         result.to_inference_data().to_netcdf(str(root / "posterior.nc"))
         shutil.copyfile(STAN_FILE, root / "stan" / "hierarchical.stan")
         (root / "stan" / "data.json").write_text(json.dumps(result.stan_data, indent=1, default=jsonable))
-        run_tags = {**comparison_tags(result, metric=metric, experiment_ids=experiment_ids), T.NOTE: fit_tag(markdown)}
+        run_tags = {**comparison_tags(result, metric=metric, experiment_ids=experiment_ids, figures=figures),
+                    T.NOTE: fit_tag(markdown)}
         return Bundle(ctx.title, run_tags, comparison_params(result, layout=layout), comparison_metrics(result),
                       root, tmp)
     except BaseException:
@@ -109,9 +119,11 @@ def comparison_bundle(result, tensor, *, metric: str, experiment_ids: Sequence[s
         raise
 
 
-def comparison_tags(result, *, metric: str, experiment_ids: Sequence[str]) -> dict[str, str]:
-    """The ``bayescompare.*`` tags of a comparison run (without the description)."""
+def comparison_tags(result, *, metric: str, experiment_ids: Sequence[str], figures: bool = True) -> dict[str, str]:
+    """The ``bayescompare.*`` tags of a comparison run (without the description); ``figures=False``: a matrix's
+    pair run without figures and HTML report."""
     return {
+        **({} if figures else {T.REPORT: "none"}),
         T.KIND: "comparison",
         T.TEST: result.test,
         T.MODEL_A: result.model_a,
@@ -238,6 +250,12 @@ def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: st
         raise
 
 
+def _noting_no_report(markdown: str) -> str:
+    """``markdown`` with :data:`NO_REPORT_NOTE` under its title (a long description is cut at its end)."""
+    title, _, rest = markdown.partition("\n\n")
+    return f"{title}\n\n{NO_REPORT_NOTE}\n\n{rest}"
+
+
 def fit_tag(text: str, limit: int = MAX_TAG_VAL_LENGTH) -> str:
     """``text`` cut at a line boundary to fit in a tag value, saying so when cut."""
     if len(text) <= limit:
@@ -332,21 +350,26 @@ def _metric_key(name: str) -> str:
 
 
 def signed_rank_bundle(result, means, *, metric: str, experiment_ids: Sequence[str], layout: str | None = None,
-                       directory: Path | None = None) -> Bundle:
+                       directory: Path | None = None, figures: bool = True) -> Bundle:
     """The comparison run of a Bayesian signed-rank test on per-dataset means (``means``, a
-    :class:`~.tensor.DatasetMeans`): its reports, the probability simplex, the means and the summary."""
+    :class:`~.tensor.DatasetMeans`): its reports, the probability simplex, the means and the summary
+    (``figures=False``: without the simplex and report.html, as :func:`comparison_bundle`)."""
     from . import signed_rank_report
     from .plots import plot_simplex, write_png_and_svg
 
     root, tmp = _directory(directory, "bayescompare-")
     try:
-        png = write_png_and_svg({"simplex": plot_simplex(result)}, root / "plots")["simplex"]
         markdown = signed_rank_report.render_markdown(result, metric)
+        if figures:
+            png = write_png_and_svg({"simplex": plot_simplex(result)}, root / "plots")["simplex"]
+            (root / "report.html").write_text(signed_rank_report.render_html(result, metric, png), encoding="utf-8")
+        else:
+            markdown = _noting_no_report(markdown)
         (root / "report.md").write_text(markdown, encoding="utf-8")
-        (root / "report.html").write_text(signed_rank_report.render_html(result, metric, png), encoding="utf-8")
         (root / "summary.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
         means.table.to_csv(root / "dataset_means.csv", index=False)
-        run_tags = {**comparison_tags(result, metric=metric, experiment_ids=experiment_ids), T.NOTE: fit_tag(markdown)}
+        run_tags = {**comparison_tags(result, metric=metric, experiment_ids=experiment_ids, figures=figures),
+                    T.NOTE: fit_tag(markdown)}
         metrics = {"p_a_better": result.p_a_better, "p_rope": result.p_rope, "p_b_better": result.p_b_better,
                    "signed_rank_p": result.signed_rank_p, "n_datasets": len(result.datasets),
                    **{k: result.diagnostics.get(k) for k in ("mc_se_max", "sampling_seconds")},

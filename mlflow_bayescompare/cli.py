@@ -131,13 +131,14 @@ def matrix(tracking_uri, no_log, as_json, jobs, **fields) -> None:
         source, fit, models = parse_fields(fields, [SourceOptions, FitOptions, ModelsOptions], origin="cli",
                                            exclude=("sensitivity",))
         with TerminalProgress(sys.stderr) as progress:
-            outcome = api.compare_matrix(models=models.models, source=source, fit=fit, log=not no_log,
-                                         tracking_uri=tracking_uri, jobs=jobs, progress=progress)
+            outcome = api.compare_matrix(models=models.models, pair_reports=models.pair_reports, source=source,
+                                         fit=fit, log=not no_log, tracking_uri=tracking_uri, jobs=jobs,
+                                         progress=progress)
         out(outcome.to_dict(), _matrix_text(outcome, tracking_uri))
 
 
 @main.command(epilog=EXIT_CODES)
-@click_options(SourceOptions, RankOptions, ModelsOptions, exclude=("RankOptions.drop_incomplete",))
+@click_options(SourceOptions, RankOptions, ModelsOptions, exclude=("RankOptions.drop_incomplete", "pair_reports"))
 @_run_options
 @click.option("--require", "require_best", metavar="best=MODEL",
               help="Exit 1 unless MODEL's probability of being the best reaches --threshold.")
@@ -148,7 +149,7 @@ def rank(tracking_uri, no_log, as_json, require_best, **fields) -> None:
 
     with _errors(), _output(as_json) as out:
         source, options, models = parse_fields(fields, [SourceOptions, RankOptions, ModelsOptions], origin="cli",
-                                               exclude=("RankOptions.drop_incomplete",))
+                                               exclude=("RankOptions.drop_incomplete", "pair_reports"))
         wanted = _required_best(require_best)
         with TerminalProgress(sys.stderr) as progress:
             outcome = api.rank_runs(models=models.models, source=source, rank=options, log=not no_log,

@@ -25,11 +25,12 @@ from .collect import collect_scores, discover, resolve_experiments
 from .errors import InputError
 from .hierarchical import hierarchical_test
 from .matrix import MatrixSummary, model_pairs, summarise
-from .options import CLAIMS, FitOptions, ModelsOptions, PairOptions, RankOptions, SourceOptions, from_keywords
+from .options import (CLAIMS, MATRIX_PAIR_WARMUP, WARMUP, FitOptions, ModelsOptions, PairOptions, RankOptions,
+                      SourceOptions, from_keywords)
 from .ranking import rank_models
 from .signed_rank import signed_rank_test
 from .progress import Progress, notify
-from .workers import run_all
+from . import workers
 
 __all__ = ["compare_runs", "compare_matrix", "rank_runs", "require", "claim_probability", "Outcome",
            "ComparisonOutcome", "MatrixOutcome", "RankingOutcome"]
@@ -153,30 +154,41 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
     :func:`compare_runs` would choose: the hierarchical test on per-fold scores, the signed-rank test on runs that
     hold one score each (or when ``test="signed-rank"``).
 
-    Pairs are fitted, and their reports built, in up to ``jobs`` processes (default: one per CPU; they are
+    A pair's run holds its numbers, tables and posterior; with ``pair_reports=True`` (a field of
+    :class:`~.options.ModelsOptions`) also the figures, HTML report and PSIS-LOO model check of a comparison run.
+    Pairs warm up for :data:`~.options.MATRIX_PAIR_WARMUP` iterations per chain unless ``warmup`` is given (and
+    a pair whose chains then disagree again for :data:`~.options.WARMUP`: :func:`~.hierarchical.hierarchical_test`).
+    Pairs are fitted, and their runs' content built, in up to ``jobs`` processes (default: one per CPU; they are
     spawned, so a script calling this with several jobs needs the ``if __name__ == "__main__":`` guard).
     ``run_id`` names a RUNNING parent run to fill (the server's job record).  Other arguments as
     :func:`compare_runs`.
     """
-    source, fit = _options(experiment_names, experiment_ids, options, (SourceOptions, source), (FitOptions, fit))
-    models = list(ModelsOptions(models=tuple(models)).models)
+    source, fit, chosen = _options(experiment_names, experiment_ids, {**options, "models": tuple(models)},
+                                   (SourceOptions, source), (FitOptions, fit), (ModelsOptions, None))
+    models = list(chosen.models)
     client, progress, started = _begin(tracking_uri, run_id, progress)
     with _failing_run(client, run_id), tempfile.TemporaryDirectory(prefix="bayescompare-matrix-") as folder:
         ids = _sources(client, source, progress)
         models = models or _every_model(client, ids, source)
         pairs = model_pairs(models)
-        collected = _collect(client, ids, source, models, progress)
-        signed_rank = signed_rank_applies(fit.test, collected.layout)
-        data = {p: _pair_data(collected, p, source, signed_rank) for p in pairs}
-        if signed_rank:
-            notify(progress, "sampling", f"{len(pairs)} pairs (signed-rank test on the per-dataset means)")
-        else:
-            stan_fit.compile_program("hierarchical", fit.backend, progress)  # once, before the workers load it
-            notify(progress, "sampling", f"{len(pairs)} pairs ({fit.chains} chains × {fit.draws} draws each)")
         log = log or run_id is not None
-        tasks = {p: (data[p], fit, source.metric, ids, collected.layout,
-                     Path(folder) / str(i) if log else None) for i, p in enumerate(pairs)}
-        fitted = run_all(_fit_pair, tasks, jobs=jobs, progress=progress)
+        with workers.started(jobs, len(pairs)) as pool:  # they start up while the scores are fetched
+            collected = _collect(client, ids, source, models, progress)
+            signed_rank = signed_rank_applies(fit.test, collected.layout)
+            if signed_rank:
+                notify(progress, "sampling", f"{len(pairs)} pairs (signed-rank test on the per-dataset means)")
+            else:
+                stan_fit.compile_program("hierarchical", fit.backend, progress)  # once, before the workers load it
+                notify(progress, "sampling", f"{len(pairs)} pairs ({fit.chains} chains × {fit.draws} draws each)")
+            data: dict = {}
+
+            def tasks():  # each pair's data read and checked (an InputError stops the workers), then its task
+                for i, p in enumerate(pairs):
+                    data[p] = _pair_data(collected, p, source, signed_rank)
+                    yield p, (data[p], fit, source.metric, ids, collected.layout,
+                              Path(folder) / str(i) if log else None, chosen.pair_reports)
+
+            fitted = workers.run_all(_fit_pair, tasks(), total=len(pairs), pool=pool, progress=progress)
         summary = summarise({p: fitted[p][0] for p in pairs}, models, source.metric)
         bbt = _bbt(collected, models, source, _rank_options(fit), progress) if len(models) >= 3 else None
         matrix = MatrixOutcome([str(m) for m in models],
@@ -284,23 +296,27 @@ def _pair_data(collected, pair: tuple[str, str], source: SourceOptions, signed_r
     return read(*pair, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
 
 
-def _pair_test(data, fit: FitOptions, layout: str, progress: Progress | None = None):
+def _pair_test(data, fit: FitOptions, layout: str, progress: Progress | None = None, *, matrix_pair: bool = False,
+               model_check: bool = True):
     """Fit step of a pair: the signed-rank test on its means (:func:`signed_rank_applies`), else the hierarchical
-    test on its paired folds."""
+    test on its paired folds (with its PSIS-LOO model check unless ``model_check=False``; as a ``matrix_pair``,
+    after the matrix's warm-up when none is given)."""
     if signed_rank_applies(fit.test, layout):
         return signed_rank_test(data, options=fit)
-    return hierarchical_test(data, options=fit, progress=progress)
+    return hierarchical_test(data, options=fit, progress=progress, model_check=model_check,
+                             default_warmup=MATRIX_PAIR_WARMUP if matrix_pair else WARMUP)
 
 
 def _pair_bundle(result, data, metric: str, ids, layout: str, *, run_id: str | None = None,
-                 experiment_id: str | None = None, directory: Path | None = None):
+                 experiment_id: str | None = None, directory: Path | None = None, figures: bool = True):
     """Report step of a comparison: the run of whichever test answered, to be logged in ``experiment_id`` (as
-    ``run_id`` when that run exists), its artifacts written into ``directory`` (default: a temporary one)."""
+    ``run_id`` when that run exists), its artifacts written into ``directory`` (default: a temporary one);
+    ``figures=False`` for a matrix's pair run without figures and HTML report."""
     if result.test == "signed-rank":
         return signed_rank_bundle(result, data, metric=metric, experiment_ids=ids, layout=layout,
-                                  directory=directory)
+                                  directory=directory, figures=figures)
     return comparison_bundle(result, data, metric=metric, experiment_ids=ids, layout=layout, run_id=run_id,
-                             experiment_id=experiment_id, directory=directory)
+                             experiment_id=experiment_id, directory=directory, figures=figures)
 
 
 def _begin(tracking_uri: str | None, run_id: str | None, progress: Progress | None):
@@ -339,7 +355,7 @@ def _bbt(collected, models, source: SourceOptions, rank: RankOptions, progress):
 def _rank_options(fit: FitOptions) -> RankOptions:
     """The ranking of a matrix, sampled like its pairs."""
     return RankOptions(greater_is_better=fit.greater_is_better, threshold=fit.threshold, chains=fit.chains,
-                       draws=fit.draws, warmup=fit.warmup, seed=fit.seed, backend=fit.backend)
+                       draws=fit.draws, warmup=fit.with_warmup().warmup, seed=fit.seed, backend=fit.backend)
 
 
 def one_run_each(scores, on_duplicate: str):
@@ -364,13 +380,13 @@ def _target(client, run_id: str | None, source: SourceOptions, ids) -> str:
     return runlog.resolve_target(client, source.target_experiment, ids)
 
 
-def _fit_pair(data, fit: FitOptions, metric: str, ids, layout, folder: Path | None):
+def _fit_pair(data, fit: FitOptions, metric: str, ids, layout, folder: Path | None, report: bool):
     """One pair, in a worker: its test (on the data :func:`_pair_data` read for it) and, when it will be logged,
-    its run's bundle (written into ``folder``)."""
-    result = _pair_test(data, fit, layout)
+    its run's bundle (written into ``folder``); ``report``: with the figures, HTML report and model check."""
+    result = _pair_test(data, fit, layout, matrix_pair=True, model_check=report)
     if folder is None:
         return result, None
-    return result, _pair_bundle(result, data, metric, ids, layout, directory=folder)
+    return result, _pair_bundle(result, data, metric, ids, layout, directory=folder, figures=report)
 
 
 def _log_family(client, parent, children: dict, target: str, run_id: str | None, started: int,

@@ -16,7 +16,7 @@ from . import baselines, fit, prepare, summary
 from . import model as stan_model
 from .console import log
 from .errors import InputError
-from .options import FitOptions, build
+from .options import WARMUP, FitOptions, build
 from .progress import Progress
 from .result import HierarchicalResult, Orientation, divergent_transitions
 from .tensor import CVTensor, from_arrays, from_tidy
@@ -33,7 +33,8 @@ RETRY_ADAPT_DELTA = 0.95
 
 def hierarchical_test(scores_a=None, scores_b=None, *, diffs=None, folds=None, datasets=None,
                       model_a: str | None = None, model_b: str | None = None, options: FitOptions | None = None,
-                      progress: Progress | None = None, **settings) -> HierarchicalResult:
+                      progress: Progress | None = None, model_check: bool = True, default_warmup: int = WARMUP,
+                      **settings) -> HierarchicalResult:
     """Compare model A with model B across datasets.
 
     Args:
@@ -46,18 +47,25 @@ def hierarchical_test(scores_a=None, scores_b=None, *, diffs=None, folds=None, d
             greater_is_better, prior, threshold, rho, chains, draws, warmup, seed, backend, sensitivity and the
             hyper-prior bounds of Sec. 3), which override ``options``.
         progress: a hook receiving the stages ``compiling`` (the first time on a machine) and ``sampling``.
+        model_check: compute each dataset's PSIS-LOO Pareto k̂ (the shrinkage table's ``pareto_k``; about 0.8 s per
+            100 datasets); a matrix's pairs skip it unless they get full reports.
+        default_warmup: the warm-up when the options give none.  Shorter than :data:`~.options.WARMUP` (a
+            matrix's pairs: :data:`~.options.MATRIX_PAIR_WARMUP`), a fit whose chains then disagree (R-hat above
+            the limit) is sampled again after the full warm-up, and the one with the smaller R-hat is kept.
 
     Returns:
         :class:`HierarchicalResult`.  Orientation: x = a − b; the paper's *right* (x > rope) is "A better" when
         greater is better, its *left* (x < −rope) is "B better"; ``p_a_better``/``p_b_better`` apply it.
     """
     opts = build(FitOptions, options, **settings)
+    retry_warmup = opts.warmup is None and default_warmup < WARMUP
+    opts = opts.with_warmup(default_warmup)
     tensor = as_tensor(scores_a, scores_b, diffs, datasets, folds, model_a, model_b)
     if opts.seed is None:
         opts = dataclasses.replace(opts, seed=int(np.random.SeedSequence().entropy % (2**31 - 1)))
     folds = folds if folds is not None else tensor.folds
     rho = prepare.correlations(tensor.datasets, folds, opts.rho)
-    fitter = _Fitter(tensor, rho, opts, progress)
+    fitter = _Fitter(tensor, rho, opts, progress, model_check, retry_warmup)
     result = fitter.result(folds)
     if opts.sensitivity:
         result.sensitivity = _sensitivity(fitter, result)
@@ -68,14 +76,19 @@ def hierarchical_test(scores_a=None, scores_b=None, *, diffs=None, folds=None, d
 class _Fitter:
     """Fits the model on one tensor, once per prior asked for, and turns a fit into a result."""
 
-    def __init__(self, tensor: CVTensor, rho: np.ndarray, opts: FitOptions, progress: Progress | None):
+    def __init__(self, tensor: CVTensor, rho: np.ndarray, opts: FitOptions, progress: Progress | None,
+                 model_check: bool = True, retry_warmup: bool = False):
         self.tensor, self.rho, self.opts, self.progress = tensor, rho, opts, progress
+        self.model_check, self.retry_warmup = model_check, retry_warmup
         self.form: dict[str, str] = {}  # per prior: how δ_i was sampled, for the diagnostics
+        self.rhat: dict[str, float] = {}  # per prior: the kept fit's R-hat, when the warm-up retry computed it
 
     def fit(self, prior: str) -> tuple[prepare.Prepared, fit.Fit]:
         """Prepare and sample in the form of δ_i prepare chose, at Stan's default adapt delta.  When that fit
         diverges, re-sample at :data:`RETRY_ADAPT_DELTA`, non-centred first, then centred if it still diverges,
-        and keep the fit with the fewest divergences (a retry on a tie); the reported times cover every fit.
+        and keep the fit with the fewest divergences (a retry on a tie).  With ``retry_warmup`` (a matrix's pair,
+        whose default warm-up is short), a kept fit whose chains disagree (R-hat above the limit) is sampled again
+        after the full warm-up, and the one with the smaller R-hat is kept.  The reported times cover every fit.
 
         Measured (benchmarks/README.md, "Divergences left by the retry"): on the demo's data the non-centred form's
         few divergences sit in σ0's upper tail and go at a smaller step size, while the centred form has a funnel
@@ -96,6 +109,17 @@ class _Fitter:
             tries.append(_Try(stan_data, RETRY_ADAPT_DELTA, self._sample(stan_data, RETRY_ADAPT_DELTA)))
         kept = min([*tries[1:], first], key=lambda t: t.posterior.divergences)  # a retry wins a tie
         self.form[prior] = _tried(tries, kept)
+        if self.retry_warmup:
+            kept.rhat = summary.rhat_max(kept.posterior)
+            if kept.rhat > summary.RHAT_LIMIT:
+                full = _Try(kept.stan_data, kept.adapt_delta, self._sample(kept.stan_data, kept.adapt_delta, WARMUP))
+                full.rhat = summary.rhat_max(full.posterior)
+                tries.append(full)
+                short, kept = kept, min(full, kept, key=lambda t: t.rhat)  # the full warm-up wins a tie
+                self.form[prior] += (f"; R-hat {short.rhat:.3f} after {opts.warmup} warm-up iterations, "
+                                     f"{full.rhat:.3f} after {WARMUP}: kept the "
+                                     f"{'full' if kept is full else 'short'} warm-up")
+            self.rhat[prior] = kept.rhat
         posterior = kept.posterior
         if len(tries) > 1:  # the reported times cover every fit
             posterior.seconds = sum(t.posterior.seconds for t in tries)
@@ -103,9 +127,9 @@ class _Fitter:
         prepared.stan_data = kept.stan_data
         return prepared, posterior
 
-    def _sample(self, stan_data: dict, adapt_delta: float | None = None) -> fit.Fit:
+    def _sample(self, stan_data: dict, adapt_delta: float | None = None, warmup: int | None = None) -> fit.Fit:
         o = self.opts
-        return fit.sample(stan_data, chains=o.chains, draws=o.draws, warmup=o.warmup, seed=o.seed,
+        return fit.sample(stan_data, chains=o.chains, draws=o.draws, warmup=warmup or o.warmup, seed=o.seed,
                           backend=o.backend, progress=self.progress, adapt_delta=adapt_delta)
 
     def result(self, folds) -> HierarchicalResult:
@@ -138,7 +162,7 @@ class _Fitter:
                    orientation: Orientation) -> pd.DataFrame:
         """One row per dataset: the MLE, the shrinkage estimate with its HDI and side probabilities, the
         per-dataset baselines, each oriented as A better / B better too, and the model check: the dataset's
-        PSIS-LOO Pareto k̂ and whether its own strong evidence was shrunk to the opposite side."""
+        PSIS-LOO Pareto k̂ (unless skipped) and whether its own strong evidence was shrunk to the opposite side."""
         tensor = self.tensor
         table = pd.concat([
             pd.DataFrame({"dataset": tensor.datasets, "n": prepared.n, "rho": self.rho,
@@ -149,12 +173,14 @@ class _Fitter:
         oriented = orientation.orient(table["p_left"], table["p_rope"], table["p_right"])
         table["p_a_better"], table["p_b_better"] = oriented["a_better"], oriented["b_better"]
         table["perturbed"] = table["dataset"].isin(prepared.perturbed)
-        table["pareto_k"] = summary.dataset_pareto_k(prepared.stan_data, posterior.draws)
+        if self.model_check:
+            table["pareto_k"] = summary.dataset_pareto_k(prepared.stan_data, posterior.draws)
         table["conflict"] = summary.conflicts(table, self.opts.threshold)
         return table
 
     def _diagnostics(self, posterior: fit.Fit, prepared: prepare.Prepared, table: pd.DataFrame) -> dict:
-        diagnostics = {**summary.diagnostics(posterior), "parameterisation": self.form[self.opts.prior]}
+        diagnostics = {**summary.diagnostics(posterior, self.rhat.get(self.opts.prior)),
+                       "parameterisation": self.form[self.opts.prior]}
         if len(self.tensor.datasets) == 1:
             diagnostics["warnings"].append(
                 "one dataset only: the between-dataset spread σ0 is not identified, so the next-dataset "
@@ -171,7 +197,7 @@ def _model_check_warnings(table: pd.DataFrame, threshold: float) -> list[str]:
     """The datasets the Student-t population does not fit (Pareto k̂ > 0.7) and those whose own strong evidence
     the shrinkage turned around, by name."""
     out = []
-    poor = table[table["pareto_k"] > summary.PARETO_K_LIMIT]
+    poor = table[table["pareto_k"] > summary.PARETO_K_LIMIT] if "pareto_k" in table else table.iloc[:0]
     if len(poor):
         out.append(f"{len(poor)} dataset(s) the Student-t population does not fit (PSIS-LOO Pareto k̂ > "
                    f"{summary.PARETO_K_LIMIT}): " + ", ".join(f"{r.dataset} (k̂ {r.pareto_k:.2f})"
@@ -191,12 +217,13 @@ def _form(stan_data: dict) -> str:
 
 @dataclasses.dataclass
 class _Try:
-    """One fit of :meth:`_Fitter.fit`: its Stan data (the form of δ_i), adapt delta (None: Stan's default) and
-    posterior."""
+    """One fit of :meth:`_Fitter.fit`: its Stan data (the form of δ_i), adapt delta (None: Stan's default),
+    posterior and, when computed, R-hat."""
 
     stan_data: dict
     adapt_delta: float | None
     posterior: fit.Fit
+    rhat: float | None = None
 
 
 def _tried(tries: list[_Try], kept: _Try) -> str:

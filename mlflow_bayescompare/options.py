@@ -6,7 +6,7 @@ Options come in frozen dataclasses, one per concern:
 * :class:`FitOptions`: the two-model tests (the hierarchical test of Corani et al. 2017 and the Bayesian
   signed-rank test): rope, direction, prior, threshold, the MCMC settings and the hyper-prior bounds;
 * :class:`PairOptions`: the two models of a comparison and the claim to require;
-* :class:`ModelsOptions`: the models of a matrix or ranking;
+* :class:`ModelsOptions`: the models of a matrix or ranking, and whether a matrix's pairs get full reports;
 * :class:`RankOptions`: the ranking of many models (the Bayesian Bradley-Terry model of Wainer 2023).
 
 Each field carries an :class:`~.optionspec.Option` spec in its metadata (:mod:`.optionspec`).  Constructing an object validates it and cleans the
@@ -18,6 +18,7 @@ specs (both in :mod:`.optionparse`), and ``to_params()`` gives a run's params.  
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from .optionparse import build, click_options, defaults, from_keywords, parse_fields, public_name
@@ -26,7 +27,7 @@ from .optionspec import Option, OptionsBase, option, required_option
 __all__ = [
     "Option", "SourceOptions", "FitOptions", "PairOptions", "ModelsOptions", "RankOptions", "parse_fields",
     "click_options", "build", "from_keywords", "defaults", "public_name", "PRIORS", "PRIOR_ALIASES", "BACKENDS",
-    "LAYOUTS", "TESTS", "CLAIMS",
+    "LAYOUTS", "TESTS", "CLAIMS", "WARMUP", "MATRIX_PAIR_WARMUP",
 ]
 
 #: ν priors of the hierarchical test (paper, Table "prior-nu"); aliases map to these names.
@@ -37,6 +38,13 @@ LAYOUTS = ("auto", "steps", "keys", "children", "means")
 TESTS = ("auto", "hierarchical", "signed-rank")
 CLAIMS = ("a-better", "not-worse", "equivalent")
 MAX_FILTER = 2000
+#: Warm-up iterations per chain when none are given: a comparison's, as the authors' 4 × (1000 + 1000)
+#: (shared/reference/implementations.md) ...
+WARMUP = 1000
+#: ... and each pair's of a matrix: Stan's windowed adaptation at its shortest complete length (75 + 25 + 50 + 100 +
+#: 50), as the calibration tests sample; on 100 datasets a third less sampling time, the same R-hat and ESS
+#: (benchmarks/README.md, bench_scale).
+MATRIX_PAIR_WARMUP = 300
 
 
 # --------------------------------------------------------------------------------------------------- the options
@@ -101,7 +109,8 @@ class FitOptions(OptionsBase):
               "hold-out splits).", "numbers", low=0, high=1, high_open=True, nullable=True)
     chains: int = option(4, "MCMC chains.", "int", low=1, high=64)
     draws: int = option(1000, "Posterior draws per chain, after the warm-up.", "int", low=10, high=1_000_000)
-    warmup: int = option(1000, "Warm-up iterations per chain.", "int", low=10, high=1_000_000)
+    warmup: int | None = option(None, f"Warm-up iterations per chain (default: {WARMUP}; {MATRIX_PAIR_WARMUP} for "
+                                      "the pairs of a matrix).", "int", low=10, high=1_000_000, nullable=True)
     seed: int | None = option(None, "Seed of every random choice (for reproducible probabilities).", "int", low=0,
                                high=2**32 - 1, nullable=True)
     backend: str = option("auto", "Stan backend: cmdstanpy when CmdStan is installed, else pystan.", "choice",
@@ -114,6 +123,10 @@ class FitOptions(OptionsBase):
                                                 "pair", low=0, low_open=True)
     beta_bounds: tuple[float, float] = option((0.05, 0.15), "Bounds of the uniform prior on β.", "pair", low=0,
                                                low_open=True)
+
+    def with_warmup(self, default: int = WARMUP) -> FitOptions:
+        """These settings with the warm-up given, or ``default`` when none was."""
+        return self if self.warmup is not None else dataclasses.replace(self, warmup=default)
 
 
 @dataclass(frozen=True)
@@ -135,12 +148,15 @@ class PairOptions(OptionsBase):
 
 @dataclass(frozen=True)
 class ModelsOptions(OptionsBase):
-    """The models of a matrix or a ranking; none means every model found."""
+    """The models of a matrix or a ranking (none means every model found), and what a matrix's pair runs hold."""
 
     _what = "models"
 
     models: tuple[str, ...] = option((), "Models to compare (comma-separated; default: every model found).",
                                       "strings", high=200)
+    pair_reports: bool = option(False, "Give each pair of a matrix the figures, HTML report and PSIS-LOO model "
+                                        "check of a comparison run (about 3 s more per pair); without, a pair's "
+                                        "run holds its numbers, tables and posterior.", "bool", flag_value=True)
 
     def __post_init__(self) -> None:
         """``"a,b,c"`` (or a list of such) is three models."""
@@ -191,7 +207,7 @@ class RankOptions(OptionsBase):
     chains: int = option(FitOptions.chains, "MCMC chains.", "int", low=1, high=64)
     draws: int = option(FitOptions.draws, "Posterior draws per chain, after the warm-up.", "int", low=10,
                          high=1_000_000)
-    warmup: int = option(FitOptions.warmup, "Warm-up iterations per chain.", "int", low=10, high=1_000_000)
+    warmup: int = option(WARMUP, "Warm-up iterations per chain.", "int", low=10, high=1_000_000)
     seed: int | None = option(None, "Seed of every random choice (for reproducible probabilities).", "int", low=0,
                                high=2**32 - 1, nullable=True)
     backend: str = option(FitOptions.backend, "Stan backend: cmdstanpy when CmdStan is installed, else pystan.",

@@ -7,12 +7,11 @@ failure never leaves a FINISHED run with half its artifacts; a run created befor
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from mlflow.entities import Metric, Param, RunStatus, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.utils.time import get_current_time_millis
-from mlflow.utils.validation import MAX_PARAMS_TAGS_PER_BATCH
 
 from . import tags as T
 from .bundle import Bundle, fit_tag
@@ -116,16 +115,12 @@ def log_bundle(client, bundle: Bundle, *, experiment_id: str | None = None, run_
 
 
 def write_bundle(client, run_id: str, bundle: Bundle, run_tags: dict[str, str] | None = None) -> None:
-    """Log the bundle's tags, params, metrics (``log_batch``, in chunks MLflow accepts) and artifacts."""
+    """Log the bundle's tags, params and metrics (one ``log_batch``: MLflow's client splits it into as few calls
+    as its per-call limits allow, one for a comparison) and its artifacts."""
     now = get_current_time_millis()
-    tags = [RunTag(k, v) for k, v in (run_tags or bundle.tags).items()]
-    params = [Param(k, v) for k, v in bundle.params.items()]
-    metrics = [Metric(k, v, now, 0) for k, v in bundle.metrics.items()]
-    for chunk in _chunks(tags, MAX_PARAMS_TAGS_PER_BATCH):
-        client.log_batch(run_id, tags=chunk)
-    for chunk in _chunks(params, MAX_PARAMS_TAGS_PER_BATCH):
-        client.log_batch(run_id, params=chunk)
-    client.log_batch(run_id, metrics=metrics)
+    client.log_batch(run_id, metrics=[Metric(k, v, now, 0) for k, v in bundle.metrics.items()],
+                     params=[Param(k, v) for k, v in bundle.params.items()],
+                     tags=[RunTag(k, v) for k, v in (run_tags or bundle.tags).items()])
     client.log_artifacts(run_id, str(bundle.directory))
     expected = {p.relative_to(bundle.directory).as_posix() for p in bundle.directory.rglob("*") if p.is_file()}
     missing = expected - set(_artifact_paths(client, run_id))
@@ -138,8 +133,3 @@ def _artifact_paths(client, run_id: str, path: str | None = None) -> list[str]:
     for info in client.list_artifacts(run_id, path):
         out += _artifact_paths(client, run_id, info.path) if info.is_dir else [info.path]
     return out
-
-
-def _chunks(items: list, size: int) -> Iterable[list]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]

@@ -204,10 +204,16 @@ def shrinkage_table(delta: np.ndarray, rope: float) -> pd.DataFrame:
     )
 
 
-def diagnostics(fit: Fit) -> dict:
-    """R-hat (rank-normalised), bulk and tail ESS over all parameters, divergences and tree-depth saturation."""
-    dataset = az.convert_to_dataset({k: v for k, v in fit.draws.items()})
-    rhat = float(az.rhat(dataset).to_array().max())
+def rhat_max(fit: Fit) -> float:
+    """The largest rank-normalised R-hat over all parameters (Vehtari et al. 2021)."""
+    return float(az.rhat(az.convert_to_dataset(dict(fit.draws))).to_array().max())
+
+
+def diagnostics(fit: Fit, rhat: float | None = None) -> dict:
+    """R-hat (rank-normalised; ``rhat``, when :func:`rhat_max` was already computed), bulk and tail ESS over all
+    parameters, divergences and tree-depth saturation."""
+    dataset = az.convert_to_dataset(dict(fit.draws))
+    rhat = rhat_max(fit) if rhat is None else rhat
     ess_bulk = float(az.ess(dataset, method="bulk").to_array().min())
     ess_tail = float(az.ess(dataset, method="tail").to_array().min())
     divergences = int(fit.sampler["divergent__"].sum())

@@ -233,7 +233,7 @@ def _normalise(df, model_a: str, model_b: str, cols: _Columns, *, folds=None, on
     d["given_k"] = pd.to_numeric(d["raw_k"], errors="coerce").astype(float).fillna(_folds_arg(d["dataset"], folds))
     d["bad_k"] = d["given_k"].notna() & ((d["given_k"] % 1 != 0) | (d["given_k"] < 2))
     d["k"] = d["given_k"].where(~d["bad_k"])
-    datasets = list(dict.fromkeys(d["dataset"]))
+    datasets = list(pd.unique(d["dataset"]))  # in order of appearance
     if on_duplicate == "latest" and cols.run_id in df.columns:
         d = _keep_latest(d)
     return Rows(d, model_a, model_b, datasets, cols.repeat in df.columns, cols.run_id in df.columns)
@@ -252,7 +252,7 @@ def _check_setup(df, model_a: str, model_b: str, cols: _Columns, on_duplicate) -
     if missing:
         raise InputError(f"missing column(s) {', '.join(map(repr, missing))}; "
                          f"columns present: {', '.join(map(repr, map(str, df.columns)))}")
-    present = list(dict.fromkeys(df[cols.model].astype(str)))
+    present = list(pd.unique(df[cols.model].astype(str)))
     problems = []
     if model_a == model_b:
         problems.append(f"model_a and model_b are both '{model_a}'; compare two different models")

@@ -14,8 +14,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 from mlflow import MlflowClient
-from uci_runs import log_uci, uci_scores
+from uci_runs import artifact_paths, log_uci, uci_scores
 
+from mlflow_bayescompare.bundle import COMPARISON_ARTIFACTS
 from mlflow_bayescompare.cli import main
 
 FAST = ["--chains", "2", "--draws", "500", "--seed", "1"]
@@ -110,9 +111,9 @@ def test_help_documents_exit_codes():
         assert result.exit_code == 0 and "Exit codes:" in result.output and "2  bad input" in result.output
 
 
-def test_matrix_command(tracking_uri, uci_experiment, client):
+def test_matrix_command(tracking_uri, uci_experiment, client, tmp_path):
     argv = ["matrix", "--tracking-uri", tracking_uri, "--experiment-name", "cv", "--metric", "accuracy",
-            "--models", "nbc,hnb,j48", "--jobs", "1", "--json", *FAST]
+            "--models", "nbc,hnb,j48", "--jobs", "1", "--json", "--pair-reports", *FAST]
     result = CliRunner().invoke(main, argv)
 
     assert result.exit_code == 0, result.output
@@ -122,7 +123,19 @@ def test_matrix_command(tracking_uri, uci_experiment, client):
     assert report["p_better"]["nbc"]["nbc"] is None
     parent = client.get_run(report["run_id"])
     assert parent.info.status == "FINISHED" and parent.data.tags["bayescompare.kind"] == "matrix"
-    assert len(_comparison_runs(client, uci_experiment)) == 3
+    pairs = _comparison_runs(client, uci_experiment)
+    assert len(pairs) == 3
+    for pair in pairs:  # --pair-reports: each pair run as full as a comparison run
+        assert artifact_paths(client, pair.info.run_id) == sorted(COMPARISON_ARTIFACTS)
+        assert "bayescompare.report" not in pair.data.tags
+    shrinkage = pd.read_csv(client.download_artifacts(pairs[0].info.run_id, "shrinkage.csv", str(tmp_path)))
+    assert shrinkage["pareto_k"].notna().all()
+
+
+def test_rank_has_no_pair_reports_option(tracking_uri):
+    result = CliRunner().invoke(main, ["rank", "--tracking-uri", tracking_uri, "--experiment-name", "cv",
+                                       "--metric", "accuracy", "--pair-reports"])
+    assert result.exit_code == 2 and "No such option: --pair-reports" in result.output
 
 
 def test_compare_as_a_subprocess_honours_the_environment(tracking_uri, uci_experiment):

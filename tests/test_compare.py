@@ -6,9 +6,10 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
-from uci_runs import log_uci
+from uci_runs import DATASETS, artifact_paths, log_uci
 
 from mlflow_bayescompare import InputError, runlog
+from mlflow_bayescompare.bundle import NO_REPORT_NOTE, PAIR_SUMMARY_ARTIFACTS
 from mlflow_bayescompare.compare import compare_matrix, compare_runs, require
 
 FAST = dict(chains=2, draws=500, seed=1)
@@ -102,6 +103,39 @@ def test_compare_matrix_logs_parent_and_children(client, tracking_uri, uci_exper
         ["nbc vs hnb · accuracy", "nbc vs j48 · accuracy", "hnb vs j48 · accuracy"])
     assert {r.info.status for r in children} == {"FINISHED"}
     assert {r.info.run_id for r in children} == {o.run_id for o in matrix.pairs.values()}
+    # without pair_reports, a pair's run holds its numbers, tables and posterior, and says where the rest is
+    for child in children:
+        assert artifact_paths(client, child.info.run_id) == sorted(PAIR_SUMMARY_ARTIFACTS)
+        assert child.data.tags["bayescompare.report"] == "none"
+        assert NO_REPORT_NOTE in child.data.tags["mlflow.note.content"]
+        assert sum(child.data.metrics[k] for k in ("p_a_better", "p_rope", "p_b_better")) == pytest.approx(1)
+    shrinkage = pd.read_csv(client.download_artifacts(children[0].info.run_id, "shrinkage.csv", str(tmp_path)))
+    assert "pareto_k" not in shrinkage and "conflict" in shrinkage  # the PSIS-LOO check belongs to the report
+    assert all("pareto_k" not in o.result.shrinkage for o in matrix.pairs.values())
+    # a matrix's pairs warm up for 300 iterations (a comparison for 1000), and what the description promises: the
+    # pair compared on its own with the pair run's params gives the pair's numbers
+    pair = matrix.pairs["nbc", "j48"]
+    params = client.get_run(pair.run_id).data.params
+    assert (params["warmup"], params["draws"], params["chains"], params["seed"]) == ("300", "500", "2", "1")
+    alone = compare_runs(experiment_ids=[experiment_id], metric="accuracy", model_a="nbc", model_b="j48",
+                         tracking_uri=tracking_uri, log=False, **{k: int(params[k]) for k in FAST},
+                         warmup=int(params["warmup"]))
+    assert (alone.p_a_better, alone.p_rope, alone.p_b_better) == (pair.p_a_better, pair.p_rope, pair.p_b_better)
+    assert "pareto_k" in alone.result.shrinkage
+    assert compare_runs(experiment_ids=[experiment_id], metric="accuracy", model_a="nbc", model_b="j48",
+                        tracking_uri=tracking_uri, log=False, **FAST).settings["warmup"] == 1000
+
+
+def test_a_matrix_stops_at_a_bad_pair_before_logging_anything(client, tracking_uri, experiment_id):
+    """The pairs are handed to the workers as their data are read, so the first pairs sample while the last are
+    checked: a bad one (j48 lacks a dataset) stops the workers and is refused by name, and no run is written."""
+    log_uci(client, experiment_id, models=("nbc", "hnb"))
+    log_uci(client, experiment_id, models=("j48",), datasets=DATASETS[:-1])
+    with pytest.raises(InputError, match=r"uci30") as raised:
+        compare_matrix(experiment_ids=[experiment_id], metric="accuracy", models=["nbc", "hnb", "j48"],
+                       tracking_uri=tracking_uri, jobs=2, chains=2, draws=100_000, seed=1)
+    assert "j48" in str(raised.value)
+    assert client.search_runs([experiment_id], "tags.`bayescompare.kind` IS NOT NULL") == []
 
 
 def test_matrix_needs_two_distinct_models(tracking_uri):

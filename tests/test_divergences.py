@@ -102,3 +102,24 @@ def test_when_both_retries_diverge_the_fewest_divergences_are_kept(monkeypatch):
     assert form == ("non-centred δ_i; the same form was tried too (3 divergent transitions at Stan's default adapt "
                     f"delta 0.8); centred δ_i was tried too (5 divergent transitions at adapt delta "
                     f"{RETRY_ADAPT_DELTA:g}); kept: adapt delta {RETRY_ADAPT_DELTA:g}")
+
+
+def test_a_matrix_pair_whose_chains_disagree_after_its_short_warmup_is_sampled_again_after_the_full_one():
+    """A matrix's pairs warm up for MATRIX_PAIR_WARMUP iterations when no warm-up is given; when the chains then
+    disagree (here: 40 draws each, whose R-hat surely exceeds 1.01), the pair is sampled again after WARMUP
+    iterations and the fit with the smaller R-hat is kept.  A warm-up given, or a comparison's default, is sampled
+    once."""
+    from mlflow_bayescompare.options import MATRIX_PAIR_WARMUP, WARMUP
+
+    diffs = np.random.default_rng(3).normal(0.01, 0.02, (8, 10))
+    tiny = dict(diffs=diffs, folds=10, seed=2, chains=2, draws=40)
+    pair = hierarchical_test(**tiny, default_warmup=MATRIX_PAIR_WARMUP)
+    form = pair.diagnostics["parameterisation"]
+    short, full = (float(x.split()[0]) for x in form.split("; R-hat ")[1].split(", ")[:2])
+    assert short > 1.01, form
+    assert f"after {MATRIX_PAIR_WARMUP} warm-up iterations" in form and f"after {WARMUP}: kept the" in form
+    assert pair.diagnostics["rhat_max"] == pytest.approx(min(short, full), abs=5e-4)
+    assert pair.settings["warmup"] == MATRIX_PAIR_WARMUP  # what was asked; the diagnostics say what was done
+    for given in (dict(default_warmup=MATRIX_PAIR_WARMUP, warmup=MATRIX_PAIR_WARMUP), dict(warmup=100)):
+        once = hierarchical_test(**tiny, **given)
+        assert "R-hat" not in once.diagnostics["parameterisation"] and once.diagnostics["rhat_max"] > 1.01

@@ -27,7 +27,10 @@ def test_every_field_has_a_spec_and_a_default_only_there():
             assert spec.help.endswith(".") or spec.help.endswith(")"), (cls.__name__, f.name)
             assert spec.required or f.default is not dataclasses.MISSING
     fit = FitOptions()
-    assert (fit.rope, fit.threshold, fit.chains, fit.draws, fit.warmup) == (0.01, 0.95, 4, 1000, 1000)
+    assert (fit.rope, fit.threshold, fit.chains, fit.draws, fit.warmup) == (0.01, 0.95, 4, 1000, None)
+    # no warm-up given: the comparison's (the authors' 1000), or the one of a matrix's pairs; a given one stays
+    assert (fit.with_warmup().warmup, fit.with_warmup(options.MATRIX_PAIR_WARMUP).warmup) == (1000, 300)
+    assert FitOptions(warmup=2000).with_warmup(options.MATRIX_PAIR_WARMUP).warmup == 2000
     assert options.defaults(FitOptions)["alpha_bounds"] == (0.5, 5.0)
 
 
@@ -103,7 +106,8 @@ def test_help_lists_every_engine_setting_with_its_one_default():
     text = CliRunner().invoke(main, ["compare", "--help"], terminal_width=200).output
     for f in dataclasses.fields(FitOptions):
         assert options.public_name(f, "cli") in text, f.name
-    assert "--warmup INTEGER" in text and "[default: 1000]" in text and "--alpha-bounds LOW,HIGH" in text
+    assert "--warmup INTEGER" in text and "(default: 1000; 300 for the pairs of a matrix)" in text
+    assert "[default: 1000]" in text and "--alpha-bounds LOW,HIGH" in text
     assert "[default: 0.5,5]" in text
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from uci_runs import DATASETS, log_means, log_uci, uci_scores
+from uci_runs import DATASETS, artifact_paths, log_means, log_uci, uci_scores
 
 from mlflow_bayescompare import InputError, rank_models
 from mlflow_bayescompare.cli import main
@@ -100,14 +100,6 @@ SMALL_ARGV = ["--chains", "2", "--draws", "200", "--warmup", "200", "--seed", "5
 HNB_WINS = (4, 25, 29, 32, 36, 41)
 
 
-def _artifact_paths(client, run_id, path=None) -> set[str]:
-    """Every file of the run's artifacts, recursively."""
-    found = set()
-    for item in client.list_artifacts(run_id, path):
-        found |= _artifact_paths(client, run_id, item.path) if item.is_dir else {item.path}
-    return found
-
-
 def test_rank_runs_on_means_only_runs_equals_rank_models_on_the_means_table(client, tracking_uri, experiment_id):
     means = pd.Series(log_means(client, experiment_id, ("nbc", "hnb", "j48"))).unstack(0)  # dataset x model
     outcome = rank_runs(experiment_ids=[experiment_id], metric="accuracy", tracking_uri=tracking_uri, **SMALL)
@@ -135,7 +127,7 @@ def test_ranking_run_holds_every_artifact_and_a_self_contained_report(client, tr
     outcome = rank_runs(experiment_ids=[uci_experiment], metric="accuracy", tracking_uri=tracking_uri, **SMALL)
 
     plots = ("critical_difference", "pwin_matrix", "p_best")
-    assert _artifact_paths(client, outcome.run_id) == {
+    assert set(artifact_paths(client, outcome.run_id)) == {
         "ranking.csv", "pairs.csv", "wins.csv", "ppc.csv", "report.html", "report.md", "summary.json",
         "posterior.nc", "stan/bbt.stan", "stan/data.json",
         *(f"plots/{name}.{ext}" for name in plots for ext in ("png", "svg"))}

@@ -8,7 +8,7 @@ import arviz as az
 import pandas as pd
 import pytest
 from mlflow import MlflowClient
-from uci_runs import uci_scores
+from uci_runs import artifact_paths, uci_scores
 
 from mlflow_bayescompare import bundle as bundles
 from mlflow_bayescompare import hierarchical_test, runlog
@@ -37,13 +37,6 @@ def fitted():
     ]
     tensor = from_tidy(pd.DataFrame(rows), "hnb", "nbc")
     return hierarchical_test(tensor, rope=0.01, chains=2, draws=500, seed=1), tensor
-
-
-def _artifacts(client, run_id, path=None):
-    out = []
-    for info in client.list_artifacts(run_id, path):
-        out += _artifacts(client, run_id, info.path) if info.is_dir else [info.path]
-    return sorted(out)
 
 
 def _log(client, experiment_id, fitted, run_id=None):
@@ -91,7 +84,7 @@ def test_comparison_run_holds_everything(client, experiment_id, fitted, tmp_path
     assert metrics["p_a_better"] + metrics["p_rope"] + metrics["p_b_better"] == pytest.approx(1)
     assert metrics["n_datasets"] == 6
 
-    assert _artifacts(client, run.info.run_id) == sorted(bundles.COMPARISON_ARTIFACTS)
+    assert artifact_paths(client, run.info.run_id) == sorted(bundles.COMPARISON_ARTIFACTS)
     local = tmp_path / "download"
     local.mkdir()
     client.download_artifacts(run.info.run_id, "", str(local))
@@ -146,7 +139,7 @@ def test_prestarted_run_is_filled_and_staged(client, experiment_id, fitted):
     run = client.get_run(run_id)
     assert (run.info.status, run.data.tags["bayescompare.stage"]) == ("FINISHED", "done")
     assert len(client.search_runs([experiment_id])) == 1
-    assert _artifacts(client, run_id) == sorted(bundles.COMPARISON_ARTIFACTS)
+    assert artifact_paths(client, run_id) == sorted(bundles.COMPARISON_ARTIFACTS)
 
 
 def test_fail_run_records_the_error(client, experiment_id):
@@ -190,4 +183,21 @@ def test_comparison_run_on_a_server(server_client, server_experiment_id, fitted)
     run_id = _log(server_client, server_experiment_id, fitted)
     run = MlflowClient(server_client.tracking_uri).get_run(run_id)
     assert run.info.status == "FINISHED"
-    assert _artifacts(server_client, run_id) == sorted(bundles.COMPARISON_ARTIFACTS)
+    assert artifact_paths(server_client, run_id) == sorted(bundles.COMPARISON_ARTIFACTS)
+
+
+def test_a_bundle_beyond_one_batch_is_logged_whole(server_client, server_experiment_id, tmp_path):
+    """More tags and params than one ``log_batch`` takes, and more entities than one call allows: every one
+    arrives, in calls within MLflow's limits (a tracking server refuses a call beyond them)."""
+    client, experiment_id = server_client, server_experiment_id
+    (tmp_path / "content").mkdir()
+    (tmp_path / "content" / "a.txt").write_text("a")
+    tags = {f"t{i:03d}": str(i) for i in range(230)}
+    params = {f"p{i:03d}": str(i) for i in range(150)}
+    metrics = {f"m{i:04d}": float(i) for i in range(1700)}
+    bundle = bundles.Bundle("big", tags, params, metrics, tmp_path / "content")
+    run_id = runlog.log_bundle(client, bundle, experiment_id=experiment_id)
+    run = client.get_run(run_id)
+    assert run.info.status == "FINISHED"
+    assert {k: run.data.tags[k] for k in tags} == tags and run.data.params == params
+    assert run.data.metrics == metrics

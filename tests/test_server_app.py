@@ -174,6 +174,7 @@ def test_matrix_compares_all_models(server):
     assert all(p["parent_run_id"] == state["run_id"] and p["status"] == "FINISHED" for p in state["pairs"])
     assert state["ranking"] == _ranking_rows(expected.ranking)
     assert state["report_url"] == f"/bayescompare/report?run_id={state['run_id']}"
+    assert not any("report_url" in p for p in state["pairs"])  # pair runs without their own report (the default)
 
 
 def test_matrix_on_means_only_runs_compares_the_pairs_by_the_signed_rank_test(server):
@@ -183,7 +184,8 @@ def test_matrix_on_means_only_runs_compares_the_pairs_by_the_signed_rank_test(se
     means_id = server.means_matrix_id
     s = server.session()
     resp = s.post(f"{server.url}/bayescompare/api/matrix",
-                  json={"experiment_id": [means_id], "metric": "accuracy", "seed": 2}, timeout=60)
+                  json={"experiment_id": [means_id], "metric": "accuracy", "seed": 2, "pair_reports": True},
+                  timeout=60)
     assert resp.status_code == 202, resp.text
     state = wait_done(s, server.url, resp.json()["run_id"])
     assert (state["status"], state["kind"]) == ("FINISHED", "matrix"), state
@@ -193,6 +195,11 @@ def test_matrix_on_means_only_runs_compares_the_pairs_by_the_signed_rank_test(se
     got = {(p["model_a"], p["model_b"]): tuple(p[k] for k in PROBABILITIES) for p in state["pairs"]}
     assert got == {pair: (o.p_a_better, o.p_rope, o.p_b_better) for pair, o in expected.pairs.items()}
     assert {p["test"] for p in state["pairs"]} == {"signed-rank"}
+    # pair_reports: every pair run has its report, which the API serves
+    assert [p["report_url"] for p in state["pairs"]] == [f"/bayescompare/report?run_id={p['run_id']}"
+                                                         for p in state["pairs"]]
+    report = s.get(server.url + state["pairs"][0]["report_url"], timeout=30)
+    assert report.status_code == 200 and "<img" in report.text
 
 
 def _ranking_rows(table) -> list[dict]:

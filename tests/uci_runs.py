@@ -1,4 +1,5 @@
-"""Log a small slice of the paper's UCI data (tests/data/uci_classification.csv) as MLflow runs, steps layout."""
+"""Log a small slice of the paper's UCI data (tests/data/uci_classification.csv) as MLflow runs, steps layout; and
+list what a run holds (:func:`artifact_paths`)."""
 
 from __future__ import annotations
 
@@ -43,3 +44,11 @@ def log_means(client, experiment_id: str, models=("nbc", "hnb"), datasets=DATASE
         client.log_batch(run.info.run_id, metrics=[Metric("accuracy", means[model, dataset], 0, 0)])
         client.set_terminated(run.info.run_id)
     return means
+
+
+def artifact_paths(client, run_id: str, path: str | None = None) -> list[str]:
+    """Every artifact file of the run, recursively, sorted."""
+    out = []
+    for item in client.list_artifacts(run_id, path):
+        out += artifact_paths(client, run_id, item.path) if item.is_dir else [item.path]
+    return sorted(out)

@@ -39,7 +39,7 @@ def accept(granted: permissions.Granted):
         target = permissions.create_target(granted.target)
         name = _run_name(job)
         run_id = start_run(store, target, name=name, tags=_job_tags(job), stage="queued")
-        spec = JobSpec(kind=job.kind, run_id=run_id, models=job.models, fit=job.fit,
+        spec = JobSpec(kind=job.kind, run_id=run_id, models=job.models, fit=job.fit, pair_reports=job.pair_reports,
                        source=dataclasses.replace(job.source, target_experiment=str(target)),
                        tracking_uri=context.loopback_uri(), state_dir=str(settings.state_dir), slots=settings.max_jobs,
                        credentials=permissions.credentials())
@@ -108,7 +108,7 @@ def _run_name(job: JobRequest) -> str:
 def _job_tags(job: JobRequest) -> dict[str, str]:
     source = job.source
     record = {"kind": job.kind, **source.to_dict(), **job.fit.to_dict(), "models": list(job.models),
-              "claim": job.claim}
+              "claim": job.claim, **({"pair_reports": job.pair_reports} if job.kind == "matrix" else {})}
     tags = {
         T.KIND: job.kind,
         T.METRIC: source.metric,

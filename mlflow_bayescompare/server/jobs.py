@@ -119,6 +119,7 @@ class JobSpec:
     tracking_uri: str
     state_dir: str
     slots: int
+    pair_reports: bool = False  # a matrix's: ModelsOptions.pair_reports
     credentials: dict[str, str] | None = field(default=None, repr=False)
 
 
@@ -308,7 +309,7 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
                 if spec.kind == "ranking":
                     rank_runs(models=spec.models, rank=spec.fit, **common)
                 elif spec.kind == "matrix":
-                    compare_matrix(models=spec.models, fit=spec.fit, jobs=1, **common)
+                    compare_matrix(models=spec.models, pair_reports=spec.pair_reports, fit=spec.fit, jobs=1, **common)
                 else:
                     compare_runs(model_a=spec.models[0], model_b=spec.models[1], fit=spec.fit, **common)
             return {"ok": True}

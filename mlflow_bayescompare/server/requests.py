@@ -34,7 +34,7 @@ _KINDS = {"comparison": (SourceOptions, FitOptions, PairOptions),
           "matrix": (SourceOptions, FitOptions, ModelsOptions),
           "ranking": (SourceOptions, RankOptions, ModelsOptions)}
 #: fields a kind of job does not take (a ranking takes the `rank` command's options, as the command line does)
-_EXCLUDED = {"comparison": (), "matrix": ("sensitivity",), "ranking": ("RankOptions.drop_incomplete",)}
+_EXCLUDED = {"comparison": (), "matrix": ("sensitivity",), "ranking": ("RankOptions.drop_incomplete", "pair_reports")}
 
 
 class ApiError(Exception):
@@ -54,6 +54,7 @@ class JobRequest:
     fit: FitOptions | RankOptions  # a ranking's settings are RankOptions
     models: tuple[str, ...]
     claim: str | None = None
+    pair_reports: bool = False  # a matrix's: ModelsOptions.pair_reports
 
 
 # --------------------------------------------------------------------------------------------------- body
@@ -124,7 +125,7 @@ def job_request(kind: str, body: dict[str, Any], settings: Settings) -> JobReque
     if problems:
         raise InputError(problems, header="invalid request:")
     if kind in ("matrix", "ranking"):
-        return JobRequest(kind, source, fit, third.models)
+        return JobRequest(kind, source, fit, third.models, pair_reports=third.pair_reports)
     return JobRequest(kind, source, fit, (third.model_a, third.model_b), third.claim)
 
 

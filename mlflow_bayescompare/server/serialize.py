@@ -40,9 +40,12 @@ def report_path(run_id: str) -> str:
     return f"{base_path()}/report?run_id={run_id}"
 
 
-def _has_report(kind: str | None, models: list[str]) -> bool:
-    """Whether a finished run of this kind holds a ``report.html`` (a matrix of two models has only its pair's)."""
-    return kind in ("comparison", "ranking") or (kind == "matrix" and len(models) >= 3)
+def _has_report(tags: dict[str, str], models: list[str]) -> bool:
+    """Whether a finished run holds a ``report.html``: a comparison unless it is a matrix's pair run without one
+    (:data:`~..tags.REPORT`), a ranking, a matrix of three or more models (one of two has only its pair's)."""
+    kind = tags.get(T.KIND)
+    return (kind == "comparison" and tags.get(T.REPORT) != "none") or kind == "ranking" or \
+        (kind == "matrix" and len(models) >= 3)
 
 
 def _run_url(experiment_id: str, run_id: str) -> str:
@@ -85,7 +88,7 @@ def summarise_run(run) -> dict[str, Any]:
         out["best"] = tags.get(T.BEST)
         if out["best"] and status == "FINISHED":
             out["verdict"] = f"best: {out['best']}"
-    if status == "FINISHED" and _has_report(kind, out.get("models", [])):
+    if status == "FINISHED" and _has_report(tags, out.get("models", [])):
         out["report_url"] = report_path(info.run_id)
     claim = _claim(tags.get(T.REQUIRE), out["p_a_better"], out["p_rope"])
     if claim:
