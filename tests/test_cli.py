@@ -135,7 +135,7 @@ def test_matrix_command(tracking_uri, uci_experiment, client, tmp_path):
 def test_rank_has_no_pair_reports_option(tracking_uri):
     result = CliRunner().invoke(main, ["rank", "--tracking-uri", tracking_uri, "--experiment-name", "cv",
                                        "--metric", "accuracy", "--pair-reports"])
-    assert result.exit_code == 2 and "No such option: --pair-reports" in result.output
+    assert result.exit_code == 2 and "No such option" in result.output and "--pair-reports" in result.output
 
 
 def test_compare_as_a_subprocess_honours_the_environment(tracking_uri, uci_experiment):

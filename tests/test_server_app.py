@@ -174,7 +174,7 @@ def test_matrix_compares_all_models(server):
     assert all(p["parent_run_id"] == state["run_id"] and p["status"] == "FINISHED" for p in state["pairs"])
     assert state["ranking"] == _ranking_rows(expected.ranking)
     assert state["report_url"] == f"/bayescompare/report?run_id={state['run_id']}"
-    assert not any("report_url" in p for p in state["pairs"])  # pair runs without their own report (the default)
+    assert [p["report_url"] for p in state["pairs"]] == [None] * 3  # pair runs without their own report (default)
 
 
 def test_matrix_on_means_only_runs_compares_the_pairs_by_the_signed_rank_test(server):
