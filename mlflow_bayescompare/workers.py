@@ -16,6 +16,7 @@ import os
 import signal
 import threading
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
 from typing import Any, Callable, Hashable, Iterable, Iterator
 
 from .progress import Progress, notify
@@ -126,4 +127,24 @@ def _worker_terminate(signum, frame) -> None:
     from . import pystan_backend
 
     pystan_backend.stop_samplers()
+    _kill_children()
     os._exit(128 + signum)
+
+
+def _kill_children() -> None:
+    """SIGKILL every child process of this worker that the system lists (Linux ``/proc``): also a sampler process
+    forked a moment before SIGTERM arrived, which pystan's pool has not registered yet.  Left alive, it would run
+    Stan to the end and hold the worker's end of the pool's pipes open, so that the caller could not exit."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return
+    me = os.getpid()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])  # field 4, after "(comm)"
+            if parent == me:
+                os.kill(int(entry.name), signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            continue
