@@ -19,6 +19,7 @@ from typing import Any, Sequence
 from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH, MAX_TAG_VAL_LENGTH
 
 from . import tags as T
+from .options import WARMUP
 from .result import divergent_transitions, jsonable
 
 __all__ = ["Bundle", "comparison_bundle", "matrix_bundle", "ranking_bundle", "ranking_metrics", "signed_rank_bundle", "comparison_tags", "comparison_params",
@@ -36,7 +37,7 @@ PAIR_SUMMARY_ARTIFACTS = tuple(a for a in COMPARISON_ARTIFACTS if a != "report.h
 #: Under the title of a pair run's description when it has no report: where the rest is.
 NO_REPORT_NOTE = ("_This pair of a matrix holds no figures, HTML report or PSIS-LOO model check: run the matrix "
                   "with `--pair-reports` (`pair_reports=True`), or compare the pair on its own with this run's "
-                  "params (with `--warmup 1000` if its diagnostics say the full warm-up was kept)._")
+                  f"params (with `--warmup {WARMUP}` if its diagnostics say the full warm-up was kept)._")
 
 
 @dataclass
@@ -123,7 +124,7 @@ def comparison_tags(result, *, metric: str, experiment_ids: Sequence[str], figur
     """The ``bayescompare.*`` tags of a comparison run (without the description); ``figures=False``: a matrix's
     pair run without figures and HTML report."""
     return {
-        **({} if figures else {T.REPORT: "none"}),
+        **({} if figures else {T.REPORT: T.NO_REPORT}),
         T.KIND: "comparison",
         T.TEST: result.test,
         T.MODEL_A: result.model_a,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "KIND", "KINDS", "STAGE", "ERROR", "NOTE", "PARENT", "USER", "MODEL_A", "MODEL_B", "MODELS", "METRIC",
-    "VERDICT", "DECISION", "DIAGNOSTICS", "TEST", "REPORT", "BEST", "SOURCE_EXPERIMENTS", "STRICT", "REQUIRE",
+    "VERDICT", "DECISION", "DIAGNOSTICS", "TEST", "REPORT", "NO_REPORT", "BEST", "SOURCE_EXPERIMENTS", "STRICT", "REQUIRE",
     "JOB_HOST", "JOB_PID", "JOB_PID_START", "JOB_MACHINE_BOOT", "JOB_SERVER_BOOT", "JOB_USER", "JOB_REQUEST",
 ]
 
@@ -25,7 +25,8 @@ VERDICT = "bayescompare.verdict"
 DECISION = "bayescompare.decision"
 DIAGNOSTICS = "bayescompare.diagnostics"  # "ok" or the sampler's problems
 TEST = "bayescompare.test"  # which test answered: hierarchical or signed-rank
-REPORT = "bayescompare.report"  # "none" on a matrix's pair run logged without figures and HTML report
+REPORT = "bayescompare.report"  # NO_REPORT on a matrix's pair run logged without figures and HTML report
+NO_REPORT = "none"
 BEST = "bayescompare.best"  # the best model of a matrix or ranking
 SOURCE_EXPERIMENTS = "bayescompare.source_experiment_ids"
 STRICT = "bayescompare.strict"  # set by --strict when the sampler's output failed the gate

@@ -44,7 +44,7 @@ def _has_report(tags: dict[str, str], models: list[str]) -> bool:
     """Whether a finished run holds a ``report.html``: a comparison unless it is a matrix's pair run without one
     (:data:`~..tags.REPORT`), a ranking, a matrix of three or more models (one of two has only its pair's)."""
     kind = tags.get(T.KIND)
-    return (kind == "comparison" and tags.get(T.REPORT) != "none") or kind == "ranking" or \
+    return (kind == "comparison" and tags.get(T.REPORT) != T.NO_REPORT) or kind == "ranking" or \
         (kind == "matrix" and len(models) >= 3)
 
 
