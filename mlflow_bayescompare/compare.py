@@ -30,7 +30,7 @@ from .options import (CLAIMS, MATRIX_PAIR_WARMUP, WARMUP, FitOptions, ModelsOpti
 from .ranking import rank_models
 from .signed_rank import signed_rank_test
 from .progress import Progress, notify
-from .workers import run_all
+from . import workers
 
 __all__ = ["compare_runs", "compare_matrix", "rank_runs", "require", "claim_probability", "Outcome",
            "ComparisonOutcome", "MatrixOutcome", "RankingOutcome"]
@@ -171,18 +171,24 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
         ids = _sources(client, source, progress)
         models = models or _every_model(client, ids, source)
         pairs = model_pairs(models)
-        collected = _collect(client, ids, source, models, progress)
-        signed_rank = signed_rank_applies(fit.test, collected.layout)
-        data = {p: _pair_data(collected, p, source, signed_rank) for p in pairs}
-        if signed_rank:
-            notify(progress, "sampling", f"{len(pairs)} pairs (signed-rank test on the per-dataset means)")
-        else:
-            stan_fit.compile_program("hierarchical", fit.backend, progress)  # once, before the workers load it
-            notify(progress, "sampling", f"{len(pairs)} pairs ({fit.chains} chains × {fit.draws} draws each)")
         log = log or run_id is not None
-        tasks = {p: (data[p], fit, source.metric, ids, collected.layout,
-                     Path(folder) / str(i) if log else None, chosen.pair_reports) for i, p in enumerate(pairs)}
-        fitted = run_all(_fit_pair, tasks, jobs=jobs, progress=progress)
+        with workers.started(jobs, len(pairs)) as pool:  # they start up while the scores are fetched
+            collected = _collect(client, ids, source, models, progress)
+            signed_rank = signed_rank_applies(fit.test, collected.layout)
+            if signed_rank:
+                notify(progress, "sampling", f"{len(pairs)} pairs (signed-rank test on the per-dataset means)")
+            else:
+                stan_fit.compile_program("hierarchical", fit.backend, progress)  # once, before the workers load it
+                notify(progress, "sampling", f"{len(pairs)} pairs ({fit.chains} chains × {fit.draws} draws each)")
+            data: dict = {}
+
+            def tasks():  # each pair's data read and checked (an InputError stops the workers), then its task
+                for i, p in enumerate(pairs):
+                    data[p] = _pair_data(collected, p, source, signed_rank)
+                    yield p, (data[p], fit, source.metric, ids, collected.layout,
+                              Path(folder) / str(i) if log else None, chosen.pair_reports)
+
+            fitted = workers.run_all(_fit_pair, tasks(), total=len(pairs), pool=pool, progress=progress)
         summary = summarise({p: fitted[p][0] for p in pairs}, models, source.metric)
         bbt = _bbt(collected, models, source, _rank_options(fit), progress) if len(models) >= 3 else None
         matrix = MatrixOutcome([str(m) for m in models],

@@ -8,9 +8,10 @@ polls and httpstan's gzipped copy of every chain on disk.
 Tested with pystan 3.10.0 and httpstan 4.13.0 (pystan 3.9 / httpstan 4.12 and httpstan 4.17 have the same names;
 read, not run).  What is used beyond their public API:
 
-* ``httpstan.services_stub.executor``: httpstan's pool of sampler processes (forked; SIGINT ignored).  Started
-  here before the chain threads exist, replaced after a crash or Ctrl-C (with ``services_stub.init_worker``),
-  shut down at the exit of a process that sampled;
+* ``httpstan.services_stub.executor``: httpstan's pool of sampler processes (forked; SIGINT ignored by
+  ``services_stub.init_worker``).  Replaced by a pool of this module's own, whose processes also start with SIGTERM
+  at its default; started here before the chain threads exist, replaced after a crash or Ctrl-C, shut down at the
+  exit of a process that sampled;
 * ``httpstan.services_stub._make_lazy_function_wrapper``: the picklable call of a model's service function;
 * ``ProcessPoolExecutor._processes`` (the standard library's): the sampler processes, killed on Ctrl-C;
 * ``httpstan.services.arguments`` (``function_arguments``, ``lookup_default``, ``Method``) and
@@ -54,12 +55,13 @@ from .errors import SamplingError
 from .progress import Progress
 
 __all__ = ["SERVICE", "COMPILED_LIST", "SUPERSEDED_DAYS", "compile_program", "build", "sample", "run_chains",
-           "quiet", "stop_samplers", "shutdown", "forget_superseded"]
+           "quiet", "stop_samplers", "kill_samplers", "shutdown", "forget_superseded"]
 
 SERVICE = "hmc_nuts_diag_e_adapt"  # the function pystan's ``sample`` calls
 SUPERSEDED_DAYS = 7  # a compiled model of an earlier .stan file goes once unused for this long
 COMPILED_LIST = "pystan-models.txt"  # in cache_dir(): the httpstan models this package compiled
 DIAGNOSTIC_STREAM = b'{"version":1,"topic":"diagnostic"'
+_pool: concurrent.futures.ProcessPoolExecutor | None = None  # the sampler pool given to httpstan (_new_pool)
 
 _lock = threading.Lock()
 _compiled: set[str] = set()  # httpstan model names known to be compiled
@@ -236,7 +238,6 @@ def run_chains(built, *, seeds: list[int], draws: int, warmup: int,
     and ``sampler[name]`` ``(chains, draws)`` for each of Stan's sampler columns (``lp__``, ``divergent__`` …)."""
     import stan.fit
 
-    _start_samplers()
     arguments = _chain_arguments(built, draws=draws, warmup=warmup, adapt_delta=adapt_delta)
 
     def one_chain(chain_seed):
@@ -245,9 +246,10 @@ def run_chains(built, *, seeds: list[int], draws: int, warmup: int,
                             draws, 1, False)
 
     try:
-        with _kill_samplers_on_ctrl_c(), \
-                concurrent.futures.ThreadPoolExecutor(len(seeds), thread_name_prefix="stan-chain") as pool:
-            fits = list(pool.map(one_chain, seeds))
+        with _kill_samplers_on_ctrl_c():
+            _start_samplers()
+            with concurrent.futures.ThreadPoolExecutor(len(seeds), thread_name_prefix="stan-chain") as pool:
+                fits = list(pool.map(one_chain, seeds))
     except RuntimeError as exc:
         raise SamplingError(f"Stan failed to sample: {exc}") from exc
     except KeyboardInterrupt:
@@ -362,15 +364,64 @@ def _stan_messages(output: bytes) -> str:
 
 def _start_samplers() -> None:
     """httpstan forks its sampler processes when its pool is first used: have that happen here, before the chain
-    threads exist (a process forked while other threads run can crash).  A pool broken by a sampler process that
-    died earlier is replaced, so one crash does not fail every later fit of a long-running process."""
+    threads exist (a process forked while other threads run can crash), in a pool of this module's own
+    (:func:`_new_pool`).  A pool broken by a sampler process that died earlier is replaced, so one crash does not
+    fail every later fit of a long-running process."""
     import httpstan.services_stub as services
 
+    if services.executor is not _pool:
+        _new_pool(services)
     try:
-        services.executor.submit(int).result()
+        _fork_samplers(services).result()
     except concurrent.futures.BrokenExecutor:
         stop_samplers()
-        services.executor.submit(int).result()
+        _fork_samplers(services).result()
+
+
+def _fork_samplers(services) -> concurrent.futures.Future:
+    with _stop_signals_held():  # the pool forks every sampler process in its first ``submit``
+        return services.executor.submit(int)
+
+
+@contextlib.contextmanager
+def _stop_signals_held():
+    """Hold Ctrl-C and SIGTERM while httpstan's pool forks its sampler processes, and deliver them once it is done.
+    The pool forks inside ``submit``, holding its lock, and lists each new process only after the fork: a handler
+    that stopped the samplers there would miss that process, which would outlive this one holding its pipes open,
+    or wait forever for the lock.  Only the main thread runs signal handlers; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    previous = {signum: handler for signum, handler in previous.items() if handler is not None}  # None: not Python's
+    for signum in previous:
+        signal.signal(signum, lambda received, frame: held.append(received))
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum in held:
+            signal.raise_signal(signum)
+
+
+def _new_pool(services) -> None:
+    """Give httpstan a new pool of sampler processes (started on first use), each started by
+    :func:`_sampler_start`."""
+    global _pool
+    _pool = services.executor = concurrent.futures.ProcessPoolExecutor(
+        mp_context=multiprocessing.get_context("fork"), initializer=_sampler_start)
+
+
+def _sampler_start() -> None:
+    """A sampler process's start-up: Ctrl-C ignored (httpstan's own start-up) and SIGTERM back to its default, so
+    that no handler of the process that forked it (a command's or a matrix worker's stop, the hold of
+    :func:`_stop_signals_held`) runs in it."""
+    import httpstan.services_stub as services
+
+    services.init_worker()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def stop_samplers() -> None:
@@ -380,11 +431,19 @@ def stop_samplers() -> None:
     if services is None:
         return
     old = services.executor
-    _kill_samplers()
+    kill_samplers()
     with contextlib.suppress(Exception):
         old.shutdown(wait=False, cancel_futures=True)
-    services.executor = concurrent.futures.ProcessPoolExecutor(mp_context=multiprocessing.get_context("fork"),
-                                                               initializer=services.init_worker)
+    _new_pool(services)
+
+
+def kill_samplers() -> None:
+    """SIGKILL httpstan's sampler processes, taking no lock, so that a signal handler may call it; their pool is
+    then broken, and :func:`stop_samplers` replaces it."""
+    services = sys.modules.get("httpstan.services_stub")
+    for proc in list((getattr(getattr(services, "executor", None), "_processes", None) or {}).values()):
+        with contextlib.suppress(Exception):
+            proc.kill()
 
 
 def shutdown() -> None:
@@ -393,13 +452,6 @@ def shutdown() -> None:
     services = sys.modules.get("httpstan.services_stub")
     if services is not None:
         services.executor.shutdown(wait=True)
-
-
-def _kill_samplers() -> None:
-    services = sys.modules.get("httpstan.services_stub")
-    for proc in list((getattr(getattr(services, "executor", None), "_processes", None) or {}).values()):
-        with contextlib.suppress(Exception):
-            proc.kill()
 
 
 @contextlib.contextmanager
@@ -416,7 +468,7 @@ def _kill_samplers_on_ctrl_c():
 
     def interrupt(signum, frame):
         pressed.append(signum)
-        _kill_samplers()
+        kill_samplers()
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, interrupt)

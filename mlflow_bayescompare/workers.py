@@ -2,8 +2,9 @@
 
 Workers are spawned (Stan's backends do not survive a fork of a used process), ignore Ctrl-C from their very start
 (the parent handles it and stops them), and stop the pystan sampler processes they started when they exit or are
-terminated.  Stan programs are compiled by the parent before the workers start, so each worker loads them from the
-on-disk cache.
+terminated.  :func:`started` spawns them ahead of the work, so that their start-up (importing the package, MLflow
+and the Stan backend: about 4 s each) overlaps the caller's own work, e.g. fetching the scores.  Stan programs are
+compiled by the parent before the tasks start, so each worker loads them from the on-disk cache.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ import os
 import signal
 import threading
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from typing import Any, Callable, Hashable, Mapping
+from typing import Any, Callable, Hashable, Iterable, Iterator
 
 from .progress import Progress, notify
 
-__all__ = ["run_all", "worker_count"]
+__all__ = ["run_all", "started", "worker_count"]
 
 
 def worker_count(jobs: int | None, tasks: int) -> int:
@@ -28,35 +29,52 @@ def worker_count(jobs: int | None, tasks: int) -> int:
     return max(1, min(jobs or cpus, cpus, tasks))
 
 
-def run_all(fn: Callable[..., Any], tasks: Mapping[Hashable, tuple], *, jobs: int | None = None,
-            progress: Progress | None = None, stage: str = "sampling", what: str = "pairs") -> dict:
-    """``{key: fn(*args)}`` for every ``key: args`` of ``tasks``, in up to ``jobs`` processes (default: one per
-    CPU); ``progress`` hears ``stage`` with "3/10 pairs done" as each task ends.  The processes are spawned, so a
-    script calling this with several jobs needs the usual ``if __name__ == "__main__":`` guard."""
-    total = len(tasks)
-    workers = worker_count(jobs, total)
-    results: dict = {}
+@contextlib.contextmanager
+def started(jobs: int | None, tasks: int) -> Iterator[ProcessPoolExecutor | None]:
+    """Up to ``jobs`` worker processes for ``tasks`` tasks (:func:`worker_count`), spawned now and starting up while
+    the caller goes on; ``None`` when one process is enough (the tasks then run in this one).  Leaving the block
+    waits for the tasks given to :func:`run_all`; an error or Ctrl-C in it stops the workers at once."""
+    workers = worker_count(jobs, tasks)
     if workers == 1:
-        for key, args in tasks.items():
-            results[key] = fn(*args)
-            notify(progress, stage, f"{len(results)}/{total} {what} done")
-        return results
+        yield None
+        return
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_worker_init)
     try:
         with _ctrl_c_ignored_by_new_workers():
-            futures = {pool.submit(fn, *args): key for key, args in tasks.items()}
-        pending = set(futures)
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                results[futures[future]] = future.result()
-            notify(progress, stage, f"{len(results)}/{total} {what} done")
+            for _ in range(workers):  # each submit spawns a worker while none is idle
+                pool.submit(_start_up)
+        yield pool
     except BaseException:  # Ctrl-C or a failed task: stop the others now instead of running them to the end
         _abandon(pool)
         raise
     pool.shutdown(wait=True)
-    return {key: results[key] for key in tasks}
+
+
+def run_all(fn: Callable[..., Any], tasks: Iterable[tuple[Hashable, tuple]], *, total: int,
+            pool: ProcessPoolExecutor | None, progress: Progress | None = None, stage: str = "sampling",
+            what: str = "pairs") -> dict:
+    """``{key: fn(*args)}`` for each of the ``total`` ``(key, args)`` of ``tasks``, in the worker processes of
+    ``pool`` (:func:`started`; ``None``: in this process), in the order given; ``progress`` hears ``stage`` with
+    "3/10 pairs done" as each task ends.  ``tasks`` may be a generator that prepares each task: with a pool, each
+    one is handed to the workers as soon as it is ready, so they start while the next are prepared; in this
+    process, every task is prepared before the first runs (so that a bad one is refused before any work).  The
+    processes are spawned, so a script calling this with several jobs needs the usual
+    ``if __name__ == "__main__":`` guard."""
+    results: dict = {}
+    if pool is None:
+        for key, args in list(tasks):
+            results[key] = fn(*args)
+            notify(progress, stage, f"{len(results)}/{total} {what} done")
+        return results
+    futures = {pool.submit(fn, *args): key for key, args in tasks}
+    pending = set(futures)
+    while pending:
+        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        for future in done:
+            results[futures[future]] = future.result()
+        notify(progress, stage, f"{len(results)}/{total} {what} done")
+    return {key: results[key] for key in futures.values()}
 
 
 def _abandon(pool: ProcessPoolExecutor) -> None:
@@ -88,6 +106,11 @@ def _ctrl_c_ignored_by_new_workers():
         signal.signal(signal.SIGINT, previous)
 
 
+def _start_up() -> None:
+    """A worker's first task: import what the fits need, while the caller is busy elsewhere."""
+    from . import compare  # noqa: F401  (the fit and report steps, MLflow, arviz, matplotlib)
+
+
 def _worker_init() -> None:
     """Start-up of a worker.  pystan samples in its own process pool, which a finalizer shuts down before the
     worker joins its children at exit (it would hang otherwise); SIGTERM (from :func:`_abandon`) stops the samplers
@@ -102,5 +125,5 @@ def _worker_init() -> None:
 def _worker_terminate(signum, frame) -> None:
     from . import pystan_backend
 
-    pystan_backend.stop_samplers()
+    pystan_backend.kill_samplers()  # no lock taken: the handler may have interrupted the pool's own code
     os._exit(128 + signum)

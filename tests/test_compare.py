@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
-from uci_runs import artifact_paths, log_uci
+from uci_runs import DATASETS, artifact_paths, log_uci
 
 from mlflow_bayescompare import InputError, runlog
 from mlflow_bayescompare.bundle import NO_REPORT_NOTE, PAIR_SUMMARY_ARTIFACTS
@@ -124,6 +124,18 @@ def test_compare_matrix_logs_parent_and_children(client, tracking_uri, uci_exper
     assert "pareto_k" in alone.result.shrinkage
     assert compare_runs(experiment_ids=[experiment_id], metric="accuracy", model_a="nbc", model_b="j48",
                         tracking_uri=tracking_uri, log=False, **FAST).settings["warmup"] == 1000
+
+
+def test_a_matrix_stops_at_a_bad_pair_before_logging_anything(client, tracking_uri, experiment_id):
+    """The pairs are handed to the workers as their data are read, so the first pairs sample while the last are
+    checked: a bad one (j48 lacks a dataset) stops the workers and is refused by name, and no run is written."""
+    log_uci(client, experiment_id, models=("nbc", "hnb"))
+    log_uci(client, experiment_id, models=("j48",), datasets=DATASETS[:-1])
+    with pytest.raises(InputError, match=r"uci30") as raised:
+        compare_matrix(experiment_ids=[experiment_id], metric="accuracy", models=["nbc", "hnb", "j48"],
+                       tracking_uri=tracking_uri, jobs=2, chains=2, draws=100_000, seed=1)
+    assert "j48" in str(raised.value)
+    assert client.search_runs([experiment_id], "tags.`bayescompare.kind` IS NOT NULL") == []
 
 
 def test_matrix_needs_two_distinct_models(tracking_uri):

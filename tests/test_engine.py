@@ -460,6 +460,46 @@ def test_a_sampler_process_that_died_does_not_break_later_fits():
     assert res.p_a_better + res.p_rope + res.p_b_better == pytest.approx(1)
 
 
+
+def test_a_stop_during_the_samplers_fork_waits_for_it_and_the_samplers_take_sigterm():
+    """httpstan's pool forks its sampler processes inside ``submit``, holding its lock, and lists each one only after
+    its fork: a SIGTERM handled there (a matrix worker killing its samplers) missed the newest, which outlived the
+    worker holding its pipes open, and a matrix's Ctrl-C hung.  The stop waits for the fork to end, and the samplers
+    start with SIGTERM at its default, not with the handler of the process that forked them."""
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("finding the sampler processes needs /proc")
+    received = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: received.append(signum))
+    try:
+        with pystan_backend._stop_signals_held():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)  # a handler runs at the next bytecode: it would have run by now
+            assert received == []
+        assert received == [signal.SIGTERM]
+        pystan_backend.stop_samplers()  # a fresh pool, forked by the next fit with this process's handler in place
+        hierarchical_test(diffs=simulate([0.01, 0.02], seed=3), folds=10, seed=3, chains=2, draws=50, warmup=50,
+                          backend="pystan")
+        samplers = _forked_children()
+        assert samplers
+        for pid in samplers:
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        while (alive := [pid for pid in samplers if _running(pid)]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert alive == [], "sampler processes ignored SIGTERM"
+        assert received == [signal.SIGTERM]
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        pystan_backend.stop_samplers()
+
+
+def _running(pid: int) -> bool:
+    """Whether the process exists and is not a zombie (dead, not yet reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
 # --- bad input -------------------------------------------------------------------------------------------------
 
 

@@ -318,6 +318,45 @@ def test_matrix_workers_start_with_ctrl_c_ignored():
         assert started.result(120) == signal.SIG_IGN
 
 
+#: a process sampling with the SIGTERM handler of a matrix worker or of a command, stopped at the worst moment:
+#: right after httpstan's pool forks a sampler process, inside the pool's ``submit`` (which holds its lock) and
+#: before the pool lists it
+_STOPPED_WHILE_FORKING = """
+import os, signal
+import numpy as np
+from mlflow_bayescompare import cli, hierarchical_test, workers
+
+workers._worker_init() if "{handler}" == "worker" else cli._stop_on_sigterm()
+os.register_at_fork(after_in_parent=lambda: os.kill(os.getpid(), signal.SIGTERM))
+hierarchical_test(diffs=np.random.default_rng(1).normal(0.01, 0.02, (5, 10)), folds=10, seed=1, chains=2,
+                  draws=100_000, backend="pystan")
+"""
+
+
+@pytest.mark.parametrize("handler", ["worker", "command"])
+def test_a_process_stopped_while_forking_its_samplers_exits_and_leaves_none(handler):
+    """The SIGTERM that stops a matrix worker (or a command) can land while httpstan forks the sampler processes.
+    Its handler used to run there: it missed the process just forked, which outlived the worker holding the pool's
+    pipes (a matrix's CLI then hung at exit: test_ctrl_c_or_sigterm… hung 2 runs in 5 under load), and waited
+    forever for the lock the pool's ``submit`` held.  Now the stop waits for the fork to end, then kills every
+    sampler."""
+    proc = subprocess.Popen([sys.executable, "-c", _STOPPED_WHILE_FORKING.format(handler=handler)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail("within 120 s of SIGTERM, the worker did not exit or a sampler it left still held its output")
+    assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]
+    deadline = time.monotonic() + 10
+    while group_alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = group_alive(proc.pid)
+    if alive:
+        os.killpg(proc.pid, signal.SIGKILL)
+    assert not alive, "a sampler process outlived its worker"
+
+
 def test_ctrl_c_during_a_server_job_ends_the_run_failed(uci_store):
     """The server path creates the run first (stage tags); an interrupt of the work ends it FAILED."""
     from mlflow_bayescompare import runlog
