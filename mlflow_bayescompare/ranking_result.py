@@ -22,7 +22,7 @@ from .hierarchical import _versions
 from .options import RankOptions
 from .result import json_safe, jsonable
 
-__all__ = ["RankingResult", "summarise", "hdi", "pair_table", "rank_table", "ppc_table", "replicate_wins",
+__all__ = ["RankingResult", "summarise", "pair_table", "rank_table", "ppc_table", "replicate_wins",
            "PPC_LEVELS", "SAMPLE_STATS"]
 
 #: the HDI levels of the posterior predictive check (bbtcomp's ``table_ppc``; 1 is the range of the replicates)
@@ -151,16 +151,6 @@ def summarise(models: list[str], table: pd.DataFrame, run: fit.Run, opts: RankOp
                          stan_data)
 
 
-def hdi(samples: np.ndarray, prob: float) -> np.ndarray:
-    """(2, ...): the narrowest interval holding floor(prob n) + 1 of the n draws along axis 0, for every column at
-    once (the rule of R's HDInterval, which bbtcomp uses, and of ArviZ); prob = 1 gives the range."""
-    ordered = np.sort(samples, axis=0)
-    n = len(ordered)
-    width = min(int(np.floor(prob * n)), n - 1)
-    best = np.argmin(ordered[width:] - ordered[: n - width], axis=0)[None]
-    return np.concatenate([np.take_along_axis(ordered, best, 0), np.take_along_axis(ordered, best + width, 0)])
-
-
 def _ranks(beta: np.ndarray) -> np.ndarray:
     """Rank of each model per draw, 1 = the largest strength."""
     k = beta.shape[-1]
@@ -171,7 +161,7 @@ def rank_table(beta: np.ndarray, models: list[str], hdi_prob: float) -> pd.DataF
     """One row per model, best first: p_best, mean_rank, its HDI, and the strength's posterior mean and sd."""
     flat = beta.reshape(-1, beta.shape[-1])
     ranks = _ranks(flat)
-    low, high = hdi(ranks, hdi_prob)
+    low, high = summary.hdi(ranks, hdi_prob)
     table = pd.DataFrame({"model": models, "p_best": (ranks == 1).mean(axis=0), "mean_rank": ranks.mean(axis=0),
                           "rank_low": low, "rank_high": high, "strength": flat.mean(axis=0),
                           "strength_sd": flat.std(axis=0)})
@@ -190,7 +180,7 @@ def pair_table(draws: dict[str, np.ndarray], models: list[str], order: list[str]
     diff[:, flip] *= -1
     better = np.where(flip, j, i)
     p = expit(diff)
-    low, high = hdi(p, hdi_prob)
+    low, high = summary.hdi(p, hdi_prob)
     table = pd.DataFrame({"better": [order[k] for k in better], "worse": [order[k] for k in np.where(flip, i, j)],
                           "p_win": p.mean(axis=0), "p_win_low": low, "p_win_high": high,
                           "p_above_half": (p > 0.5).mean(axis=0),
@@ -224,7 +214,7 @@ def ppc_table(wins_rep: np.ndarray, wins: np.ndarray, ties_rep: np.ndarray | Non
     def covered(rep, observed):
         flat = rep.reshape(-1, rep.shape[-1])
         return [float(np.mean((observed >= low) & (observed <= high)))
-                for low, high in (hdi(flat, level) for level in PPC_LEVELS)]
+                for low, high in (summary.hdi(flat, level) for level in PPC_LEVELS)]
 
     out = pd.DataFrame({"hdi": PPC_LEVELS, "proportion": covered(wins_rep, wins)})
     if ties_rep is not None:

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
+from . import convergence
 from .fit import Fit
 from .result import divergent_transitions
 
@@ -174,10 +175,21 @@ def verdict(probs: dict[str, float], odds: dict[str, float], model_a: str, model
     )
 
 
+def hdi(samples: np.ndarray, prob: float) -> np.ndarray:
+    """(2, ...): the narrowest interval holding floor(prob n) + 1 of the n draws along axis 0, for every column at
+    once (the rule of R's HDInterval, which bbtcomp uses, and of ArviZ's ``hdi``, which takes one column at a
+    time); prob = 1 gives the range."""
+    ordered = np.sort(samples, axis=0)
+    n = len(ordered)
+    width = min(int(np.floor(prob * n)), n - 1)
+    best = np.argmin(ordered[width:] - ordered[: n - width], axis=0)[None]
+    return np.concatenate([np.take_along_axis(ordered, best, 0), np.take_along_axis(ordered, best + width, 0)])
+
+
 def describe(values: np.ndarray) -> dict[str, float]:
     """mean, sd, median and 95% HDI of draws."""
     flat = values.ravel()
-    low, high = az.hdi(flat, hdi_prob=HDI_PROB)
+    low, high = hdi(flat, HDI_PROB)
     return {
         "mean": float(flat.mean()),
         "sd": float(flat.std()),
@@ -191,12 +203,12 @@ def shrinkage_table(delta: np.ndarray, rope: float) -> pd.DataFrame:
     """Per dataset: posterior mean of δ_i (the shrinkage estimate, Sec. "shrinkage"), its 95% HDI and the
     fractions of draws left of, inside and right of the rope.  ``delta`` is (chains, draws, q)."""
     flat = delta.reshape(-1, delta.shape[-1])
-    hdi = az.hdi(delta, hdi_prob=HDI_PROB)  # (chains, draws, q) -> (q, 2)
+    low, high = hdi(flat, HDI_PROB)
     return pd.DataFrame(
         {
             "shrunk": flat.mean(axis=0),
-            "hdi_low": hdi[:, 0],
-            "hdi_high": hdi[:, 1],
+            "hdi_low": low,
+            "hdi_high": high,
             "p_left": (flat < -rope).mean(axis=0),
             "p_rope": ((flat >= -rope) & (flat <= rope)).mean(axis=0),
             "p_right": (flat > rope).mean(axis=0),
@@ -206,16 +218,16 @@ def shrinkage_table(delta: np.ndarray, rope: float) -> pd.DataFrame:
 
 def rhat_max(fit: Fit) -> float:
     """The largest rank-normalised R-hat over all parameters (Vehtari et al. 2021)."""
-    return float(az.rhat(az.convert_to_dataset(dict(fit.draws))).to_array().max())
+    return _over_judged(convergence.rhat(convergence.stacked(fit.draws)), np.max)
 
 
 def diagnostics(fit: Fit, rhat: float | None = None) -> dict:
     """R-hat (rank-normalised; ``rhat``, when :func:`rhat_max` was already computed), bulk and tail ESS over all
     parameters, divergences and tree-depth saturation."""
-    dataset = az.convert_to_dataset(dict(fit.draws))
+    draws = convergence.stacked(fit.draws)
     rhat = rhat_max(fit) if rhat is None else rhat
-    ess_bulk = float(az.ess(dataset, method="bulk").to_array().min())
-    ess_tail = float(az.ess(dataset, method="tail").to_array().min())
+    ess_bulk = _over_judged(convergence.ess_bulk(draws), np.min)
+    ess_tail = _over_judged(convergence.ess_tail(draws), np.min)
     divergences = int(fit.sampler["divergent__"].sum())
     saturated = int((fit.sampler["treedepth__"] >= fit.max_treedepth).sum())
     warnings = []
@@ -235,6 +247,13 @@ def diagnostics(fit: Fit, rhat: float | None = None) -> dict:
         "backend": fit.backend,
         "warnings": warnings,
     }
+
+
+def _over_judged(values: np.ndarray, pick) -> float:
+    """``pick`` (np.max, np.min) over the parameters the diagnostic could judge (NaN: too few chains or draws), as
+    arviz's own summaries skip NaN; NaN when none could be."""
+    judged = values[~np.isnan(values)]
+    return float(pick(judged)) if judged.size else float("nan")
 
 
 def sensitivity_note(table: pd.DataFrame, decision: str) -> str:
