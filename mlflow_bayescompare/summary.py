@@ -218,14 +218,14 @@ def shrinkage_table(delta: np.ndarray, rope: float) -> pd.DataFrame:
 
 def rhat_max(fit: Fit) -> float:
     """The largest rank-normalised R-hat over all parameters (Vehtari et al. 2021)."""
-    return _over_judged(convergence.rhat(convergence.stacked(fit.draws)), np.max)
+    return _largest_rhat(convergence.stacked(fit.draws))
 
 
 def diagnostics(fit: Fit, rhat: float | None = None) -> dict:
     """R-hat (rank-normalised; ``rhat``, when :func:`rhat_max` was already computed), bulk and tail ESS over all
     parameters, divergences and tree-depth saturation."""
     draws = convergence.stacked(fit.draws)
-    rhat = rhat_max(fit) if rhat is None else rhat
+    rhat = _largest_rhat(draws) if rhat is None else rhat
     ess_bulk = _over_judged(convergence.ess_bulk(draws), np.min)
     ess_tail = _over_judged(convergence.ess_tail(draws), np.min)
     divergences = int(fit.sampler["divergent__"].sum())
@@ -247,6 +247,10 @@ def diagnostics(fit: Fit, rhat: float | None = None) -> dict:
         "backend": fit.backend,
         "warnings": warnings,
     }
+
+
+def _largest_rhat(draws: np.ndarray) -> float:
+    return _over_judged(convergence.rhat(draws), np.max)
 
 
 def _over_judged(values: np.ndarray, pick) -> float:
