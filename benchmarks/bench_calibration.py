@@ -48,7 +48,9 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from mlflow_bayescompare import fit, prepare, ranking
+from mlflow_bayescompare.sampling import sampler
+from mlflow_bayescompare.hierarchical import prepare
+from mlflow_bayescompare.ranking import engine as ranking
 from mlflow_bayescompare.errors import SamplingError
 from mlflow_bayescompare.options import RankOptions
 
@@ -93,9 +95,9 @@ def hierarchical_data(data: dict, form: str) -> dict:
     return {**data, **prepare.delta_form(data["q"], noncentred=form == "noncentred")}
 
 
-def hierarchical_posterior(stan_data: dict, **sampler) -> tuple[dict[str, np.ndarray], fit.Fit]:
+def hierarchical_posterior(stan_data: dict, **settings) -> tuple[dict[str, np.ndarray], sampler.Fit]:
     """(chains, draws) posterior draws of :data:`HIERARCHICAL_PARAMS`."""
-    posterior = fit.sample(stan_data, **sampler)
+    posterior = sampler.sample(stan_data, **settings)
     d = posterior.draws
     draws = {"delta0": d["delta0"], "sigma0": d["sigma0"], "nu": 1 + d["nu_minus_one"], "alpha": d["gamma_alpha"],
              "beta": d["gamma_beta"], "delta_1": d["delta"][..., 0]}
@@ -126,8 +128,8 @@ def bbt_data(data: dict, form: str) -> dict:
     return {**data, "centred": int(form == "centred")}
 
 
-def bbt_posterior(stan_data: dict, **sampler) -> tuple[dict[str, np.ndarray], fit.Run]:
-    run = fit.run("bbt", stan_data, **sampler)
+def bbt_posterior(stan_data: dict, **settings) -> tuple[dict[str, np.ndarray], sampler.Run]:
+    run = sampler.run("bbt", stan_data, **settings)
     beta = run.draws["beta"]
     draws = {"sigma": run.draws["sigma"].reshape(beta.shape[:2])}
     draws.update({f"beta_{k + 1}": beta[..., k] for k in range(beta.shape[-1])})
@@ -265,7 +267,7 @@ def calibrate(config: Config, replicates: int, *, seed: int = 1, chains: int = 2
         sequence = replicate_seed(seed, config, r)
         rng = np.random.default_rng(sequence)
         stan_seed = int(sequence.generate_state(1)[0] % (2**31 - 2)) + 1
-        sampler = dict(chains=chains, draws=draws, warmup=warmup, seed=stan_seed, backend=backend)
+        settings = dict(chains=chains, draws=draws, warmup=warmup, seed=stan_seed, backend=backend)
         try:
             if config.program == "hierarchical":
                 truth, data = simulate_hierarchical(rng, config.q)
@@ -274,11 +276,11 @@ def calibrate(config: Config, replicates: int, *, seed: int = 1, chains: int = 2
                     if skip_outside:
                         continue
                 form = pick_form(config.form, r, data)
-                posterior, raw = hierarchical_posterior(hierarchical_data(data, form), **sampler)
+                posterior, raw = hierarchical_posterior(hierarchical_data(data, form), **settings)
             else:
                 truth, data = simulate_bbt(rng, config.models, config.games)
                 form = pick_form(config.form, r, data)
-                posterior, raw = bbt_posterior(bbt_data(data, form), **sampler)
+                posterior, raw = bbt_posterior(bbt_data(data, form), **settings)
         except SamplingError as exc:  # name the replicate, so that it can be simulated again and looked at
             raise SamplingError(f"{config.label}, replicate {r} (--seed {seed}): {exc}") from exc
         result.noncentred += form == "noncentred"
@@ -400,7 +402,7 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"unknown form(s): {', '.join(unknown)}")
     configs = configurations(args.program, [int(v) for v in args.q.split(",")], forms, args.models, args.games)
-    compile_seconds = sum(fit.compile_program(p, backend=args.backend) for p in {c.program for c in configs})
+    compile_seconds = sum(sampler.compile_program(p, backend=args.backend) for p in {c.program for c in configs})
     print(f"SBC: {args.replicates} replicates per configuration, {args.chains} chains x ({args.warmup} warm-up + "
           f"{args.draws} draws), ranks among L = {args.kept} thinned draws, {args.bins} bins; seed {args.seed}; "
           f"{os.cpu_count()} CPU(s); compile {compile_seconds:.1f} s (not timed)", flush=True)

@@ -4,7 +4,7 @@ On the paper's data (``tests/data/uci_classification.csv``: 10 runs x 10 folds o
 sets, rope 0.01, ρ = 1/10) and the paper's six pairs, each pair is prepared once with ``prepare.prepare`` (scaling,
 zero-variance patch, prior bounds) and then sampled, one after the other, by
 
-* **ours**: ``fit.sample`` on the sufficient statistics (σ_i integrated out, centred/non-centred δ_i), through the
+* **ours**: ``sampler.sample`` on the sufficient statistics (σ_i integrated out, centred/non-centred δ_i), through the
   package's pystan path ``pystan_backend.run_chains``;
 * **authors**: ``benchmarks/authors_form.stan``, the authors' Stan program as baycomp and scmamp ship it, on the
   full 54 x 100 matrix of the *same* scaled, patched differences (explicit σ_i, centred δ_i, O(n²) quadratic form
@@ -52,9 +52,10 @@ import pandas as pd
 
 from proc_cpu import descendants, ticks
 
-from mlflow_bayescompare import fit as fit_mod
-from mlflow_bayescompare import model as stan_model
-from mlflow_bayescompare import prepare, pystan_backend, summary
+from mlflow_bayescompare.sampling import programs, sampler
+from mlflow_bayescompare.hierarchical import prepare
+from mlflow_bayescompare.sampling import pystan_backend
+from mlflow_bayescompare import summary
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "tests" / "data" / "uci_classification.csv"
@@ -141,25 +142,25 @@ class Reference:
     def build(self, data: dict, seed: int):
         """pystan's model of the reference, built through the package's pystan path (registered as a program
         under the file's stem, so it compiles into the cache, never into the repo)."""
-        stan_model.PROGRAMS.setdefault(self.stan.stem, self.stan)
+        programs.PROGRAMS.setdefault(self.stan.stem, self.stan)
         return pystan_backend.build(self.stan.stem, data, seed)
 
-    def sample(self, data: dict, *, chains: int, draws: int, warmup: int, seed: int) -> fit_mod.Fit:
+    def sample(self, data: dict, *, chains: int, draws: int, warmup: int, seed: int) -> sampler.Fit:
         if self.as_baycomp:
             try:
-                raw, sampler, seconds = self._sample_as_baycomp(data, chains=chains, draws=draws, warmup=warmup,
+                raw, columns, seconds = self._sample_as_baycomp(data, chains=chains, draws=draws, warmup=warmup,
                                                                 seed=seed)
             finally:  # httpstan keeps every seeded fit on disk (and would serve it again): drop this program's
                 self.drop_fits()
         else:  # the package's path: a thread and a seed per chain, straight through httpstan's sampler processes
             start = time.perf_counter()
-            seeds = fit_mod.chain_seeds(seed, chains)
-            raw, sampler = pystan_backend.run_chains(self.build(data, seeds[0]), seeds=seeds, draws=draws,
+            seeds = programs.chain_seeds(seed, chains)
+            raw, columns = pystan_backend.run_chains(self.build(data, seeds[0]), seeds=seeds, draws=draws,
                                                      warmup=warmup)
             seconds = time.perf_counter() - start
         out = {self.parameters[name]: value.reshape(chains, draws, *value.shape[2:]) for name, value in raw.items()
                if name in self.parameters}
-        return fit_mod.Fit(out, sampler, "pystan", seconds)
+        return sampler.Fit(out, columns, "pystan", seconds)
 
     def drop_fits(self) -> None:
         import httpstan.cache
@@ -179,9 +180,9 @@ class Reference:
         # pystan's last axis runs over draws, and within each draw over the chains
         raw = {name: np.moveaxis(fit[name], -1, 0).reshape(draws, chains, *fit[name].shape[:-1]).swapaxes(0, 1)
                for name in self.parameters}
-        sampler = {name: fit[name].reshape(draws, chains).T
+        columns = {name: fit[name].reshape(draws, chains).T
                    for name in ("divergent__", "treedepth__", "n_leapfrog__")}
-        return raw, sampler, time.perf_counter() - start
+        return raw, columns, time.perf_counter() - start
 
 
 REFERENCES = {
@@ -216,7 +217,7 @@ def cpu_seconds(run, *args, **kwargs):
     return out, used / os.sysconf("SC_CLK_TCK")
 
 
-def report(posterior: fit_mod.Fit, cpu: float, rope_scaled: float) -> dict:
+def report(posterior: sampler.Fit, cpu: float, rope_scaled: float) -> dict:
     diag = summary.diagnostics(posterior)
     probs = summary.winner_fractions(summary.next_dataset_areas(posterior.draws, rope_scaled))
     return {
@@ -286,7 +287,7 @@ def main(argv=None) -> int:
     for name in references:
         REFERENCES[name].build(REFERENCES[name].data(x, prepared), seed)
     # a few iterations of ours start httpstan's sampler processes, a one-time cost of the process like the compile
-    fit_mod.sample(prepared.stan_data, draws=10, warmup=10, backend="pystan", chains=args.chains, seed=seed)
+    sampler.sample(prepared.stan_data, draws=10, warmup=10, backend="pystan", chains=args.chains, seed=seed)
     print(f"compiled / loaded every model and started the sampler processes in {time.perf_counter() - t0:.0f} s "
           "(not timed below)")
 
@@ -303,7 +304,7 @@ def main(argv=None) -> int:
     runs = []  # one per pair, seed and model
     for p, seed, prepared, x in jobs:
         mcmc = {"chains": args.chains, "seed": seed}
-        ours = report(*cpu_seconds(fit_mod.sample, prepared.stan_data, draws=args.draws, warmup=args.warmup,
+        ours = report(*cpu_seconds(sampler.sample, prepared.stan_data, draws=args.draws, warmup=args.warmup,
                                    backend="pystan", **mcmc), prepared.rope_scaled)
         runs.append({"pair": p, "model": "ours", **ours})
         sd = prepared.stan_data

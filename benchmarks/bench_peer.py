@@ -200,7 +200,7 @@ def timed(call, *args, **kwargs):
 
 
 def ours_bbt(ll, seed: int) -> tuple[Run, object]:
-    from mlflow_bayescompare.ranking import rank_models
+    from mlflow_bayescompare.ranking.engine import rank_models
 
     res, wall, cpu, load = timed(rank_models, ll, dataset="db", seed=seed, skip_missing=True)
     d = res.diagnostics
@@ -470,7 +470,7 @@ def main(argv=None) -> int:
     pymc_log.setLevel(logging.WARNING)
     pymc_log.propagate = False
 
-    from mlflow_bayescompare import fit
+    from mlflow_bayescompare.sampling import sampler
 
     blas = pytensor.config.blas__ldflags or "none linked (NumPy C-API fallback)"
     print(f"ours: mlflow-bayescompare {metadata.version('mlflow-bayescompare')} (Stan via pystan "
@@ -490,10 +490,10 @@ def main(argv=None) -> int:
 
     # ---- first use: compile and warm up everything (not timed below)
     t0 = time.perf_counter()
-    compiled = {prog: fit.compile_program(prog) for prog in (["bbt"] if "bbt" in cases else [])
+    compiled = {prog: sampler.compile_program(prog) for prog in (["bbt"] if "bbt" in cases else [])
                 + (["hierarchical"] if pairs else [])}
     if "bbt" in cases:
-        from mlflow_bayescompare.ranking import rank_models
+        from mlflow_bayescompare.ranking.engine import rank_models
 
         rank_models(ll, dataset="db", seed=args.seed, skip_missing=True, draws=50, warmup=50)
     if pairs:

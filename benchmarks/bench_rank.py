@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from mlflow_bayescompare import fit
-from mlflow_bayescompare.ranking import rank_models
+from mlflow_bayescompare.sampling import sampler
+from mlflow_bayescompare.ranking.engine import rank_models
 
 TARGET_SECONDS = 5.0
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "wainer_ll.csv"
@@ -34,7 +34,7 @@ def main() -> int:
     args = parser.parse_args()
     logging.getLogger("mlflow_bayescompare").setLevel(logging.ERROR)
     ll = pd.read_csv(DATA)
-    compile_seconds = fit.compile_program("bbt", backend=args.backend)
+    compile_seconds = sampler.compile_program("bbt", backend=args.backend)
     print(f"data {DATA.name}: {ll['db'].nunique()} datasets x {ll.shape[1] - 1} models x 4 folds; "
           f"{os.cpu_count()} CPU(s); compile {compile_seconds:.1f} s (not timed)")
     seconds = []

@@ -41,9 +41,9 @@ sys.path.insert(0, str(ROOT / "tests"))  # servers.py: start mlflow server, fres
 
 from servers import PG_ENV, Server, create_pg_database, drop_pg_database  # noqa: E402
 
-from mlflow_bayescompare.collect import collect_scores  # noqa: E402
+from mlflow_bayescompare.tracking.collect import collect_scores  # noqa: E402
 from mlflow_bayescompare.compare import compare_matrix  # noqa: E402
-from mlflow_bayescompare.cvlog import log_cv_scores  # noqa: E402
+from mlflow_bayescompare.tracking.cvlog import log_cv_scores  # noqa: E402
 
 
 class StageClock:

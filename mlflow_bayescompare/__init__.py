@@ -5,12 +5,12 @@ The Bayesian hierarchical correlated t-test of Corani, Benavoli, Demšar, Mangil
 """
 
 from .errors import BayesCompareError, InputError, SamplingError
-from .hierarchical import hierarchical_test
+from .hierarchical.engine import hierarchical_test
 from .options import FitOptions, ModelsOptions, PairOptions, RankOptions, SourceOptions
-from .ranking import rank_models
-from .ranking_result import RankingResult
+from .ranking.engine import rank_models
+from .ranking.result import RankingResult
 from .result import HierarchicalResult
-from .signed_rank import SignedRankResult, signed_rank_test
+from .signed_rank.engine import SignedRankResult, signed_rank_test
 
 __all__ = ["hierarchical_test", "HierarchicalResult", "signed_rank_test", "SignedRankResult", "rank_models",
            "RankingResult", "FitOptions", "RankOptions",

@@ -63,7 +63,7 @@ def _stop_on_sigterm() -> None:
         return
 
     def stop(signum, frame):
-        from .pystan_backend import stop_samplers
+        from .sampling.pystan_backend import stop_samplers
 
         stop_samplers()
         stopped = StoppedBySigterm(128 + signum)
@@ -92,8 +92,8 @@ def _run_options(fn):
 def compare(tracking_uri, no_log, as_json, strict, **fields) -> None:
     """Is model A better than model B across the datasets?  Logs a comparison run."""
     from . import compare as api
-    from .bundle import diagnostics_problem
-    from .tags import STRICT
+    from .tracking.bundle import diagnostics_problem
+    from .tracking.tags import STRICT
 
     with _errors(), _output(as_json) as out:
         source, fit, pair = parse_fields(fields, [SourceOptions, FitOptions, PairOptions], origin="cli")
@@ -315,7 +315,7 @@ def _matrix_text(outcome, tracking_uri) -> str:
 
 
 def _ranking_text(outcome, tracking_uri) -> str:
-    from .ranking_report import headline
+    from .ranking.report import headline
 
     ranking = outcome.ranking
     lines = [f"Ranking of {len(ranking)} models · {outcome.metric} (Bayesian Bradley-Terry):",

@@ -18,19 +18,19 @@ from typing import Any, Sequence
 
 from mlflow import MlflowClient
 
-from . import fit as stan_fit
-from . import runlog
-from .bundle import comparison_bundle, matrix_bundle, ranking_bundle, signed_rank_bundle
-from .collect import collect_scores, discover, resolve_experiments
+from .sampling import sampler
+from .tracking import runlog
+from .tracking.bundle import comparison_bundle, matrix_bundle, ranking_bundle, signed_rank_bundle
+from .tracking.collect import collect_scores, discover, resolve_experiments
 from .errors import InputError
-from .hierarchical import hierarchical_test
+from .hierarchical.engine import hierarchical_test
 from .matrix import MatrixSummary, model_pairs, summarise
 from .options import (CLAIMS, MATRIX_PAIR_WARMUP, WARMUP, FitOptions, ModelsOptions, PairOptions, RankOptions,
                       SourceOptions, from_keywords)
-from .ranking import rank_models
-from .signed_rank import signed_rank_test
+from .ranking.engine import rank_models
+from .signed_rank.engine import signed_rank_test
 from .progress import Progress, notify
-from . import workers
+from .sampling import workers
 
 __all__ = ["compare_runs", "compare_matrix", "rank_runs", "require", "claim_probability", "Outcome",
            "ComparisonOutcome", "MatrixOutcome", "RankingOutcome"]
@@ -172,13 +172,13 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
         models = models or _every_model(client, ids, source)
         pairs = model_pairs(models)
         log = log or run_id is not None
-        with workers.started(jobs, len(pairs)) as pool:  # they start up while the scores are fetched
+        with workers.started(jobs, len(pairs), warm_up=_warm_up) as pool:  # they start up while the scores are fetched
             collected = _collect(client, ids, source, models, progress)
             signed_rank = signed_rank_applies(fit.test, collected.layout)
             if signed_rank:
                 notify(progress, "sampling", f"{len(pairs)} pairs (signed-rank test on the per-dataset means)")
             else:
-                stan_fit.compile_program("hierarchical", fit.backend, progress)  # once, before the workers load it
+                sampler.compile_program("hierarchical", fit.backend, progress)  # once, before the workers load it
                 notify(progress, "sampling", f"{len(pairs)} pairs ({fit.chains} chains × {fit.draws} draws each)")
             data: dict = {}
 
@@ -378,6 +378,11 @@ def _target(client, run_id: str | None, source: SourceOptions, ids) -> str:
     if run_id is not None:
         return client.get_run(run_id).info.experiment_id
     return runlog.resolve_target(client, source.target_experiment, ids)
+
+
+def _warm_up() -> None:
+    """A matrix worker's first task: unpickling it imports this module, and with it the fit and report steps
+    (MLflow, arviz, matplotlib), while the caller is busy elsewhere."""
 
 
 def _fit_pair(data, fit: FitOptions, metric: str, ids, layout, folder: Path | None, report: bool):

@@ -15,7 +15,7 @@ import re
 import sys
 import warnings
 
-from .uiroutes import run_route
+from .tracking.uiroutes import run_route
 
 __all__ = ["LOGGER_NAME", "PREFIX", "log", "CliHandler", "install_cli_handler", "redact_uri", "ui_address"]
 

@@ -69,7 +69,7 @@ def run_demo(
     from mlflow import MlflowClient
 
     from .compare import compare_runs, rank_runs
-    from .ranking_report import headline
+    from .ranking.report import headline
 
     uri = tracking_uri or default_tracking_uri()
     client = MlflowClient(uri)
@@ -98,7 +98,7 @@ def run_demo(
 
 def _log_settings(client, experiment_id: str, settings, *, repeats: int, folds: int, seed: int, echo) -> None:
     """Cross-validate every model on every setting (the same folds for all) and log the scores, steps layout."""
-    from .cvlog import log_cv_scores
+    from .tracking.cvlog import log_cv_scores
 
     start = time.perf_counter()
     for i, setting in enumerate(settings):

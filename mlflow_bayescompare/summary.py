@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from . import convergence
-from .fit import Fit
+from .sampling import convergence
+from .sampling.sampler import Fit
 from .result import divergent_transitions
 
 HDI_PROB = 0.95

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from scipy import integrate, special, stats
 
-from mlflow_bayescompare import prepare
+from mlflow_bayescompare.hierarchical import prepare
 
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_calibration.py"
 REPLICATES = 30

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from mlflow import MlflowClient
 from uci_runs import artifact_paths, log_uci, uci_scores
 
-from mlflow_bayescompare.bundle import COMPARISON_ARTIFACTS
+from mlflow_bayescompare.tracking.bundle import COMPARISON_ARTIFACTS
 from mlflow_bayescompare.cli import main
 
 FAST = ["--chains", "2", "--draws", "500", "--seed", "1"]
@@ -284,7 +284,7 @@ def proxy_without_bulk_endpoint(target: str):
 
     import requests
 
-    from mlflow_bayescompare.fetch import BULK_ENDPOINT
+    from mlflow_bayescompare.tracking.fetch import BULK_ENDPOINT
 
     refused = []
 
@@ -326,8 +326,8 @@ def test_a_server_without_the_bulk_endpoint_is_read_by_threads(server_client, se
     """The collector reads metric histories through the server's bulk endpoint, else (a 404) one request per run
     in a thread pool: both give the same scores, which are the ones logged, and a comparison through a server
     without the endpoint is the same fit as one through the server itself."""
-    from mlflow_bayescompare.collect import collect_scores
-    from mlflow_bayescompare.fetch import fetch_histories
+    from mlflow_bayescompare.tracking.collect import collect_scores
+    from mlflow_bayescompare.tracking.fetch import fetch_histories
 
     runs = log_uci(server_client, server_experiment_id, models=("nbc", "hnb"))
     run_ids = sorted(runs.values())

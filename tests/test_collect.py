@@ -14,14 +14,14 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param
 from mlflow.store.tracking.dbmodels.models import SqlRun, SqlTag
 
-from mlflow_bayescompare import collect as collect_module
-from mlflow_bayescompare import fetch as fetch_module
-from mlflow_bayescompare.collect import collect_scores, discover, resolve_experiments
-from mlflow_bayescompare.cvlog import log_cv_scores
+from mlflow_bayescompare.tracking import collect as collect_module
+from mlflow_bayescompare.tracking import fetch as fetch_module
+from mlflow_bayescompare.tracking.collect import collect_scores, discover, resolve_experiments
+from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 from mlflow_bayescompare.errors import BayesCompareError, InputError
-from mlflow_bayescompare.fetch import fetch_histories
-from mlflow_bayescompare.signed_rank import signed_rank_test
-from mlflow_bayescompare.tensor import from_tidy
+from mlflow_bayescompare.tracking.fetch import fetch_histories
+from mlflow_bayescompare.signed_rank.engine import signed_rank_test
+from mlflow_bayescompare.scores.tensor import from_tidy
 
 MODELS = {1: "nbc", 2: "aode"}
 FOLDS, REPEATS = 10, 2

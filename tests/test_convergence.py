@@ -11,7 +11,8 @@ import arviz as az
 import numpy as np
 import pytest
 
-from mlflow_bayescompare import convergence, hierarchical_test, summary
+from mlflow_bayescompare.sampling import convergence
+from mlflow_bayescompare import hierarchical_test, summary
 
 
 def _ar1(phi: float, chains: int, draws: int, rows: int, seed: int, shift: float = 0.0) -> np.ndarray:

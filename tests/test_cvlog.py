@@ -6,8 +6,8 @@ import mlflow
 import numpy as np
 import pytest
 
-from mlflow_bayescompare.collect import collect_scores
-from mlflow_bayescompare.cvlog import log_cv_scores
+from mlflow_bayescompare.tracking.collect import collect_scores
+from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 from mlflow_bayescompare.errors import InputError
 
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from uci_runs import log_uci
 
-from mlflow_bayescompare import hierarchical
+from mlflow_bayescompare.hierarchical import engine as hierarchical
 from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.result import divergent_transitions
 

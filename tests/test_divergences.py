@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mlflow_bayescompare import fit, hierarchical_test
-from mlflow_bayescompare.hierarchical import RETRY_ADAPT_DELTA, _Fitter, as_tensor
+from mlflow_bayescompare.sampling import sampler
+from mlflow_bayescompare import hierarchical_test
+from mlflow_bayescompare.hierarchical.engine import RETRY_ADAPT_DELTA, _Fitter, as_tensor
 from mlflow_bayescompare.options import FitOptions
 
 
@@ -46,7 +47,7 @@ def test_the_demo_samples_cleanly_at_its_default_seed():
 
 
 class _FakeSampler:
-    """``fit.sample`` with a divergence count per (form, adapt delta): records every call."""
+    """``sampler.sample`` with a divergence count per (form, adapt delta): records every call."""
 
     def __init__(self, divergences: dict):
         self.divergences, self.calls = divergences, []
@@ -56,12 +57,12 @@ class _FakeSampler:
         self.calls.append((form, adapt_delta))
         divergent = np.zeros((chains, draws))
         divergent.flat[: self.divergences[form, adapt_delta]] = 1
-        return fit.Fit({}, {"divergent__": divergent}, "fake", seconds=1.0, compile_seconds=0.0)
+        return sampler.Fit({}, {"divergent__": divergent}, "fake", seconds=1.0, compile_seconds=0.0)
 
 
 def _fit_with(monkeypatch, divergences: dict, noncentred_first: bool):
-    sampler = _FakeSampler(divergences)
-    monkeypatch.setattr(fit, "sample", sampler)
+    fake = _FakeSampler(divergences)
+    monkeypatch.setattr(sampler, "sample", fake)
     spread = 0.0005 if noncentred_first else 0.05  # prepare samples non-centred when datasets barely differ
     rng = np.random.default_rng(0)
     diffs = [rng.normal(mean, 0.02, 100) for mean in np.linspace(-spread, spread, 10)]
@@ -69,7 +70,7 @@ def _fit_with(monkeypatch, divergences: dict, noncentred_first: bool):
                      None)
     prepared, posterior = fitter.fit("hierarchical")
     assert (prepared.stan_data["q_nc"] > 0) == ("non-centred" in fitter.form["hierarchical"].split(";")[0])
-    return sampler.calls, posterior, fitter.form["hierarchical"]
+    return fake.calls, posterior, fitter.form["hierarchical"]
 
 
 def test_a_clean_first_fit_is_the_only_fit(monkeypatch):

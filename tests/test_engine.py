@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from scipy import optimize, special, stats
 
-from mlflow_bayescompare import InputError, baselines, fit, hierarchical_test, prepare, pystan_backend, summary
-from mlflow_bayescompare import model as stan_model
+from mlflow_bayescompare import InputError, hierarchical_test, summary
+from mlflow_bayescompare.hierarchical import baselines, prepare
+from mlflow_bayescompare.sampling import programs, pystan_backend, sampler
 
 FAST = dict(chains=2, draws=500, warmup=500)
 
@@ -110,7 +111,7 @@ def test_prior_variants(prior):
     mean, q90 = hierarchical_nu_prior() if gamma is None else (gamma.mean(), gamma.ppf(0.9))
     res = hierarchical_test(diffs=simulate([0.01] * 3, sd=0.05), folds=10, seed=1, prior=prior, chains=2, draws=2000,
                             warmup=500)
-    assert res.settings["prior"] == name and res.stan_data["nu_prior"] == stan_model.prior_code(name)
+    assert res.settings["prior"] == name and res.stan_data["nu_prior"] == programs.prior_code(name)
     nu1 = res.draws["nu"].ravel() - 1
     assert nu1.mean() == pytest.approx(mean, rel=0.12)
     assert np.quantile(nu1, 0.9) == pytest.approx(q90, rel=0.12)
@@ -119,7 +120,7 @@ def test_prior_variants(prior):
 
 def test_gaussian_prior_has_no_nu():
     res = hierarchical_test(diffs=simulate(np.linspace(0.02, 0.05, 8)), folds=10, seed=7, prior="normal", **FAST)
-    assert res.settings["prior"] == "gaussian" and res.stan_data["nu_prior"] == stan_model.prior_code("gaussian")
+    assert res.settings["prior"] == "gaussian" and res.stan_data["nu_prior"] == programs.prior_code("gaussian")
     assert res.nu is None and "nu" not in res.draws
     assert res.p_a_better >= 0.99  # every δ_i is 0.02-0.05, twice the rope or more, on every dataset
 
@@ -242,14 +243,14 @@ def test_centred_and_noncentred_forms_give_the_same_posterior(spread):
     assert data["q_nc"] == (10 if spread < 0.01 else 0)
     centred = {**data, "q_nc": 0, "idx_nc": [], "idx_c": list(range(1, 11))}
     noncentred = {**data, "q_nc": 10, "idx_nc": list(range(1, 11)), "idx_c": []}
-    fits = [fit.sample(d, chains=4, draws=1500, warmup=1000, seed=1) for d in (centred, noncentred)]
+    fits = [sampler.sample(d, chains=4, draws=1500, warmup=1000, seed=1) for d in (centred, noncentred)]
     for name in ("delta0", "sigma0"):
         a, b = (f.draws[name].ravel() for f in fits)
         assert abs(np.median(a) - np.median(b)) < 0.25 * np.std(b)
         assert np.quantile(a, 0.9) == pytest.approx(np.quantile(b, 0.9), rel=0.15)
     means = [f.draws["delta"].mean(axis=(0, 1)) for f in fits]
     np.testing.assert_allclose(means[0], means[1], atol=0.1 * float(np.std(fits[1].draws["delta"])))
-    chosen = fit.sample(data, chains=4, draws=1500, warmup=1000, seed=1)
+    chosen = sampler.sample(data, chains=4, draws=1500, warmup=1000, seed=1)
     np.testing.assert_allclose(chosen.draws["delta"].mean(axis=(0, 1)), means[1],
                                atol=0.1 * float(np.std(fits[1].draws["delta"])))
 
@@ -283,7 +284,7 @@ def test_compiled_models_of_earlier_programs_go_once_unused(tmp_path, monkeypatc
     import httpstan.models
 
     monkeypatch.setenv("MLFLOW_BAYESCOMPARE_CACHE", str(tmp_path))
-    current = httpstan.models.calculate_model_name(stan_model.program_code())
+    current = httpstan.models.calculate_model_name(programs.program_code())
     stale, recent, foreign = (f"models/zz{uuid.uuid4().hex[:6]}" for _ in range(3))
     month_ago = time.time() - 30 * 86400
     try:
@@ -318,7 +319,7 @@ def test_pystan_build_leaves_the_working_directory_clean(tmp_path, monkeypatch):
     program = tmp_path / "tiny.stan"
     program.write_text(f"// {uuid.uuid4().hex}\nparameters {{ real y; }}\nmodel {{ y ~ std_normal(); }}\n"
                        "generated quantities { array[2] real z = {y, -y}; }\n")
-    monkeypatch.setitem(stan_model.PROGRAMS, "tiny", program)
+    monkeypatch.setitem(programs.PROGRAMS, "tiny", program)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # httpstan's cache and ours
     monkeypatch.delenv("MLFLOW_BAYESCOMPARE_CACHE", raising=False)
     work = tmp_path / "work"
@@ -327,7 +328,7 @@ def test_pystan_build_leaves_the_working_directory_clean(tmp_path, monkeypatch):
     stages = []
     pystan_backend.stop_samplers()  # httpstan's sampler processes start anew, seeing this test's cache ...
     try:
-        raw = fit.run("tiny", {}, chains=2, draws=20, warmup=20, seed=1, backend="pystan",
+        raw = sampler.run("tiny", {}, chains=2, draws=20, warmup=20, seed=1, backend="pystan",
                       progress=lambda stage, detail=None: stages.append(stage))
     finally:
         pystan_backend.stop_samplers()  # ... and again after it
@@ -338,7 +339,7 @@ def test_pystan_build_leaves_the_working_directory_clean(tmp_path, monkeypatch):
     assert stages == ["compiling", "sampling"] and raw.compile_seconds > 1 and raw.seconds < raw.compile_seconds
     assert {k: v.shape for k, v in raw.draws.items()} == {"y": (2, 20), "z": (2, 20, 2)}
     np.testing.assert_array_equal(raw.draws["z"][..., 1], -raw.draws["y"])
-    assert fit.compile_program("tiny", backend="pystan") == 0
+    assert sampler.compile_program("tiny", backend="pystan") == 0
 
 
 def test_a_script_without_the_main_guard_compiles(tmp_path):
@@ -350,9 +351,9 @@ def test_a_script_without_the_main_guard_compiles(tmp_path):
     program = tmp_path / "tiny.stan"
     program.write_text(f"// {uuid.uuid4().hex}\nparameters {{ real y; }}\nmodel {{ y ~ std_normal(); }}\n")
     script = tmp_path / "script.py"
-    script.write_text("from pathlib import Path\nfrom mlflow_bayescompare import fit, model\n"
-                      f"model.PROGRAMS['tiny'] = Path({str(program)!r})\n"
-                      "print('compiled:', fit.compile_program('tiny', backend='pystan') > 0)\n")
+    script.write_text("from pathlib import Path\nfrom mlflow_bayescompare.sampling import programs, sampler\n"
+                      f"programs.PROGRAMS['tiny'] = Path({str(program)!r})\n"
+                      "print('compiled:', sampler.compile_program('tiny', backend='pystan') > 0)\n")
     env = {k: v for k, v in os.environ.items() if k != "MLFLOW_BAYESCOMPARE_CACHE"}
     env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
     done = subprocess.run([sys.executable, str(script)], env=env, cwd=tmp_path, capture_output=True, text=True,
@@ -370,13 +371,13 @@ def test_pystan_chains_are_pystans_own_draws_and_leave_no_fit_on_disk():
 
     stan_data = prepare.prepare([str(i) for i in range(4)], list(simulate([0.0, 0.01, 0.02, 0.03], seed=4)),
                                 rope=0.01, rho=np.full(4, 0.1), prior_code=0, rng=np.random.default_rng(0)).stan_data
-    fits = httpstan.cache.model_directory(httpstan.models.calculate_model_name(stan_model.program_code())) / "fits"
+    fits = httpstan.cache.model_directory(httpstan.models.calculate_model_name(programs.program_code())) / "fits"
     before = set(fits.glob("*"))  # nothing when the folder does not exist
-    ours = fit.sample(stan_data, chains=2, draws=60, warmup=60, seed=41, backend="pystan")
+    ours = sampler.sample(stan_data, chains=2, draws=60, warmup=60, seed=41, backend="pystan")
     assert set(fits.glob("*")) == before
     assert ours.compile_seconds == 0 and ours.seconds > 0
 
-    for chain, chain_seed in enumerate(fit.chain_seeds(41, 2)):
+    for chain, chain_seed in enumerate(programs.chain_seeds(41, 2)):
         with pystan_backend.quiet():
             theirs = pystan_backend.build("hierarchical", stan_data, chain_seed).sample(num_chains=1, num_samples=60,
                                                                                        num_warmup=60)
@@ -412,9 +413,9 @@ def test_pystan_chains_sample_in_a_process_with_many_open_files():
 
 
 def test_chain_seeds_are_distinct_reproducible_and_not_shared_between_seeds():
-    one, two = fit.chain_seeds(1, 4), fit.chain_seeds(2, 4)
+    one, two = programs.chain_seeds(1, 4), programs.chain_seeds(2, 4)
     assert len(set(one)) == 4 and not set(one) & set(two)
-    assert one == fit.chain_seeds(1, 4) and all(1 <= s < 2**31 for s in one + two)
+    assert one == programs.chain_seeds(1, 4) and all(1 <= s < 2**31 for s in one + two)
 
 
 def test_pystan_chatter_stays_off_the_terminal(capfd):
@@ -546,7 +547,7 @@ def test_percent_scale_with_fraction_rope_warns(caplog):
 
 
 def test_cmdstanpy_backend(monkeypatch):
-    if not stan_model.cmdstan_available():
+    if not programs.cmdstan_available():
         pytest.skip("no CmdStan installation found (cmdstanpy.cmdstan_path() fails); pystan covers the model")
     x = simulate(np.linspace(0.02, 0.05, 8))
     a = hierarchical_test(diffs=x, folds=10, seed=12, backend="cmdstanpy", **FAST)
@@ -557,7 +558,7 @@ def test_cmdstanpy_backend(monkeypatch):
 
 
 def test_cmdstanpy_missing_is_a_clear_error():
-    if stan_model.cmdstan_available():
+    if programs.cmdstan_available():
         pytest.skip("CmdStan is installed here")
     with pytest.raises(InputError, match="needs a CmdStan installation") as err:
         hierarchical_test(diffs=np.zeros((3, 10)), folds=10, backend="cmdstanpy")
@@ -567,10 +568,10 @@ def test_cmdstanpy_missing_is_a_clear_error():
 def test_no_backend_at_all_says_how_to_get_one(monkeypatch):
     """Where httpstan has no wheels (Windows, Linux on ARM) pystan is not installed: without CmdStan either, the
     error says how to install it."""
-    if stan_model.cmdstan_available():
+    if programs.cmdstan_available():
         pytest.skip("CmdStan is installed here")
     monkeypatch.setitem(sys.modules, "stan", None)  # import stan fails, as where pystan is not installed
     for backend in ("auto", "pystan"):
         with pytest.raises(InputError, match="python -m cmdstanpy.install_cmdstan") as err:
-            fit.compile_program(backend=backend)
+            sampler.compile_program(backend=backend)
         assert "pystan" in str(err.value)

@@ -21,9 +21,9 @@ from mlflow import MlflowClient
 from mlflow.entities import RunStatus
 from servers import Server, free_port, group_alive, start_comparison, status, wait_done
 
-from mlflow_bayescompare import fit
+from mlflow_bayescompare.sampling import sampler
 from mlflow_bayescompare.cli import main
-from mlflow_bayescompare.cvlog import log_cv_scores
+from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 from mlflow_bayescompare.errors import SamplingError
 
 FAST = ["--chains", "2", "--draws", "200", "--seed", "1"]
@@ -206,8 +206,8 @@ def test_artifact_upload_fails_through_the_json_api(broken_artifact_server):
 
 
 def _valid_stan_data() -> dict:
-    from mlflow_bayescompare import prepare
-    from mlflow_bayescompare.model import prior_code
+    from mlflow_bayescompare.hierarchical import prepare
+    from mlflow_bayescompare.sampling.programs import prior_code
 
     rng = np.random.default_rng(0)
     diffs = [rng.normal(0.01, 0.02, 10), rng.normal(-0.01, 0.02, 10)]
@@ -221,7 +221,7 @@ def test_stan_initialisation_failure_carries_stans_message():
     valid initial value: σ0's upper bound 0."""
     data = {**_valid_stan_data(), "sigma0_high": 0.0}
     with pytest.raises(SamplingError) as info:
-        fit.sample(data, chains=1, draws=20, warmup=20, seed=1, backend="pystan")
+        sampler.sample(data, chains=1, draws=20, warmup=20, seed=1, backend="pystan")
     message = str(info.value)
     assert message.startswith("Stan failed to sample:")
     assert "Initialization" in message and "lub_constrain" in message  # Stan's own words
@@ -234,7 +234,7 @@ def test_stan_initialisation_failure_carries_stans_message():
 def test_stan_rejects_data_that_breaks_its_declared_constraints(change, words):
     data = {**_valid_stan_data(), **change}
     with pytest.raises(SamplingError) as info:
-        fit.sample(data, chains=1, draws=20, warmup=20, seed=1, backend="pystan")
+        sampler.sample(data, chains=1, draws=20, warmup=20, seed=1, backend="pystan")
     message = str(info.value)
     assert all(w in message for w in words), message  # Stan's own words
 
@@ -308,7 +308,7 @@ def test_matrix_workers_start_with_ctrl_c_ignored():
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from mlflow_bayescompare import workers
+    from mlflow_bayescompare.sampling import workers
 
     before = signal.getsignal(signal.SIGINT)
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -324,7 +324,8 @@ def test_matrix_workers_start_with_ctrl_c_ignored():
 _STOPPED_WHILE_FORKING = """
 import os, signal
 import numpy as np
-from mlflow_bayescompare import cli, hierarchical_test, workers
+from mlflow_bayescompare import cli, hierarchical_test
+from mlflow_bayescompare.sampling import workers
 
 workers._worker_init() if "{handler}" == "worker" else cli._stop_on_sigterm()
 os.register_at_fork(after_in_parent=lambda: os.kill(os.getpid(), signal.SIGTERM))
@@ -359,7 +360,7 @@ def test_a_process_stopped_while_forking_its_samplers_exits_and_leaves_none(hand
 
 def test_ctrl_c_during_a_server_job_ends_the_run_failed(uci_store):
     """The server path creates the run first (stage tags); an interrupt of the work ends it FAILED."""
-    from mlflow_bayescompare import runlog
+    from mlflow_bayescompare.tracking import runlog
     from mlflow_bayescompare.compare import compare_runs
 
     uri, client, eid = uci_store

@@ -11,7 +11,7 @@ import pytest
 from scipy import integrate, optimize, special, stats
 from scipy.special import expit, logit
 
-from mlflow_bayescompare import model as stan_model
+from mlflow_bayescompare.sampling import programs, pystan_backend
 
 
 def equicorrelation(n, rho):
@@ -75,7 +75,7 @@ def stan_density():
         "exact_sigma_bound": 1, "q_nc": 0, "idx_nc": [], "idx_c": [1, 2, 3, 4],
         "nu_prior": 3, "alpha_low": 0.5, "alpha_high": 5.0, "beta_low": 0.05, "beta_high": 0.15,
     }
-    posterior = stan_model.pystan_model(data, seed=1)
+    posterior = pystan_backend.build("hierarchical", data, seed=1)
     empty = {"nu_scaled": [], "gamma_alpha": [], "gamma_beta": [], "delta_w": []}
 
     at = posterior.constrained_param_names.index("delta0")
@@ -193,9 +193,10 @@ def test_every_prior_and_form_of_delta_is_the_papers_model(datasets, prior, form
     hierarchical prior ν' = g / β with g ~ Gamma(α, 1), whose density in g is the density in ν' divided by β."""
     data, likelihood = datasets
     noncentred = FORMS[form]
-    code = stan_model.prior_code(prior)
-    posterior = stan_model.pystan_model({**data, "nu_prior": code, "q_nc": len(noncentred), "idx_nc": noncentred,
-                                         "idx_c": [i for i in range(1, 5) if i not in noncentred]}, seed=1)
+    code = programs.prior_code(prior)
+    posterior = pystan_backend.build("hierarchical", {**data, "nu_prior": code, "q_nc": len(noncentred),
+                                                      "idx_nc": noncentred,
+                                                      "idx_c": [i for i in range(1, 5) if i not in noncentred]}, seed=1)
     nc = np.array(noncentred, dtype=int) - 1
     c = np.array([i for i in range(4) if i not in nc], dtype=int)
 

@@ -18,9 +18,9 @@ from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
-from mlflow_bayescompare import plots, report
-from mlflow_bayescompare.hierarchical import hierarchical_test
-from mlflow_bayescompare.report import ReportContext, md_escape
+from mlflow_bayescompare.hierarchical import plots, report
+from mlflow_bayescompare.hierarchical.engine import hierarchical_test
+from mlflow_bayescompare.hierarchical.report import ReportContext, md_escape
 from mlflow_bayescompare.result import COLORS, OUTCOMES
 
 DATA = Path(__file__).parent / "data" / "uci_classification.csv"

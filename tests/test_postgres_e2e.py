@@ -23,10 +23,10 @@ from servers import (Server, create_pg_database, drop_pg_database, pg_base_uri, 
                      wait_done)
 
 from mlflow_bayescompare import hierarchical_test
-from mlflow_bayescompare.bundle import COMPARISON_ARTIFACTS
-from mlflow_bayescompare.collect import collect_scores
+from mlflow_bayescompare.tracking.bundle import COMPARISON_ARTIFACTS
+from mlflow_bayescompare.tracking.collect import collect_scores
 from mlflow_bayescompare.compare import compare_runs
-from mlflow_bayescompare.cvlog import log_cv_scores
+from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 
 pytestmark = [pytest.mark.postgres, pytest.mark.server]
 

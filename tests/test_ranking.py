@@ -18,13 +18,13 @@ from matplotlib.figure import Figure
 from scipy import stats
 from scipy.special import expit
 
-from mlflow_bayescompare import model as stan_model
-from mlflow_bayescompare import ranking_plots
+from mlflow_bayescompare.sampling import programs, pystan_backend
+from mlflow_bayescompare.ranking import plots as ranking_plots
 from mlflow_bayescompare.errors import InputError
 from mlflow_bayescompare.options import RankOptions
-from mlflow_bayescompare.plots import figure_png
-from mlflow_bayescompare.ranking import rank_models, rank_wins, read_scores, win_table
-from mlflow_bayescompare.ranking_result import pair_table
+from mlflow_bayescompare.hierarchical.plots import figure_png
+from mlflow_bayescompare.ranking.engine import rank_models, rank_wins, read_scores, win_table
+from mlflow_bayescompare.ranking.result import pair_table
 
 DATA = Path(__file__).parent / "data"
 
@@ -267,14 +267,14 @@ def test_stan_log_density_is_the_model_written_out(davidson, hyper_prior, centre
     """Stan's log density of stan/bbt.stan against the paper's model (eq. (mod1); Davidson's eq. (david)) written
     with scipy: binomial (or multinomial) games, beta = H z with H orthonormal, and the hyper-prior.  Compared as
     differences between parameter points (constants cancel)."""
-    if not stan_model.pystan_available():
+    if not programs.pystan_available():
         pytest.skip("the log density is read through pystan")
     k, first, second = 4, [1, 1, 1, 2, 2, 3], [2, 3, 4, 3, 4, 4]
     wins1, wins2, ties = [5, 7, 9, 4, 6, 5], [3, 2, 1, 4, 2, 3], [2, 1, 0, 2, 2, 2]
     data = {"K": k, "N": 6, "first": first, "second": second, "wins_first": wins1, "wins_second": wins2,
             "ties": ties, "davidson": davidson, "hyper_prior": hyper_prior, "hyper_scale": 0.7, "nu_scale": 1.0,
             "centred": centred}
-    model = stan_model.pystan_model(data, seed=1, program="bbt")
+    model = pystan_backend.build("bbt", data, seed=1)
     prior = [stats.lognorm(0.7), stats.halfcauchy(scale=0.7), stats.halfnorm(scale=0.7)][hyper_prior]
 
     def reference(sigma, z, nu):

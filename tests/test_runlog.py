@@ -10,9 +10,10 @@ import pytest
 from mlflow import MlflowClient
 from uci_runs import artifact_paths, uci_scores
 
-from mlflow_bayescompare import bundle as bundles
-from mlflow_bayescompare import hierarchical_test, runlog
-from mlflow_bayescompare.tensor import from_tidy
+from mlflow_bayescompare.tracking import bundle as bundles
+from mlflow_bayescompare import hierarchical_test
+from mlflow_bayescompare.tracking import runlog
+from mlflow_bayescompare.scores.tensor import from_tidy
 
 TAGS = {
     "bayescompare.kind", "bayescompare.model_a", "bayescompare.model_b", "bayescompare.metric",

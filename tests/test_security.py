@@ -19,8 +19,8 @@ from mlflow import MlflowClient
 from mlflow.entities import RunStatus
 from servers import Server, chromium_executable, chromium_page, start_comparison, status, wait_done
 
-from mlflow_bayescompare import tags as T
-from mlflow_bayescompare.cvlog import log_cv_scores
+from mlflow_bayescompare.tracking import tags as T
+from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 
 pytestmark = pytest.mark.server
 

@@ -25,9 +25,9 @@ from mlflow.entities import Metric, RunTag
 from servers import (Server, chromium_executable, chromium_page, create_pg_database, drop_pg_database, pg_base_uri,
                      pg_skip_reason, start_comparison, status, wait_done)
 
-from mlflow_bayescompare import tags as T
+from mlflow_bayescompare.tracking import tags as T
 from mlflow_bayescompare.compare import compare_matrix, compare_runs, rank_runs
-from mlflow_bayescompare.cvlog import log_cv_scores
+from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 from mlflow_bayescompare.result import COLORS
 from mlflow_bayescompare.server.owners import owner_tags
 

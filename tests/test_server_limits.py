@@ -12,7 +12,7 @@ import pytest
 from mlflow import MlflowClient
 from servers import Server, start_comparison, status, wait_done
 
-from mlflow_bayescompare.cvlog import log_cv_scores
+from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 
 pytestmark = pytest.mark.server
 

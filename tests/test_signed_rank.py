@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from mlflow_bayescompare import plots
+from mlflow_bayescompare.hierarchical import plots
 from mlflow_bayescompare.errors import InputError
-from mlflow_bayescompare.signed_rank import PRIOR_STRENGTH, SignedRankResult, signed_rank_test, walsh_regions
-from mlflow_bayescompare.tensor import from_arrays
+from mlflow_bayescompare.signed_rank.engine import PRIOR_STRENGTH, SignedRankResult, signed_rank_test, walsh_regions
+from mlflow_bayescompare.scores.tensor import from_arrays
 
 baycomp = pytest.importorskip("baycomp")
 

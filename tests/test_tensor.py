@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from mlflow_bayescompare.errors import InputError
-from mlflow_bayescompare.tensor import TABLE_COLUMNS, from_arrays, from_tidy
+from mlflow_bayescompare.scores.tensor import TABLE_COLUMNS, from_arrays, from_tidy
 
 
 def tidy(models=("rf", "svm"), datasets=("iris", "wine"), folds=5, repeats=1, seed=0) -> pd.DataFrame:

@@ -11,16 +11,16 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from .. import tags as T
-from ..bundle import fit_tag, models_run_name, run_name
-from ..collect import collect_scores, discover
+from ..tracking import tags as T
+from ..tracking.bundle import fit_tag, models_run_name, run_name
+from ..tracking.collect import collect_scores, discover
 from ..compare import one_run_each, signed_rank_applies
 from ..errors import InputError
 from ..matrix import model_pairs
-from ..prepare import correlations
-from ..ranking import read_scores
+from ..hierarchical.prepare import correlations
+from ..ranking.engine import read_scores
 from ..result import json_safe
-from ..runlog import fail_if_running, start_run
+from ..tracking.runlog import fail_if_running, start_run
 from . import context, permissions
 from .jobs import JobSpec
 from .owners import owner_tags

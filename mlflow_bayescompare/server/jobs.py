@@ -33,9 +33,9 @@ from typing import Any, Callable
 
 from mlflow.entities import RunTag
 
-from .. import tags as T
+from ..tracking import tags as T
 from ..options import FitOptions, RankOptions, SourceOptions
-from ..runlog import fail_if_running
+from ..tracking.runlog import fail_if_running
 from .locks import job_slot
 from .owners import owner_tags
 

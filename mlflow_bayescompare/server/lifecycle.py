@@ -60,7 +60,7 @@ def compile_in_background() -> threading.Thread | None:
 
     def compile_():
         try:
-            from ..model import cache_dir
+            from ..sampling.programs import cache_dir
 
             with try_lock(cache_dir() / "compile-start.lock") as first:
                 if not first:
@@ -81,8 +81,8 @@ def _compile_programs() -> None:
     """In the compile process: compile every Stan program, the hierarchical test's first.  The backends compile a
     program once per host (a job that needs it meanwhile waits for this compile, with the stage ``compiling``)."""
     from ..console import install_cli_handler, log
-    from ..fit import compile_program
-    from ..model import PROGRAMS
+    from ..sampling.sampler import compile_program
+    from ..sampling.programs import PROGRAMS
 
     install_cli_handler()  # its lines go to the server's log
     for program in sorted(PROGRAMS, key=lambda name: name != "hierarchical"):

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from mlflow.entities import ViewType
 
-from .. import tags as T
-from ..runlog import fail_if_running
+from ..tracking import tags as T
+from ..tracking.runlog import fail_if_running
 
 __all__ = ["machine_boot_id", "server_boot_id", "process_start", "owner_tags", "stale_reason", "sweep_stale"]
 

@@ -26,7 +26,7 @@ from flask import g, request
 from mlflow.entities import ViewType
 from mlflow.exceptions import MlflowException
 
-from .. import tags as T
+from ..tracking import tags as T
 from ..errors import InputError
 from ..options import SourceOptions
 from . import context, security

@@ -17,12 +17,12 @@ from flask import Blueprint, Response, request, send_from_directory
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from mlflow.exceptions import MlflowException
 
-from .. import tags as T
-from ..collect import discover
+from ..tracking import tags as T
+from ..tracking.collect import discover
 from ..errors import BayesCompareError, InputError
 from ..progress import STAGES
 from ..report_html import embedded
-from ..runlog import fail_if_running
+from ..tracking.runlog import fail_if_running
 from . import context, permissions, security
 from .accept import accept
 from .artifacts import read_ranking, read_report

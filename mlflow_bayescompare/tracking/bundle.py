@@ -19,8 +19,8 @@ from typing import Any, Sequence
 from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH, MAX_TAG_VAL_LENGTH
 
 from . import tags as T
-from .options import WARMUP
-from .result import divergent_transitions, jsonable
+from ..options import WARMUP
+from ..result import divergent_transitions, jsonable
 
 __all__ = ["Bundle", "comparison_bundle", "matrix_bundle", "ranking_bundle", "ranking_metrics", "signed_rank_bundle", "comparison_tags", "comparison_params",
            "comparison_metrics", "diagnostics_problem", "source_runs", "run_name", "models_run_name", "fit_tag",
@@ -87,8 +87,8 @@ def comparison_bundle(result, tensor, *, metric: str, experiment_ids: Sequence[s
     """The comparison run of ``result`` (fitted on ``tensor``); ``run_id`` when the run already exists, in
     ``experiment_id`` (the report then links to itself); ``directory`` to write the artifacts into (default: a
     temporary directory); ``figures=False`` for a matrix's pair run without figures and HTML report."""
-    from . import plots, report
-    from .model import STAN_FILE
+    from ..hierarchical import plots, report
+    from ..sampling.programs import STAN_FILE
 
     root, tmp = _directory(directory, "bayescompare-")
     try:
@@ -211,8 +211,8 @@ def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: st
     """The parent run of a matrix comparison: the matrices of P(row better than column) and P(rope) (plot and
     CSV) and the ranking: the Bayesian Bradley-Terry ``ranking`` of all models when given (its tables and plots,
     as a ranking run holds them), else the pairs' summary.  ``results`` are the pairs' results."""
-    from .matrix import matrix_figure, ranking_markdown
-    from .plots import figure_png
+    from ..matrix import matrix_figure, ranking_markdown
+    from ..hierarchical.plots import figure_png
 
     root, tmp = _directory(directory, "bayescompare-matrix-")
     try:
@@ -309,9 +309,9 @@ def ranking_bundle(result, *, metric: str, experiment_ids: Sequence[str], layout
     """The run of a ranking (the BBT model of several models): the ranking, pairs, wins and posterior predictive
     tables, the critical-difference diagram, the P(win) matrix and P(best) (PNG and SVG), the reports, the posterior
     and the Stan program with its data.  Per model, the metrics ``p_best.<model>`` and ``mean_rank.<model>``."""
-    from . import ranking_plots, ranking_report
-    from .model import PROGRAMS
-    from .plots import write_png_and_svg
+    from ..ranking import plots as ranking_plots, report as ranking_report
+    from ..sampling.programs import PROGRAMS
+    from ..hierarchical.plots import write_png_and_svg
 
     root, tmp = _directory(directory, "bayescompare-ranking-")
     try:
@@ -361,8 +361,8 @@ def signed_rank_bundle(result, means, *, metric: str, experiment_ids: Sequence[s
     """The comparison run of a Bayesian signed-rank test on per-dataset means (``means``, a
     :class:`~.tensor.DatasetMeans`): its reports, the probability simplex, the means and the summary
     (``figures=False``: without the simplex and report.html, as :func:`comparison_bundle`)."""
-    from . import signed_rank_report
-    from .plots import plot_simplex, write_png_and_svg
+    from ..signed_rank import report as signed_rank_report
+    from ..hierarchical.plots import plot_simplex, write_png_and_svg
 
     root, tmp = _directory(directory, "bayescompare-")
     try:

@@ -50,9 +50,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import model as stan_model
-from .errors import SamplingError
-from .progress import Progress
+from . import programs
+from ..errors import SamplingError
+from ..progress import Progress
 
 __all__ = ["SERVICE", "COMPILED_LIST", "SUPERSEDED_DAYS", "compile_program", "build", "sample", "run_chains",
            "quiet", "stop_samplers", "kill_samplers", "shutdown", "forget_superseded"]
@@ -73,7 +73,7 @@ def compile_program(program: str = "hierarchical", progress: Progress | None = N
     another process's compile of it (0 when cached)."""
     import httpstan.models
 
-    code = stan_model.program_code(program)
+    code = programs.program_code(program)
     name = httpstan.models.calculate_model_name(code)
     with _lock:
         if name in _compiled:
@@ -94,26 +94,26 @@ def _compile(program: str, code: str, name: str, progress: Progress | None) -> f
     import httpstan.cache
 
     where, start, announced = httpstan.cache.model_directory(name), time.perf_counter(), False
-    with open(stan_model.cache_dir() / f"compile-{name.rsplit('/', 1)[-1]}.lock", "w") as lock:
+    with open(programs.cache_dir() / f"compile-{name.rsplit('/', 1)[-1]}.lock", "w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:  # another process compiles it: wait for that
-            stan_model.announce_compile(program, where, progress)
+            programs.announce_compile(program, where, progress)
             announced = True
             fcntl.flock(lock, fcntl.LOCK_EX)
         if name in httpstan.cache.list_model_names():
             return time.perf_counter() - start if announced else 0.0
         if not announced:
-            stan_model.announce_compile(program, where, progress)
+            programs.announce_compile(program, where, progress)
         package_root = str(Path(__file__).resolve().parents[1])  # importable even when run from a source tree
         paths = [package_root, os.environ.get("PYTHONPATH")]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
         compiler = subprocess.run([sys.executable, "-c", f"import {__name__} as m; m.compile_main()"], input=code,
-                                  capture_output=True, text=True, cwd=stan_model.cache_dir(), env=env)
+                                  capture_output=True, text=True, cwd=programs.cache_dir(), env=env)
     answer = compiler.stdout.strip().splitlines()[-1:] if compiler.returncode == 0 else []
     status, message = json.loads(answer[0]) if answer else (None, compiler.stderr.strip()[-2000:])
     if status != 201:
-        raise SamplingError(f"pystan could not compile {stan_model.program_file(program).name}: {message}")
+        raise SamplingError(f"pystan could not compile {programs.program_file(program).name}: {message}")
     return time.perf_counter() - start
 
 
@@ -147,9 +147,9 @@ def build(program: str, data: dict, seed: int | None = None):
     compile_program(program)
     with _lock, quiet():
         try:
-            built = stan.build(stan_model.program_code(program), data=data, random_seed=seed)
+            built = stan.build(programs.program_code(program), data=data, random_seed=seed)
         except (RuntimeError, ValueError) as exc:
-            raise SamplingError(f"pystan could not build {stan_model.program_file(program).name}: {exc}") from exc
+            raise SamplingError(f"pystan could not build {programs.program_file(program).name}: {exc}") from exc
     with contextlib.suppress(OSError):  # the folder dates the model's last use (forget_superseded)
         os.utime(httpstan.cache.model_directory(built.model_name))
     return built
@@ -163,9 +163,9 @@ def forget_superseded(compiled: str) -> None:
     import httpstan.cache
     import httpstan.models
 
-    listing = stan_model.cache_dir() / COMPILED_LIST
+    listing = programs.cache_dir() / COMPILED_LIST
     with contextlib.suppress(OSError, UnicodeDecodeError):  # housekeeping: never a reason to fail a fit
-        current = {httpstan.models.calculate_model_name(stan_model.program_code(p)) for p in stan_model.PROGRAMS}
+        current = {httpstan.models.calculate_model_name(programs.program_code(p)) for p in programs.PROGRAMS}
         known = listing.read_text().split() if listing.exists() else []
         keep = []
         for name in dict.fromkeys(known):
@@ -224,9 +224,8 @@ def sample(program: str, stan_data: dict, *, chains: int, draws: int, warmup: in
            adapt_delta: float | None = None) -> tuple[dict, dict]:
     """Sample ``program`` given ``stan_data``: ``(draws, sampler)`` as :func:`run_chains` gives them, chain k with
     the Stan seed ``chain_seeds(seed, chains)[k]``."""
-    from .fit import chain_seeds
 
-    seeds = chain_seeds(seed, chains)
+    seeds = programs.chain_seeds(seed, chains)
     return run_chains(build(program, stan_data, seeds[0]), seeds=seeds, draws=draws, warmup=warmup,
                       adapt_delta=adapt_delta)
 

@@ -8,7 +8,7 @@ import numpy as np
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunStatus
 
-from .errors import InputError
+from ..errors import InputError
 
 
 def log_cv_scores(model: str, dataset: str, scores, *, metric: str = "accuracy", folds: int, repeats: int = 1,

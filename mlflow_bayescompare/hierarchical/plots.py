@@ -18,8 +18,8 @@ from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 from scipy import special, stats
 
-from .result import COLORS, DECISION_COLORS, OUTCOMES, HierarchicalResult, outcome_label
-from .summary import PARETO_K_LIMIT
+from ..result import COLORS, DECISION_COLORS, OUTCOMES, HierarchicalResult, outcome_label
+from ..summary import PARETO_K_LIMIT
 
 __all__ = ["all_figures", "figure_png", "save", "write_png_and_svg", "plot_simplex", "plot_posterior", "plot_shrinkage",
            "plot_model_fit", "predictive_density", "INK", "FLAG_COLOR", "PNG_DPI"]

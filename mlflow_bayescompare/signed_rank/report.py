@@ -7,9 +7,9 @@ from __future__ import annotations
 import base64
 import html
 
-from .report import md_escape
-from .report_html import SUMMARY
-from .result import OUTCOMES, outcome_label
+from ..hierarchical.report import md_escape
+from ..report_html import SUMMARY
+from ..result import OUTCOMES, outcome_label
 
 __all__ = ["render_markdown", "render_html", "REFERENCE"]
 

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pandas as pd
 
-from .progress import Progress, notify
+from ..progress import Progress, notify
 
 __all__ = ["BULK_ENDPOINT", "BULK_MAX_RUNS", "BULK_MAX_POINTS", "BULK_THREADS", "fetch_histories"]
 

@@ -15,8 +15,8 @@ from mlflow.utils.time import get_current_time_millis
 
 from . import tags as T
 from .bundle import Bundle, fit_tag
-from .errors import BayesCompareError
-from .progress import STAGES, Progress
+from ..errors import BayesCompareError
+from ..progress import STAGES, Progress
 
 __all__ = ["log_bundle", "write_bundle", "start_run", "set_stage", "stage_recorder", "fail_run",
            "fail_if_running", "resolve_target"]

@@ -14,9 +14,9 @@ import time
 
 import numpy as np
 
-from . import model as stan_model
-from .errors import SamplingError
-from .progress import Progress
+from . import programs
+from ..errors import SamplingError
+from ..progress import Progress
 
 __all__ = ["compile_program", "sample"]
 
@@ -31,9 +31,9 @@ def compile_program(program: str = "hierarchical", progress: Progress | None = N
     with _lock:
         if program in _models:
             return 0.0
-        source = stan_model.program_file(program)
+        source = programs.program_file(program)
         code = source.read_text()
-        target = stan_model.cache_dir() / f"cmdstan-{hashlib.sha256(code.encode()).hexdigest()[:16]}"
+        target = programs.cache_dir() / f"cmdstan-{hashlib.sha256(code.encode()).hexdigest()[:16]}"
         target.mkdir(exist_ok=True)
         stan_file = target / source.name
         if not stan_file.exists():
@@ -41,7 +41,7 @@ def compile_program(program: str = "hierarchical", progress: Progress | None = N
         exe = stan_file.with_suffix(".exe" if os.name == "nt" else "")
         cached = exe.exists()
         if not cached:
-            stan_model.announce_compile(program, target, progress)
+            programs.announce_compile(program, target, progress)
         start = time.perf_counter()
         try:
             _models[program] = cmdstanpy.CmdStanModel(stan_file=str(stan_file), exe_file=str(exe) if cached else None)

@@ -19,11 +19,11 @@ from typing import Any
 
 import pandas as pd
 
-from . import report_html
-from .report_html import Link, Question, Table
-from .result import OUTCOMES, HierarchicalResult, outcome_label
-from .summary import PARETO_K_LIMIT
-from .uiroutes import experiment_route, run_route
+from .. import report_html
+from ..report_html import Link, Question, Table
+from ..result import OUTCOMES, HierarchicalResult, outcome_label
+from ..summary import PARETO_K_LIMIT
+from ..tracking.uiroutes import experiment_route, run_route
 
 __all__ = ["ReportContext", "blocks", "render_markdown", "render_html", "md_escape", "format_probability",
            "MAX_RUN_LINKS"]

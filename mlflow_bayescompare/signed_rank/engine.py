@@ -29,12 +29,13 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from . import baselines, summary
-from .console import log
-from .errors import InputError
-from .options import FitOptions, build
-from .result import Orientation, TwoModelResult, json_ready
-from .tensor import MEANS_COLUMNS, CVTensor, DatasetMeans, dataset_means
+from ..hierarchical import baselines
+from .. import summary
+from ..console import log
+from ..errors import InputError
+from ..options import FitOptions, build
+from ..result import Orientation, TwoModelResult, json_ready
+from ..scores.tensor import MEANS_COLUMNS, CVTensor, DatasetMeans, dataset_means
 
 __all__ = ["signed_rank_test", "SignedRankResult", "as_means", "walsh_regions", "PRIOR_STRENGTH", "FEW_DATASETS"]
 

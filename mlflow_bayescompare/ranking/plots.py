@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from .plots import INK
-from .ranking_result import RankingResult
-from .result import COLORS
+from ..hierarchical.plots import INK
+from .result import RankingResult
+from ..result import COLORS
 
 MODEL_COLOR = COLORS["a_better"]
 GRID_COLOR = COLORS["rope"]

@@ -18,7 +18,7 @@ import threading
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, Callable, Hashable, Iterable, Iterator
 
-from .progress import Progress, notify
+from ..progress import Progress, notify
 
 __all__ = ["run_all", "started", "worker_count"]
 
@@ -30,9 +30,10 @@ def worker_count(jobs: int | None, tasks: int) -> int:
 
 
 @contextlib.contextmanager
-def started(jobs: int | None, tasks: int) -> Iterator[ProcessPoolExecutor | None]:
+def started(jobs: int | None, tasks: int, warm_up: Callable[[], Any]) -> Iterator[ProcessPoolExecutor | None]:
     """Up to ``jobs`` worker processes for ``tasks`` tasks (:func:`worker_count`), spawned now and starting up while
-    the caller goes on; ``None`` when one process is enough (the tasks then run in this one).  Leaving the block
+    the caller goes on: each runs ``warm_up`` first (a module-level function of the caller's, so that importing it
+    loads what the tasks need); ``None`` when one process is enough (the tasks then run in this one).  Leaving the block
     waits for the tasks given to :func:`run_all`; an error or Ctrl-C in it stops the workers at once."""
     workers = worker_count(jobs, tasks)
     if workers == 1:
@@ -43,7 +44,7 @@ def started(jobs: int | None, tasks: int) -> Iterator[ProcessPoolExecutor | None
     try:
         with _ctrl_c_ignored_by_new_workers():
             for _ in range(workers):  # each submit spawns a worker while none is idle
-                pool.submit(_start_up)
+                pool.submit(warm_up)
         yield pool
     except BaseException:  # Ctrl-C or a failed task: stop the others now instead of running them to the end
         _abandon(pool)
@@ -104,11 +105,6 @@ def _ctrl_c_ignored_by_new_workers():
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-
-
-def _start_up() -> None:
-    """A worker's first task: import what the fits need, while the caller is busy elsewhere."""
-    from . import compare  # noqa: F401  (the fit and report steps, MLflow, arviz, matplotlib)
 
 
 def _worker_init() -> None:

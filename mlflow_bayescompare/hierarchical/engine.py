@@ -12,14 +12,16 @@ from importlib import metadata
 import numpy as np
 import pandas as pd
 
-from . import baselines, fit, prepare, summary
-from . import model as stan_model
-from .console import log
-from .errors import InputError
-from .options import WARMUP, FitOptions, build
-from .progress import Progress
-from .result import HierarchicalResult, Orientation, divergent_transitions
-from .tensor import CVTensor, from_arrays, from_tidy
+from . import baselines, prepare
+from ..sampling import sampler
+from .. import summary
+from ..sampling import programs
+from ..console import log
+from ..errors import InputError
+from ..options import WARMUP, FitOptions, build
+from ..progress import Progress
+from ..result import HierarchicalResult, Orientation, divergent_transitions
+from ..scores.tensor import CVTensor, from_arrays, from_tidy
 
 __all__ = ["hierarchical_test", "as_tensor", "SENSITIVITY_ROPES", "SENSITIVITY_PRIORS"]
 
@@ -83,7 +85,7 @@ class _Fitter:
         self.form: dict[str, str] = {}  # per prior: how δ_i was sampled, for the diagnostics
         self.rhat: dict[str, float] = {}  # per prior: the kept fit's R-hat, when the warm-up retry computed it
 
-    def fit(self, prior: str) -> tuple[prepare.Prepared, fit.Fit]:
+    def fit(self, prior: str) -> tuple[prepare.Prepared, sampler.Fit]:
         """Prepare and sample in the form of δ_i prepare chose, at Stan's default adapt delta.  When that fit
         diverges, re-sample at :data:`RETRY_ADAPT_DELTA`, non-centred first, then centred if it still diverges,
         and keep the fit with the fewest divergences (a retry on a tie).  With ``retry_warmup`` (a matrix's pair,
@@ -97,7 +99,7 @@ class _Fitter:
         opts = self.opts
         prepared = prepare.prepare(
             self.tensor.datasets, self.tensor.diffs, rope=opts.rope, rho=self.rho,
-            prior_code=stan_model.prior_code(prior), rng=np.random.default_rng(opts.seed),
+            prior_code=programs.prior_code(prior), rng=np.random.default_rng(opts.seed),
             std_upper_bound=opts.std_upper_bound, alpha_bounds=opts.alpha_bounds, beta_bounds=opts.beta_bounds,
         )
         first = _Try(prepared.stan_data, None, self._sample(prepared.stan_data))
@@ -127,9 +129,9 @@ class _Fitter:
         prepared.stan_data = kept.stan_data
         return prepared, posterior
 
-    def _sample(self, stan_data: dict, adapt_delta: float | None = None, warmup: int | None = None) -> fit.Fit:
+    def _sample(self, stan_data: dict, adapt_delta: float | None = None, warmup: int | None = None) -> sampler.Fit:
         o = self.opts
-        return fit.sample(stan_data, chains=o.chains, draws=o.draws, warmup=warmup or o.warmup, seed=o.seed,
+        return sampler.sample(stan_data, chains=o.chains, draws=o.draws, warmup=warmup or o.warmup, seed=o.seed,
                           backend=o.backend, progress=self.progress, adapt_delta=adapt_delta)
 
     def result(self, folds) -> HierarchicalResult:
@@ -158,7 +160,7 @@ class _Fitter:
             draws=draws, stan_data=prepared.stan_data, sample_stats=posterior.sampler,
         )
 
-    def _shrinkage(self, prepared: prepare.Prepared, posterior: fit.Fit, draws: dict,
+    def _shrinkage(self, prepared: prepare.Prepared, posterior: sampler.Fit, draws: dict,
                    orientation: Orientation) -> pd.DataFrame:
         """One row per dataset: the MLE, the shrinkage estimate with its HDI and side probabilities, the
         per-dataset baselines, each oriented as A better / B better too, and the model check: the dataset's
@@ -178,7 +180,7 @@ class _Fitter:
         table["conflict"] = summary.conflicts(table, self.opts.threshold)
         return table
 
-    def _diagnostics(self, posterior: fit.Fit, prepared: prepare.Prepared, table: pd.DataFrame) -> dict:
+    def _diagnostics(self, posterior: sampler.Fit, prepared: prepare.Prepared, table: pd.DataFrame) -> dict:
         diagnostics = {**summary.diagnostics(posterior, self.rhat.get(self.opts.prior)),
                        "parameterisation": self.form[self.opts.prior]}
         if len(self.tensor.datasets) == 1:
@@ -222,7 +224,7 @@ class _Try:
 
     stan_data: dict
     adapt_delta: float | None
-    posterior: fit.Fit
+    posterior: sampler.Fit
     rhat: float | None = None
 
 

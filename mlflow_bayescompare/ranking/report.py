@@ -6,9 +6,9 @@ from __future__ import annotations
 import base64
 import html
 
-from .ranking_result import RankingResult
-from .report import md_escape
-from .report_html import SUMMARY
+from .result import RankingResult
+from ..hierarchical.report import md_escape
+from ..report_html import SUMMARY
 
 __all__ = ["render_markdown", "render_html", "headline"]
 

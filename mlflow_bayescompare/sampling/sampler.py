@@ -8,16 +8,15 @@ once it is built) and one log line.
 
 from __future__ import annotations
 
-import importlib
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from . import model as stan_model
-from .progress import Progress, notify
+from . import programs
+from ..progress import Progress, notify
 
-__all__ = ["Run", "Fit", "HIERARCHICAL_DRAWS", "MAX_TREEDEPTH", "run", "sample", "compile_program", "chain_seeds"]
+__all__ = ["Run", "Fit", "HIERARCHICAL_DRAWS", "MAX_TREEDEPTH", "run", "sample", "compile_program", "backend_module"]
 
 #: what :class:`Fit` keeps of the hierarchical program (``delta`` assembled from Stan's ``delta`` and ``delta_w``)
 HIERARCHICAL_DRAWS = ("delta0", "sigma0", "nu_minus_one", "gamma_alpha", "gamma_beta")
@@ -60,7 +59,7 @@ class Fit:
 def compile_program(program: str = "hierarchical", backend: str = "auto", progress: Progress | None = None) -> float:
     """Compile ``program`` for ``backend`` (or find it in the cache) without data; the seconds spent compiling,
     0 when it was cached.  Call it ahead of the first fit: at a server's start-up, before spawning workers."""
-    return _backend(stan_model.resolve_backend(backend)).compile_program(program, progress)
+    return backend_module(programs.resolve_backend(backend)).compile_program(program, progress)
 
 
 def run(program: str, stan_data: dict, *, chains: int, draws: int, warmup: int, seed: int, backend: str = "auto",
@@ -68,8 +67,8 @@ def run(program: str, stan_data: dict, *, chains: int, draws: int, warmup: int, 
     """Sample ``program`` (a name in :data:`.model.PROGRAMS`) given ``stan_data``: ``chains`` chains of ``draws``
     draws after ``warmup``, reproducibly from ``seed``; compiled first if it is not in the cache.  ``adapt_delta``
     is the step-size adaptation's target acceptance rate (``None``: Stan's default, 0.8)."""
-    name = stan_model.resolve_backend(backend)
-    engine = _backend(name)
+    name = programs.resolve_backend(backend)
+    engine = backend_module(name)
     compile_seconds = engine.compile_program(program, progress)
     if compile_seconds:
         notify(progress, "sampling")
@@ -100,13 +99,13 @@ def sample(stan_data: dict, *, chains: int, draws: int, warmup: int, seed: int, 
     return Fit(out, raw.sampler, raw.backend, raw.seconds, compile_seconds=raw.compile_seconds)
 
 
-def chain_seeds(seed: int, chains: int) -> list[int]:
-    """One Stan seed per chain, drawn from numpy's ``SeedSequence(seed)``: distinct chains, and no two seeds share
-    a chain (seed + k would make the fits of seeds 1 and 2 share three of four chains)."""
-    state = np.random.SeedSequence(seed).generate_state(chains, dtype=np.uint64)
-    return [int(s % (2**31 - 2)) + 1 for s in state]
+def backend_module(name: str):
+    """The module that samples on a resolved backend (:func:`.programs.resolve_backend`): :mod:`.pystan_backend`
+    or :mod:`.cmdstan_backend`, imported on first use (each imports its own Stan interface)."""
+    if name == "cmdstanpy":
+        from . import cmdstan_backend
 
+        return cmdstan_backend
+    from . import pystan_backend
 
-def _backend(name: str):
-    """The module of a resolved backend name: :mod:`.pystan_backend` or :mod:`.cmdstan_backend`."""
-    return importlib.import_module(f".{'cmdstan' if name == 'cmdstanpy' else name}_backend", __package__)
+    return pystan_backend

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
-from .console import log
-from .errors import InputError
-from .options import FitOptions
+from ..console import log
+from ..errors import InputError
+from ..options import FitOptions
 
 
 @dataclass

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import fit
-from .console import log
-from .errors import InputError
-from .options import ModelsOptions, RankOptions, build
-from .progress import Progress, notify
-from .ranking_result import RankingResult, summarise
-from .result import divergent_transitions
+from ..sampling import sampler
+from ..console import log
+from ..errors import InputError
+from ..options import ModelsOptions, RankOptions, build
+from ..progress import Progress, notify
+from .result import RankingResult, summarise
+from ..result import divergent_transitions
 
 __all__ = ["rank_models", "rank_wins", "Scores", "read_scores", "outcomes", "win_table", "handle_ties",
            "stan_data", "HYPER_PRIOR_CODES", "NU_SCALE", "MAX_LISTED"]
@@ -367,10 +367,10 @@ def _centred_first(models: list[str], table: pd.DataFrame, opts: RankOptions) ->
     return precision * max(spread, floor) >= 1
 
 
-def _sample(data: dict, opts: RankOptions, progress: Progress | None) -> tuple[fit.Run, str]:
+def _sample(data: dict, opts: RankOptions, progress: Progress | None) -> tuple[sampler.Run, str]:
     """Sample; when the fit diverges, sample the other form too and keep the fit with fewer divergences."""
     def run(stan_data_):
-        return fit.run("bbt", stan_data_, chains=opts.chains, draws=opts.draws, warmup=opts.warmup,
+        return sampler.run("bbt", stan_data_, chains=opts.chains, draws=opts.draws, warmup=opts.warmup,
                        seed=opts.seed, backend=opts.backend, progress=progress)
 
     first = run(data)

@@ -14,16 +14,27 @@ import os
 import platform
 from pathlib import Path
 
-from .console import log
-from .errors import InputError
-from .progress import Progress, notify
+import numpy as np
 
-__all__ = ["PACKAGE_DIR", "STAN_DIR", "PROGRAMS", "STAN_FILE", "PRIORS", "PRIOR_ALIASES", "BACKENDS",
+from ..console import log
+from ..errors import InputError
+from ..progress import Progress, notify
+
+__all__ = ["STAN_DIR", "PROGRAMS", "STAN_FILE", "PRIORS", "PRIOR_ALIASES", "BACKENDS",
            "program_file", "program_code", "prior_code", "cache_dir", "cmdstan_available", "pystan_available",
-           "resolve_backend", "announce_compile", "pystan_model"]
+           "resolve_backend", "announce_compile", "chain_seeds"]
 
-PACKAGE_DIR = Path(__file__).resolve().parent
-STAN_DIR = PACKAGE_DIR / "stan"
+
+def _stan_dir() -> Path:
+    """The ``.stan`` files: the package data ``mlflow_bayescompare/stan/`` of an installed wheel (pyproject's
+    ``package-dir`` maps the repository's top-level ``stan/`` there), else ``stan/`` beside the package in a source
+    checkout (an editable install)."""
+    package = Path(__file__).resolve().parents[1]
+    installed = package / "stan"
+    return installed if installed.is_dir() else package.parent / "stan"
+
+
+STAN_DIR = _stan_dir()
 #: the Stan programs by name; a new program only needs its file in ``stan/`` and a line here
 PROGRAMS = {
     "hierarchical": STAN_DIR / "hierarchical.stan",  # the hierarchical test (Corani et al. 2017)
@@ -125,9 +136,8 @@ def announce_compile(program: str, cache: Path, progress: Progress | None = None
              program, cache)
 
 
-def pystan_model(data: dict, seed: int | None = None, program: str = "hierarchical"):
-    """pystan's ``stan.model.Model`` of ``program`` bound to ``data`` (its log density, for tests and benchmarks);
-    see :func:`.pystan_backend.build`."""
-    from . import pystan_backend
-
-    return pystan_backend.build(program, data, seed)
+def chain_seeds(seed: int, chains: int) -> list[int]:
+    """One Stan seed per chain, drawn from numpy's ``SeedSequence(seed)``: distinct chains, and no two seeds share
+    a chain (seed + k would make the fits of seeds 1 and 2 share three of four chains)."""
+    state = np.random.SeedSequence(seed).generate_state(chains, dtype=np.uint64)
+    return [int(s % (2**31 - 2)) + 1 for s in state]

@@ -16,11 +16,12 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from . import fit, summary
-from .console import log
-from .hierarchical import _versions
-from .options import RankOptions
-from .result import json_safe, jsonable
+from ..sampling import sampler
+from .. import summary
+from ..console import log
+from ..hierarchical.engine import _versions
+from ..options import RankOptions
+from ..result import json_safe, jsonable
 
 __all__ = ["RankingResult", "summarise", "pair_table", "rank_table", "ppc_table", "replicate_wins",
            "PPC_LEVELS", "SAMPLE_STATS"]
@@ -130,7 +131,7 @@ def _square(res: RankingResult, column: str, mirrored) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------------------ summaries
 
 
-def summarise(models: list[str], table: pd.DataFrame, run: fit.Run, opts: RankOptions, *, form: str,
+def summarise(models: list[str], table: pd.DataFrame, run: sampler.Run, opts: RankOptions, *, form: str,
               extra: dict, stan_data: dict) -> RankingResult:
     """The :class:`RankingResult` of a fit of ``stan/bbt.stan`` to ``table`` (see :func:`.ranking.win_table`)."""
     draws = {"beta": run.draws["beta"], "sigma": run.draws["sigma"]}
@@ -141,7 +142,7 @@ def summarise(models: list[str], table: pd.DataFrame, run: fit.Run, opts: RankOp
     rng = np.random.default_rng(opts.seed)
     draws["wins_rep"], ties_rep = replicate_wins(draws, models, table, rng)
     ppc = ppc_table(draws["wins_rep"], table["wins_a_post"].to_numpy(), ties_rep, table["ties_post"].to_numpy())
-    posterior = fit.Fit({k: draws[k] for k in ("beta", "sigma", "nu") if k in draws}, run.sampler, run.backend,
+    posterior = sampler.Fit({k: draws[k] for k in ("beta", "sigma", "nu") if k in draws}, run.sampler, run.backend,
                         run.seconds, compile_seconds=run.compile_seconds)
     diagnostics = {**summary.diagnostics(posterior), "parameterisation": form}
     for warning in diagnostics["warnings"]:

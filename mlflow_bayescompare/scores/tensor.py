@@ -8,9 +8,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from .console import log
-from .errors import InputError
-from .prepare import FOLDS_ONE
+from ..console import log
+from ..errors import InputError
+from ..hierarchical.prepare import FOLDS_ONE
 from .tidy_checks import (Problem, Rows, check_duplicate_runs, check_duplicate_scores, check_nonfinite,
                           check_one_model, check_types, find_problems, ranges)
 

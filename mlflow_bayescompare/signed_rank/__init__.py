@@ -1,0 +1,2 @@
+"""The Bayesian signed-rank test on one score per dataset (Benavoli, Corani, Demšar & Zaffalon, JMLR 2017):
+:mod:`.engine` (``signed_rank_test``, its result) and :mod:`.report`."""
