@@ -55,7 +55,8 @@ from proc_cpu import descendants, ticks
 from mlflow_bayescompare.sampling import programs, sampler
 from mlflow_bayescompare.hierarchical import prepare
 from mlflow_bayescompare.sampling import pystan_backend
-from mlflow_bayescompare import summary
+from mlflow_bayescompare import posterior_summary
+from mlflow_bayescompare.hierarchical import summary
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "tests" / "data" / "uci_classification.csv"
@@ -219,7 +220,7 @@ def cpu_seconds(run, *args, **kwargs):
 
 def report(posterior: sampler.Fit, cpu: float, rope_scaled: float) -> dict:
     diag = summary.diagnostics(posterior)
-    probs = summary.winner_fractions(summary.next_dataset_areas(posterior.draws, rope_scaled))
+    probs = posterior_summary.winner_fractions(summary.next_dataset_areas(posterior.draws, rope_scaled))
     return {
         "seconds": posterior.seconds,
         "cpu": cpu,

@@ -9,7 +9,7 @@ from .hierarchical.engine import hierarchical_test
 from .options import FitOptions, ModelsOptions, PairOptions, RankOptions, SourceOptions
 from .ranking.engine import rank_models
 from .ranking.result import RankingResult
-from .result import HierarchicalResult
+from .hierarchical.result import HierarchicalResult
 from .signed_rank.engine import SignedRankResult, signed_rank_test
 
 __all__ = ["hierarchical_test", "HierarchicalResult", "signed_rank_test", "SignedRankResult", "rank_models",

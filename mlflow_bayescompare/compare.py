@@ -62,7 +62,7 @@ class Outcome:
 
 @dataclass
 class RankingOutcome(Outcome):
-    """A :class:`~.ranking_result.RankingResult` (``ranking``, ``pairs``, ``wins`` …) and its ranking run."""
+    """A :class:`~.ranking.result.RankingResult` (``ranking``, ``pairs``, ``wins`` …) and its ranking run."""
 
 
 @dataclass
@@ -157,7 +157,7 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
     A pair's run holds its numbers, tables and posterior; with ``pair_reports=True`` (a field of
     :class:`~.options.ModelsOptions`) also the figures, HTML report and PSIS-LOO model check of a comparison run.
     Pairs warm up for :data:`~.options.MATRIX_PAIR_WARMUP` iterations per chain unless ``warmup`` is given (and
-    a pair whose chains then disagree again for :data:`~.options.WARMUP`: :func:`~.hierarchical.hierarchical_test`).
+    a pair whose chains then disagree again for :data:`~.options.WARMUP`: :func:`~.hierarchical.engine.hierarchical_test`).
     Pairs are fitted, and their runs' content built, in up to ``jobs`` processes (default: one per CPU; they are
     spawned, so a script calling this with several jobs needs the ``if __name__ == "__main__":`` guard).
     ``run_id`` names a RUNNING parent run to fill (the server's job record).  Other arguments as
@@ -212,7 +212,7 @@ def rank_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str
               log: bool = True, tracking_uri: str | None = None, run_id: str | None = None,
               progress: Progress | None = None, **options) -> RankingOutcome:
     """Rank ``models`` (default: every model found, at least three) with the Bayesian Bradley-Terry model
-    (:func:`~.ranking.rank_models`) on the scores logged in the given experiments, per fold or as per-dataset
+    (:func:`~.ranking.engine.rank_models`) on the scores logged in the given experiments, per fold or as per-dataset
     means, and log a ranking run.  ``options`` are fields of :class:`~.options.SourceOptions` and
     :class:`~.options.RankOptions`; the rest as :func:`compare_runs`."""
     source, rank = _options(experiment_names, experiment_ids, options, (SourceOptions, source), (RankOptions, rank))

@@ -1,4 +1,5 @@
-"""The HTML report: one self-contained page built from the blocks of :mod:`.report`, and the cells both reports use.
+"""What every report shares: the HTML page, one self-contained file built from a family's blocks (e.g.
+:func:`.hierarchical.report.blocks`), the cells of its tables, and :func:`md_escape` for the run descriptions.
 
 MLflow shows an ``.html`` artifact in a sandboxed iframe and the plugin's server serves the page with a CSP
 sandbox, so the page carries its CSS and its figures (base64 PNG) inline and needs no script and no external URL.
@@ -10,18 +11,19 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from typing import Any, NamedTuple
 
 from .result import COLORS, DECISION_COLORS, OUTCOMES
 
-__all__ = ["Link", "Table", "Question", "page", "LINK_BASE", "FIGURE_CAPTIONS", "SUMMARY", "embedded"]
+__all__ = ["Link", "Table", "Question", "page", "LINK_BASE", "FIGURE_CAPTIONS", "SUMMARY", "embedded", "md_escape"]
 
 #: Where MLflow's UI is, relative to the page (``<prefix>/bayescompare/report``).
 LINK_BASE = "../"
 #: The class of the blocks that the server app's page shows above a report it embeds (the verdict, the outcome bar
 #: and probabilities of the next dataset; a ranking's table): :func:`embedded` hides them.
 SUMMARY = "summary"
-#: CSS pixels per inch of a figure: its PNG carries more (``plots.PNG_DPI``) and is shown at this size.
+#: CSS pixels per inch of a figure: its PNG carries more (``figures.PNG_DPI``) and is shown at this size.
 CSS_PX_PER_INCH = 100
 FIGURE_CAPTIONS = {
     "simplex": "Probability simplex of the next-dataset outcomes: each posterior draw is a point (A better left, "
@@ -243,3 +245,19 @@ def embedded(report: bytes) -> bytes:
     """A report's page as the server app's page embeds it: its :data:`SUMMARY` blocks hidden (one rule added to its
     head; the rest of the page unchanged)."""
     return report.replace(b"</head>", f"<style>.{SUMMARY}{{display:none}}</style></head>".encode(), 1)
+
+
+# --- Markdown (the run descriptions) ----------------------------------------------------------------------------
+
+_MD_ENTITIES = {c: f"&#{ord(c)};" for c in "\\`*_[]|~@"}
+#: ':' and '/' unless a space follows, '.' unless a space follows or it sits between digits (0.95): no "://",
+#: "www.x" or ":emoji:" is left, while sentences and numbers stay readable.
+_AUTOLINK_PUNCTUATION = re.compile(r"[:/](?!\s)|(?<!\d)\.(?!\s)|\.(?![\s\d])")
+
+
+def md_escape(text: Any) -> str:
+    """``text`` as inert Markdown on one line: HTML-escaped, with Markdown's punctuation, '@' and the punctuation
+    of :data:`_AUTOLINK_PUNCTUATION` as numeric entities, so showdown's GitHub flavour finds no markup, autolink
+    (URL, ``www.``, e-mail), @mention or emoji in it."""
+    escaped = "".join(_MD_ENTITIES.get(c, c) for c in html.escape(" ".join(str(text).split()), quote=True))
+    return _AUTOLINK_PUNCTUATION.sub(lambda m: f"&#{ord(m.group())};", escaped)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from mlflow_bayescompare.sampling import convergence
-from mlflow_bayescompare import hierarchical_test, summary
+from mlflow_bayescompare import hierarchical_test, posterior_summary
 
 
 def _ar1(phi: float, chains: int, draws: int, rows: int, seed: int, shift: float = 0.0) -> np.ndarray:
@@ -66,7 +66,7 @@ def test_a_hierarchical_fit_gets_arvizs_diagnostics_and_hdis():
         want_rhat = float(az.rhat(data).to_array().max())
         want_bulk = float(az.ess(data, method="bulk").to_array().min())
         want_tail = float(az.ess(data, method="tail").to_array().min())
-        want_hdi = az.hdi(res.draws["delta"], hdi_prob=summary.HDI_PROB)
+        want_hdi = az.hdi(res.draws["delta"], hdi_prob=posterior_summary.HDI_PROB)
     assert res.diagnostics["rhat_max"] == pytest.approx(want_rhat, rel=1e-9)
     assert res.diagnostics["ess_bulk_min"] == pytest.approx(want_bulk, rel=1e-9)
     assert res.diagnostics["ess_tail_min"] == pytest.approx(want_tail, rel=1e-9)

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from scipy import optimize, special, stats
 
-from mlflow_bayescompare import InputError, hierarchical_test, summary
-from mlflow_bayescompare.hierarchical import baselines, prepare
+from mlflow_bayescompare import InputError, hierarchical_test, posterior_summary
+from mlflow_bayescompare import baselines
+from mlflow_bayescompare.hierarchical import prepare
 from mlflow_bayescompare.sampling import programs, pystan_backend, sampler
 
 FAST = dict(chains=2, draws=500, warmup=500)
@@ -212,22 +213,22 @@ def test_odds_grades_are_rafterys():
     belong to the lower grade."""
     grades = {1: "weak", 2.999: "weak", 3: "weak", 3.001: "positive", 19.99: "positive", 20: "positive",
               20.01: "strong", 150: "strong", 1e9: "strong"}
-    assert {odds: summary.grade(odds) for odds in grades} == grades
+    assert {odds: posterior_summary.grade(odds) for odds in grades} == grades
     # the half-draw correction keeps odds finite when an outcome never occurs; each pair is graded its own way
-    odds = summary.posterior_odds({"a_better": 0.9, "rope": 0.1, "b_better": 0.0}, 1000)
+    odds = posterior_summary.posterior_odds({"a_better": 0.9, "rope": 0.1, "b_better": 0.0}, 1000)
     assert odds == pytest.approx({"a_better/b_better": 900.5 / 0.5, "a_better/rope": 900.5 / 100.5,
                                   "rope/b_better": 100.5 / 0.5})
-    assert summary.evidence(odds) == {"a_better/b_better": "strong for a_better",
+    assert posterior_summary.evidence(odds) == {"a_better/b_better": "strong for a_better",
                                       "a_better/rope": "positive for a_better", "rope/b_better": "strong for rope"}
-    assert summary.evidence({"a_better/b_better": 1 / 4, "a_better/rope": 1 / 25, "rope/b_better": 2.5}) == {
+    assert posterior_summary.evidence({"a_better/b_better": 1 / 4, "a_better/rope": 1 / 25, "rope/b_better": 2.5}) == {
         "a_better/b_better": "positive for b_better", "a_better/rope": "strong for rope",
         "rope/b_better": "weak for rope"}
     # the verdict: declared at the threshold, graded by the odds of the best outcome over the runner-up
     probs = {"a_better": 0.96, "rope": 0.04, "b_better": 0.0}  # odds 960.5 / 40.5 = 23.7
-    assert summary.verdict(probs, summary.posterior_odds(probs, 1000), "rf", "svm", 0.95) == (
+    assert posterior_summary.verdict(probs, posterior_summary.posterior_odds(probs, 1000), "rf", "svm", 0.95) == (
         "a_better", "rf is practically better (strong evidence)")
     probs = {"a_better": 0.0, "rope": 0.25, "b_better": 0.75}  # odds 750.5 / 250.5 = 3.0 (weak)
-    assert summary.verdict(probs, summary.posterior_odds(probs, 1000), "rf", "svm", 0.95) == (
+    assert posterior_summary.verdict(probs, posterior_summary.posterior_odds(probs, 1000), "rf", "svm", 0.95) == (
         "inconclusive", "inconclusive: svm better is the most probable outcome (P = 0.75 < 0.95), weak evidence "
                         "over practical equivalence (odds 3.0)")
 

@@ -20,7 +20,9 @@ from matplotlib.figure import Figure
 
 from mlflow_bayescompare.hierarchical import plots, report
 from mlflow_bayescompare.hierarchical.engine import hierarchical_test
-from mlflow_bayescompare.hierarchical.report import ReportContext, md_escape
+from mlflow_bayescompare.hierarchical.report import ReportContext
+from mlflow_bayescompare.figures import figure_png, save
+from mlflow_bayescompare.report_html import md_escape
 from mlflow_bayescompare.result import COLORS, OUTCOMES
 
 DATA = Path(__file__).parent / "data" / "uci_classification.csv"
@@ -57,7 +59,7 @@ def figures(res):
 
 @pytest.fixture(scope="module")
 def pngs(figures):
-    return {name: plots.figure_png(fig) for name, fig in figures.items()}
+    return {name: figure_png(fig) for name, fig in figures.items()}
 
 
 def _hostile(res):
@@ -227,11 +229,11 @@ def test_pngs_are_sharp_at_twice_the_size(figures, pngs):
 
 def test_save_chooses_the_format_by_suffix(figures, tmp_path):
     fig = figures["model_fit"]
-    assert plots.save(fig, tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
-    assert b"<svg" in plots.save(fig, tmp_path / "f.svg").read_bytes()[:400]
-    assert plots.save(fig, tmp_path / "f.PDF").read_bytes()[:5] == b"%PDF-"
+    assert save(fig, tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
+    assert b"<svg" in save(fig, tmp_path / "f.svg").read_bytes()[:400]
+    assert save(fig, tmp_path / "f.PDF").read_bytes()[:5] == b"%PDF-"
     with pytest.raises(ValueError, match="png, .svg or .pdf"):
-        plots.save(fig, tmp_path / "f.jpg")
+        save(fig, tmp_path / "f.jpg")
 
 
 # --- Markdown -----------------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """``hierarchical_test``: the Bayesian hierarchical correlated t-test of Corani et al. (2017), end to end.
 
-Pipeline: inputs → :mod:`.tensor` (paired differences) → :mod:`.prepare` (scaling, bounds) → :mod:`.fit`
-(Stan) → :mod:`.summary` (probabilities, shrinkage, odds, verdict, diagnostics) → :class:`.HierarchicalResult`.
+Pipeline: inputs → :mod:`.tensor` (paired differences) → :mod:`.prepare` (scaling, bounds) → :mod:`.sampler`
+(Stan) → :mod:`.summary` and :mod:`..posterior_summary` (probabilities, shrinkage, odds, verdict, diagnostics) → :class:`.HierarchicalResult`.
 """
 
 from __future__ import annotations
@@ -12,15 +12,16 @@ from importlib import metadata
 import numpy as np
 import pandas as pd
 
-from . import baselines, prepare
+from .. import baselines, posterior_summary
+from . import prepare, summary
 from ..sampling import sampler
-from .. import summary
 from ..sampling import programs
 from ..console import log
 from ..errors import InputError
 from ..options import WARMUP, FitOptions, build
 from ..progress import Progress
-from ..result import HierarchicalResult, Orientation, divergent_transitions
+from ..result import Orientation, divergent_transitions
+from .result import HierarchicalResult
 from ..scores.tensor import CVTensor, from_arrays, from_tidy
 
 __all__ = ["hierarchical_test", "as_tensor", "SENSITIVITY_ROPES", "SENSITIVITY_PRIORS"]
@@ -112,10 +113,10 @@ class _Fitter:
         kept = min([*tries[1:], first], key=lambda t: t.posterior.divergences)  # a retry wins a tie
         self.form[prior] = _tried(tries, kept)
         if self.retry_warmup:
-            kept.rhat = summary.rhat_max(kept.posterior)
-            if kept.rhat > summary.RHAT_LIMIT:
+            kept.rhat = posterior_summary.rhat_max(kept.posterior)
+            if kept.rhat > posterior_summary.RHAT_LIMIT:
                 full = _Try(kept.stan_data, kept.adapt_delta, self._sample(kept.stan_data, kept.adapt_delta, WARMUP))
-                full.rhat = summary.rhat_max(full.posterior)
+                full.rhat = posterior_summary.rhat_max(full.posterior)
                 tries.append(full)
                 short, kept = kept, min(full, kept, key=lambda t: t.rhat)  # the full warm-up wins a tie
                 self.form[prior] += (f"; R-hat {short.rhat:.3f} after {opts.warmup} warm-up iterations, "
@@ -138,21 +139,21 @@ class _Fitter:
         opts, tensor = self.opts, self.tensor
         prepared, posterior = self.fit(opts.prior)
         areas = summary.next_dataset_areas(posterior.draws, prepared.rope_scaled)
-        p_left, p_rope, p_right = summary.winner_fractions(areas)
+        p_left, p_rope, p_right = posterior_summary.winner_fractions(areas)
         orientation = Orientation(opts.greater_is_better)
         probs = orientation.orient(p_left, p_rope, p_right)
-        odds = summary.posterior_odds(probs, len(areas))
-        decision, sentence = summary.verdict(probs, odds, tensor.model_a, tensor.model_b, opts.threshold)
+        odds = posterior_summary.posterior_odds(probs, len(areas))
+        decision, sentence = posterior_summary.verdict(probs, odds, tensor.model_a, tensor.model_b, opts.threshold)
         draws = _score_units(posterior.draws, prepared.scale)
         table = self._shrinkage(prepared, posterior, draws, orientation)
         return HierarchicalResult(
             model_a=tensor.model_a, model_b=tensor.model_b, greater_is_better=opts.greater_is_better,
             rope=opts.rope, p_left=p_left, p_rope=p_rope, p_right=p_right, next_probs=areas, verdict=sentence,
-            decision=decision, odds=odds, evidence=summary.evidence(odds),
+            decision=decision, odds=odds, evidence=posterior_summary.evidence(odds),
             shrinkage=table,
-            delta0=summary.describe(draws["delta0"]), sigma0=summary.describe(draws["sigma0"]),
+            delta0=posterior_summary.describe(draws["delta0"]), sigma0=posterior_summary.describe(draws["sigma0"]),
             delta0_probs=orientation.orient(*summary.side_masses(draws["delta0"], opts.rope)),
-            nu=summary.describe(draws["nu"]) if "nu" in draws else None,
+            nu=posterior_summary.describe(draws["nu"]) if "nu" in draws else None,
             signed_rank_p=baselines.signed_rank_p([np.mean(x) for x in tensor.diffs]),
             diagnostics=self._diagnostics(posterior, prepared, table),
             settings={**opts.to_dict(), "folds": folds, "rho": self.rho.tolist(), "versions": _versions(),
@@ -181,7 +182,7 @@ class _Fitter:
         return table
 
     def _diagnostics(self, posterior: sampler.Fit, prepared: prepare.Prepared, table: pd.DataFrame) -> dict:
-        diagnostics = {**summary.diagnostics(posterior, self.rhat.get(self.opts.prior)),
+        diagnostics = {**posterior_summary.diagnostics(posterior, self.rhat.get(self.opts.prior)),
                        "parameterisation": self.form[self.opts.prior]}
         if len(self.tensor.datasets) == 1:
             diagnostics["warnings"].append(
@@ -273,9 +274,9 @@ def _sensitivity(fitter: _Fitter, main: HierarchicalResult) -> pd.DataFrame:
         if "nu" in draws:
             scaled["nu_minus_one"] = draws["nu"] - 1
         for rope in SENSITIVITY_ROPES:
-            probs = orientation.orient(*summary.winner_fractions(summary.next_dataset_areas(scaled, rope / scale)))
-            odds = summary.posterior_odds(probs, draws["delta0"].size)
-            decision, _ = summary.verdict(probs, odds, main.model_a, main.model_b, threshold)
+            probs = orientation.orient(*posterior_summary.winner_fractions(summary.next_dataset_areas(scaled, rope / scale)))
+            odds = posterior_summary.posterior_odds(probs, draws["delta0"].size)
+            decision, _ = posterior_summary.verdict(probs, odds, main.model_a, main.model_b, threshold)
             rows.append({"prior": prior, "rope": rope, "p_a_better": probs["a_better"], "p_rope": probs["rope"],
                          "p_b_better": probs["b_better"], "decision": decision})
     return pd.DataFrame(rows)

@@ -1,4 +1,4 @@
-"""Figures of a :class:`~mlflow_bayescompare.result.HierarchicalResult` (Corani et al. 2017).
+"""Figures of a :class:`~mlflow_bayescompare.hierarchical.result.HierarchicalResult` (Corani et al. 2017).
 
 Every function builds its own :class:`matplotlib.figure.Figure` through the object-oriented API and never touches
 pyplot's global state, so the module is safe to use from the threads of a web server.  Outcomes appear in the
@@ -9,29 +9,25 @@ model it favours under ``greater_is_better``.
 
 from __future__ import annotations
 
-import io
 from itertools import zip_longest
-from pathlib import Path
 
 import numpy as np
 from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 from scipy import special, stats
 
-from ..result import COLORS, DECISION_COLORS, OUTCOMES, HierarchicalResult, outcome_label
-from ..summary import PARETO_K_LIMIT
+from ..figures import INK
+from ..result import COLORS, DECISION_COLORS, OUTCOMES, outcome_label
+from .result import HierarchicalResult
+from .summary import PARETO_K_LIMIT
 
-__all__ = ["all_figures", "figure_png", "save", "write_png_and_svg", "plot_simplex", "plot_posterior", "plot_shrinkage",
-           "plot_model_fit", "predictive_density", "INK", "FLAG_COLOR", "PNG_DPI"]
+__all__ = ["all_figures", "plot_simplex", "plot_posterior", "plot_shrinkage", "plot_model_fit", "predictive_density",
+           "FLAG_COLOR"]
 
-INK = "#1f2933"
 #: Model-check marks (the amber of an inconclusive decision).
 FLAG_COLOR = DECISION_COLORS["inconclusive"]
-#: Figures are sized for ~100 px per inch; PNGs carry twice that, so they stay sharp at 2x.
-PNG_DPI = 200
 MAX_MIXTURE_DRAWS = 4000
 GRID_POINTS = 600
-_FORMATS = {".png": ("png", {}), ".svg": ("svg", {"Date": None}), ".pdf": ("pdf", {"CreationDate": None})}
 #: Greys for the simplex density: blue and orange mean the models.
 _DENSITY_CMAP = LinearSegmentedColormap.from_list("bayescompare", ["#e4e7eb", "#9aa5b1", "#52606d", INK])
 
@@ -40,37 +36,6 @@ def all_figures(res: HierarchicalResult) -> dict[str, Figure]:
     """The four report figures keyed ``simplex``, ``posterior``, ``shrinkage``, ``model_fit``."""
     return {"simplex": plot_simplex(res), "posterior": plot_posterior(res), "shrinkage": plot_shrinkage(res),
             "model_fit": plot_model_fit(res)}
-
-
-def figure_png(fig: Figure, dpi: int = PNG_DPI) -> bytes:
-    """Render ``fig`` to PNG bytes (no global state involved)."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, facecolor="white")
-    return buf.getvalue()
-
-
-def save(fig: Figure, path: str | Path) -> Path:
-    """Write ``fig`` to ``path`` as PNG (at :data:`PNG_DPI`), SVG or PDF, chosen by the suffix."""
-    path = Path(path)
-    if path.suffix.lower() not in _FORMATS:
-        raise ValueError(f"save a figure as .png, .svg or .pdf, not {path.name!r}")
-    fmt, metadata = _FORMATS[path.suffix.lower()]
-    fig.savefig(path, format=fmt, dpi=PNG_DPI, facecolor="white", metadata=metadata)
-    return path
-
-
-def write_png_and_svg(figures: dict[str, Figure], folder: Path) -> dict[str, bytes]:
-    """Write each figure into ``folder`` as ``<name>.png`` and ``<name>.svg`` and return the PNGs (the HTML reports
-    embed them).  Each figure is laid out once, for its PNG, and its SVG keeps that layout: the layout engine is
-    about a third of a save (measured on a 100-dataset comparison: its four SVGs in 0.51 s instead of 0.77 s)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    pngs = {}
-    for name, fig in figures.items():
-        pngs[name] = figure_png(fig)
-        (folder / f"{name}.png").write_bytes(pngs[name])
-        fig.set_layout_engine("none")
-        save(fig, folder / f"{name}.svg")
-    return pngs
 
 
 def _short(name: object, width: int = 32) -> str:

@@ -18,6 +18,7 @@ from scipy import special
 from ..console import log
 from ..errors import InputError
 from ..options import FitOptions
+from ..scores.tensor import FOLDS_ONE
 
 
 @dataclass
@@ -29,12 +30,6 @@ class Prepared:
     rho: np.ndarray
     n: np.ndarray
     warnings: list[str] = field(default_factory=list)  # about the data vs the rope (also logged)
-
-
-#: Why one fold cannot be used, in the words every message about it uses.
-FOLDS_ONE = ("folds = 1 makes ρ = 1/folds = 1: the scores would be perfectly correlated and carry no information "
-             "about variability; the test needs k-fold cross-validation (k >= 2), and for independent repeated "
-             "hold-out splits give rho instead (e.g. rho=0, or n_test/n_total)")
 
 
 def correlations(datasets: list[str], folds, rho) -> np.ndarray:

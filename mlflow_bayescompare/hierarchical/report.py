@@ -1,4 +1,4 @@
-"""Text reports of a :class:`~mlflow_bayescompare.result.HierarchicalResult`: Markdown and a self-contained HTML page.
+"""Text reports of a :class:`~mlflow_bayescompare.hierarchical.result.HierarchicalResult`: Markdown and a self-contained HTML page.
 
 The Markdown is meant for MLflow's run description (``mlflow.note.content``, rendered by showdown's GitHub flavour
 + sanitize-html); the HTML (:mod:`.report_html`) for ``report.html``.  Both are built from the same blocks
@@ -20,12 +20,13 @@ from typing import Any
 import pandas as pd
 
 from .. import report_html
-from ..report_html import Link, Question, Table
-from ..result import OUTCOMES, HierarchicalResult, outcome_label
-from ..summary import PARETO_K_LIMIT
+from ..report_html import Link, Question, Table, md_escape
+from ..result import OUTCOMES, outcome_label
+from .result import HierarchicalResult
+from .summary import PARETO_K_LIMIT
 from ..tracking.uiroutes import experiment_route, run_route
 
-__all__ = ["ReportContext", "blocks", "render_markdown", "render_html", "md_escape", "format_probability",
+__all__ = ["ReportContext", "blocks", "render_markdown", "render_html", "format_probability",
            "MAX_RUN_LINKS"]
 
 MAX_RUN_LINKS = 50
@@ -303,20 +304,6 @@ def render_html(res: HierarchicalResult, figures_png: dict[str, bytes], ctx: Rep
 
 
 # --- Markdown ---------------------------------------------------------------------------------------------------
-
-_MD_ENTITIES = {c: f"&#{ord(c)};" for c in "\\`*_[]|~@"}
-#: ':' and '/' unless a space follows, '.' unless a space follows or it sits between digits (0.95): no "://",
-#: "www.x" or ":emoji:" is left, while sentences and numbers stay readable.
-_AUTOLINK_PUNCTUATION = re.compile(r"[:/](?!\s)|(?<!\d)\.(?!\s)|\.(?![\s\d])")
-
-
-def md_escape(text: Any) -> str:
-    """``text`` as inert Markdown on one line: HTML-escaped, with Markdown's punctuation, '@' and the punctuation
-    of :data:`_AUTOLINK_PUNCTUATION` as numeric entities, so showdown's GitHub flavour finds no markup, autolink
-    (URL, ``www.``, e-mail), @mention or emoji in it."""
-    escaped = "".join(_MD_ENTITIES.get(c, c) for c in html.escape(" ".join(str(text).split()), quote=True))
-    return _AUTOLINK_PUNCTUATION.sub(lambda m: f"&#{ord(m.group())};", escaped)
-
 
 def _md_cell(cell: Any) -> str:
     return f"[{md_escape(cell.text)}]({cell.route})" if isinstance(cell, Link) else md_escape(cell)

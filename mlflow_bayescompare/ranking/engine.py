@@ -3,7 +3,7 @@
 
 Pipeline: scores (tidy, wide, or per-dataset means) → :func:`read_scores` → each pair's outcome on each dataset,
 win, loss or tie by the local ROPE (Sec. 6.1, eqs. (dmin) and (dmin2)) → :func:`win_table`, its ties spread or kept
-for Davidson's model (Sec. 6.2) → ``stan/bbt.stan`` (Sec. 4, eq. (mod1)) → :func:`.ranking_result.summarise`.
+for Davidson's model (Sec. 6.2) → ``stan/bbt.stan`` (Sec. 4, eq. (mod1)) → :func:`.ranking.result.summarise`.
 :func:`rank_wins` starts from a table of wins instead.
 """
 

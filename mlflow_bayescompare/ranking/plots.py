@@ -1,4 +1,4 @@
-"""Figures of a :class:`~.ranking_result.RankingResult` (Wainer 2023): a Bayesian critical-difference diagram, the
+"""Figures of a :class:`~.ranking.result.RankingResult` (Wainer 2023): a Bayesian critical-difference diagram, the
 matrix of P(win) with the rope's probability, and P(best).
 
 Every function builds its own :class:`matplotlib.figure.Figure` through the object-oriented API, never pyplot's
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..hierarchical.plots import INK
+from ..figures import INK
 from .result import RankingResult
 from ..result import COLORS
 

@@ -1,4 +1,4 @@
-"""Text reports of a :class:`~.ranking_result.RankingResult`: the run description (markdown) and a self-contained
+"""Text reports of a :class:`~.ranking.result.RankingResult`: the run description (markdown) and a self-contained
 HTML page with the critical-difference diagram, the P(win) matrix and P(best)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import base64
 import html
 
 from .result import RankingResult
-from ..hierarchical.report import md_escape
+from ..report_html import md_escape
 from ..report_html import SUMMARY
 
 __all__ = ["render_markdown", "render_html", "headline"]

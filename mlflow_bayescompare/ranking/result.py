@@ -17,7 +17,7 @@ import pandas as pd
 from scipy.special import expit
 
 from ..sampling import sampler
-from .. import summary
+from .. import posterior_summary
 from ..console import log
 from ..hierarchical.engine import _versions
 from ..options import RankOptions
@@ -133,7 +133,7 @@ def _square(res: RankingResult, column: str, mirrored) -> pd.DataFrame:
 
 def summarise(models: list[str], table: pd.DataFrame, run: sampler.Run, opts: RankOptions, *, form: str,
               extra: dict, stan_data: dict) -> RankingResult:
-    """The :class:`RankingResult` of a fit of ``stan/bbt.stan`` to ``table`` (see :func:`.ranking.win_table`)."""
+    """The :class:`RankingResult` of a fit of ``stan/bbt.stan`` to ``table`` (see :func:`.ranking.engine.win_table`)."""
     draws = {"beta": run.draws["beta"], "sigma": run.draws["sigma"]}
     if "nu" in run.draws:
         draws["nu"] = run.draws["nu"][..., 0]
@@ -144,7 +144,7 @@ def summarise(models: list[str], table: pd.DataFrame, run: sampler.Run, opts: Ra
     ppc = ppc_table(draws["wins_rep"], table["wins_a_post"].to_numpy(), ties_rep, table["ties_post"].to_numpy())
     posterior = sampler.Fit({k: draws[k] for k in ("beta", "sigma", "nu") if k in draws}, run.sampler, run.backend,
                         run.seconds, compile_seconds=run.compile_seconds)
-    diagnostics = {**summary.diagnostics(posterior), "parameterisation": form}
+    diagnostics = {**posterior_summary.diagnostics(posterior), "parameterisation": form}
     for warning in diagnostics["warnings"]:
         log.warning(warning)
     settings = {**opts.to_dict(), **extra, "models": list(models), "backend": run.backend, "versions": _versions()}
@@ -162,7 +162,7 @@ def rank_table(beta: np.ndarray, models: list[str], hdi_prob: float) -> pd.DataF
     """One row per model, best first: p_best, mean_rank, its HDI, and the strength's posterior mean and sd."""
     flat = beta.reshape(-1, beta.shape[-1])
     ranks = _ranks(flat)
-    low, high = summary.hdi(ranks, hdi_prob)
+    low, high = posterior_summary.hdi(ranks, hdi_prob)
     table = pd.DataFrame({"model": models, "p_best": (ranks == 1).mean(axis=0), "mean_rank": ranks.mean(axis=0),
                           "rank_low": low, "rank_high": high, "strength": flat.mean(axis=0),
                           "strength_sd": flat.std(axis=0)})
@@ -181,7 +181,7 @@ def pair_table(draws: dict[str, np.ndarray], models: list[str], order: list[str]
     diff[:, flip] *= -1
     better = np.where(flip, j, i)
     p = expit(diff)
-    low, high = summary.hdi(p, hdi_prob)
+    low, high = posterior_summary.hdi(p, hdi_prob)
     table = pd.DataFrame({"better": [order[k] for k in better], "worse": [order[k] for k in np.where(flip, i, j)],
                           "p_win": p.mean(axis=0), "p_win_low": low, "p_win_high": high,
                           "p_above_half": (p > 0.5).mean(axis=0),
@@ -215,7 +215,7 @@ def ppc_table(wins_rep: np.ndarray, wins: np.ndarray, ties_rep: np.ndarray | Non
     def covered(rep, observed):
         flat = rep.reshape(-1, rep.shape[-1])
         return [float(np.mean((observed >= low) & (observed <= high)))
-                for low, high in (summary.hdi(flat, level) for level in PPC_LEVELS)]
+                for low, high in (posterior_summary.hdi(flat, level) for level in PPC_LEVELS)]
 
     out = pd.DataFrame({"hdi": PPC_LEVELS, "proportion": covered(wins_rep, wins)})
     if ties_rep is not None:

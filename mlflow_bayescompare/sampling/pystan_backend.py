@@ -86,7 +86,7 @@ def compile_program(program: str = "hierarchical", progress: Progress | None = N
 
 
 def _compile(program: str, code: str, name: str, progress: Progress | None) -> float:
-    """Compile under a lock file in :func:`.model.cache_dir`: httpstan's compile of a model first deletes its
+    """Compile under a lock file in :func:`.programs.cache_dir`: httpstan's compile of a model first deletes its
     folder, so two at once (a server's start-up compile and a job's) would break each other, and a model is in the
     cache only once its compile has ended.  The compile runs in a new process (:func:`compile_main`)."""
     import fcntl
@@ -157,7 +157,7 @@ def build(program: str, data: dict, seed: int | None = None):
 
 def forget_superseded(compiled: str) -> None:
     """Delete the compiled models (about 110 MB each, kept by httpstan forever) of earlier versions of the programs:
-    those listed in :func:`.model.cache_dir` as compiled by this package, neither ``compiled`` nor a current
+    those listed in :func:`.programs.cache_dir` as compiled by this package, neither ``compiled`` nor a current
     program's, once unused for ``SUPERSEDED_DAYS`` (each build dates its model's folder; earlier versions of the
     package dated its ``fits``), which spares another installed version still in use.  Nothing else is touched."""
     import httpstan.cache

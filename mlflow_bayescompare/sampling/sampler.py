@@ -1,6 +1,6 @@
 """Run a Stan program on either backend and return its draws in one layout.
 
-:func:`run` samples any program of :data:`.model.PROGRAMS` and returns its raw draws; :func:`sample` runs the
+:func:`run` samples any program of :data:`.programs.PROGRAMS` and returns its raw draws; :func:`sample` runs the
 hierarchical program and puts δ_i back together (:class:`Fit`); :func:`compile_program` compiles a program ahead of
 its first fit.  A backend announces a compile through the ``progress`` hook (stage ``compiling``, then ``sampling``
 once it is built) and one log line.
@@ -64,7 +64,7 @@ def compile_program(program: str = "hierarchical", backend: str = "auto", progre
 
 def run(program: str, stan_data: dict, *, chains: int, draws: int, warmup: int, seed: int, backend: str = "auto",
         progress: Progress | None = None, adapt_delta: float | None = None) -> Run:
-    """Sample ``program`` (a name in :data:`.model.PROGRAMS`) given ``stan_data``: ``chains`` chains of ``draws``
+    """Sample ``program`` (a name in :data:`.programs.PROGRAMS`) given ``stan_data``: ``chains`` chains of ``draws``
     draws after ``warmup``, reproducibly from ``seed``; compiled first if it is not in the cache.  ``adapt_delta``
     is the step-size adaptation's target acceptance rate (``None``: Stan's default, 0.8)."""
     name = programs.resolve_backend(backend)

@@ -10,17 +10,22 @@ import pandas as pd
 
 from ..console import log
 from ..errors import InputError
-from ..hierarchical.prepare import FOLDS_ONE
 from .tidy_checks import (Problem, Rows, check_duplicate_runs, check_duplicate_scores, check_nonfinite,
                           check_one_model, check_types, find_problems, ranges)
 
 __all__ = ["TABLE_COLUMNS", "MEANS_COLUMNS", "CVTensor", "DatasetMeans", "from_arrays", "from_tidy", "dataset_means",
-           "means_from_tidy"]
+           "means_from_tidy", "FOLDS_ONE"]
 
 TABLE_COLUMNS = ["dataset", "repeat", "fold", "score_a", "score_b", "diff", "run_id_a", "run_id_b"]
 MEANS_COLUMNS = ["dataset", "score_a", "score_b", "diff", "n", "run_id_a", "run_id_b"]
 # problem kinds that make a dataset incomplete (dropped by drop_incomplete=True); others always raise
 _DROPPABLE = {"one_model", "folds", "fold_count", "nonfinite", "too_few"}
+
+#: Why one fold cannot be used, in the words every message about it uses.
+FOLDS_ONE = ("folds = 1 makes ρ = 1/folds = 1: the scores would be perfectly correlated and carry no information "
+             "about variability; the test needs k-fold cross-validation (k >= 2), and for independent repeated "
+             "hold-out splits give rho instead (e.g. rho=0, or n_test/n_total)")
+
 
 
 @dataclass

@@ -14,7 +14,7 @@ signed-rank test, lies left of, inside or right of the rope [−r, r]:
 
 a Walsh average exactly on ±r counting half to its side and half to the rope (the Heaviside step with H(0) = ½ of
 the authors' code and of baycomp's ``SignedRankTest``).  P(left), P(rope), P(right) are the shares of draws in which
-each θ is the largest (:func:`.summary.winner_fractions`), as for the hierarchical test.
+each θ is the largest (:func:`.posterior.winner_fractions`), as for the hierarchical test.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from ..hierarchical import baselines
-from .. import summary
+from .. import baselines
+from .. import posterior_summary
 from ..console import log
 from ..errors import InputError
 from ..options import FitOptions, build
@@ -117,15 +117,15 @@ def signed_rank_test(scores_a=None, scores_b=None, *, diffs=None, datasets=None,
     started = time.perf_counter()
     thetas = _sample(means.diffs, opts.rope, samples, prior_strength, np.random.default_rng(opts.seed))
     seconds = time.perf_counter() - started
-    p_left, p_rope, p_right = summary.winner_fractions(thetas)
+    p_left, p_rope, p_right = posterior_summary.winner_fractions(thetas)
     orientation = Orientation(opts.greater_is_better)
     probs = orientation.orient(p_left, p_rope, p_right)
-    odds = summary.posterior_odds(probs, samples)
-    decision, sentence = summary.verdict(probs, odds, means.model_a, means.model_b, opts.threshold)
+    odds = posterior_summary.posterior_odds(probs, samples)
+    decision, sentence = posterior_summary.verdict(probs, odds, means.model_a, means.model_b, opts.threshold)
     return SignedRankResult(
         model_a=means.model_a, model_b=means.model_b, greater_is_better=opts.greater_is_better, rope=opts.rope,
         p_left=p_left, p_rope=p_rope, p_right=p_right, next_probs=thetas, verdict=sentence, decision=decision,
-        odds=odds, evidence=summary.evidence(odds), datasets=_table(means, opts.rope, orientation),
+        odds=odds, evidence=posterior_summary.evidence(odds), datasets=_table(means, opts.rope, orientation),
         signed_rank_p=baselines.signed_rank_p(means.diffs),
         diagnostics=_diagnostics(means, opts.rope, (p_left, p_rope, p_right), samples, seconds),
         settings={"test": SignedRankResult.test, "rope": opts.rope, "greater_is_better": opts.greater_is_better,

@@ -1,4 +1,4 @@
-"""Text reports of a :class:`~.signed_rank.SignedRankResult`: the run description (markdown) and a self-contained HTML
+"""Text reports of a :class:`~.signed_rank.engine.SignedRankResult`: the run description (markdown) and a self-contained HTML
 page with the probability simplex.  The same probabilities, odds and verdict as the hierarchical test's report, in
 the same order and words; per dataset, the two means and their difference."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import html
 
-from ..hierarchical.report import md_escape
+from ..report_html import md_escape
 from ..report_html import SUMMARY
 from ..result import OUTCOMES, outcome_label
 

@@ -87,6 +87,7 @@ def comparison_bundle(result, tensor, *, metric: str, experiment_ids: Sequence[s
     """The comparison run of ``result`` (fitted on ``tensor``); ``run_id`` when the run already exists, in
     ``experiment_id`` (the report then links to itself); ``directory`` to write the artifacts into (default: a
     temporary directory); ``figures=False`` for a matrix's pair run without figures and HTML report."""
+    from ..figures import write_png_and_svg
     from ..hierarchical import plots, report
     from ..sampling.programs import STAN_FILE
 
@@ -98,7 +99,7 @@ def comparison_bundle(result, tensor, *, metric: str, experiment_ids: Sequence[s
                                    comparison_experiment_id=experiment_id)
         markdown = report.render_markdown(result, ctx)
         if figures:
-            pngs = plots.write_png_and_svg(plots.all_figures(result), root / "plots")
+            pngs = write_png_and_svg(plots.all_figures(result), root / "plots")
             (root / "report.html").write_text(report.render_html(result, pngs, ctx), encoding="utf-8")
         else:
             markdown = _noting_no_report(markdown)
@@ -212,7 +213,7 @@ def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: st
     CSV) and the ranking: the Bayesian Bradley-Terry ``ranking`` of all models when given (its tables and plots,
     as a ranking run holds them), else the pairs' summary.  ``results`` are the pairs' results."""
     from ..matrix import matrix_figure, ranking_markdown
-    from ..hierarchical.plots import figure_png
+    from ..figures import figure_png
 
     root, tmp = _directory(directory, "bayescompare-matrix-")
     try:
@@ -311,7 +312,7 @@ def ranking_bundle(result, *, metric: str, experiment_ids: Sequence[str], layout
     and the Stan program with its data.  Per model, the metrics ``p_best.<model>`` and ``mean_rank.<model>``."""
     from ..ranking import plots as ranking_plots, report as ranking_report
     from ..sampling.programs import PROGRAMS
-    from ..hierarchical.plots import write_png_and_svg
+    from ..figures import write_png_and_svg
 
     root, tmp = _directory(directory, "bayescompare-ranking-")
     try:
@@ -362,7 +363,8 @@ def signed_rank_bundle(result, means, *, metric: str, experiment_ids: Sequence[s
     :class:`~.tensor.DatasetMeans`): its reports, the probability simplex, the means and the summary
     (``figures=False``: without the simplex and report.html, as :func:`comparison_bundle`)."""
     from ..signed_rank import report as signed_rank_report
-    from ..hierarchical.plots import plot_simplex, write_png_and_svg
+    from ..figures import write_png_and_svg
+    from ..hierarchical.plots import plot_simplex
 
     root, tmp = _directory(directory, "bayescompare-")
     try:

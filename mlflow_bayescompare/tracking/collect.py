@@ -17,9 +17,8 @@ from ..console import redact_uri
 from ..errors import BayesCompareError, InputError
 from .fetch import fetch_histories
 from ..options import LAYOUTS
-from ..hierarchical.prepare import FOLDS_ONE
 from ..progress import Progress, notify
-from ..scores.tensor import CVTensor, DatasetMeans, dataset_means, from_tidy, means_from_tidy
+from ..scores.tensor import FOLDS_ONE, CVTensor, DatasetMeans, dataset_means, from_tidy, means_from_tidy
 
 # fetch_histories moved to .fetch; it is re-exported here for the callers that import it from collect
 __all__ = ["SCORE_COLUMNS", "CollectedScores", "resolve_experiments", "discover",
