@@ -19,7 +19,7 @@ from sklearn.model_selection import RepeatedStratifiedKFold, cross_validate
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from mlflow_bayescompare.tracking.cvlog import log_cv_scores
+from mlflow_bayescompare import log_cv_scores
 
 DATASETS = {"breast_cancer": load_breast_cancer, "wine": load_wine, "iris": load_iris, "digits": load_digits}
 MODELS = {

@@ -11,7 +11,8 @@ from .ranking.engine import rank_models
 from .ranking.result import RankingResult
 from .hierarchical.result import HierarchicalResult
 from .signed_rank.engine import SignedRankResult, signed_rank_test
+from .tracking.cvlog import log_cv_scores
 
 __all__ = ["hierarchical_test", "HierarchicalResult", "signed_rank_test", "SignedRankResult", "rank_models",
-           "RankingResult", "FitOptions", "RankOptions",
+           "RankingResult", "log_cv_scores", "FitOptions", "RankOptions",
            "SourceOptions", "PairOptions", "ModelsOptions", "BayesCompareError", "InputError", "SamplingError"]
