@@ -22,18 +22,39 @@ def signed_rank_p(means: np.ndarray) -> float:
     return float(stats.wilcoxon(means).pvalue)
 
 
+def correlated_t_posterior(x: np.ndarray, rho: float) -> tuple[int, float, float]:
+    """(df, loc, scale) of the Bayesian correlated t-test's posterior of the mean difference of ``x``:
+    Student-t with n − 1 degrees of freedom, location x̄ and scale² = (1/n + ρ/(1 − ρ)) s² (s² with ddof=1)."""
+    x = np.asarray(x, dtype=float)
+    n = len(x)
+    return n - 1, float(np.mean(x)), float(np.sqrt((1 / n + rho / (1 - rho)) * np.var(x, ddof=1)))
+
+
+def correlated_t_masses(df: int, loc: float, scale: float, rope: float) -> tuple[float, float, float]:
+    """The posterior masses of μ < −rope, inside the rope, and μ > rope; a point mass at ``loc`` when the scale is 0
+    (constant differences)."""
+    if scale == 0:
+        left, right = float(loc < -rope), float(loc > rope)
+    else:
+        posterior = stats.t(df=df, loc=loc, scale=scale)
+        left, right = float(posterior.cdf(-rope)), float(posterior.sf(rope))
+    return left, 1 - left - right, right
+
+
+def nadeau_bengio_p(df: int, loc: float, scale: float) -> float:
+    """Two-sided p-value of the Nadeau-Bengio corrected t-test, t = x̄ / scale with the same scale; 1 or 0 for
+    constant differences (0 or not)."""
+    if scale == 0:
+        return 1.0 if loc == 0 else 0.0
+    return float(2 * stats.t.sf(abs(loc) / scale, df=df))
+
+
 def per_dataset(diffs: list[np.ndarray], rho: np.ndarray, rope: float) -> pd.DataFrame:
     """Columns ``nb_t_p``, ``bct_p_left``, ``bct_p_rope``, ``bct_p_right``, one row per dataset."""
     rows = []
     for x, r in zip(diffs, rho):
-        n, mean, var = len(x), float(np.mean(x)), float(np.var(x, ddof=1))
-        scale = np.sqrt((1 / n + r / (1 - r)) * var)
-        if scale == 0:  # constant differences: the posterior is a point mass at the mean
-            p_nb = 1.0 if mean == 0 else 0.0
-            left, right = float(mean < -rope), float(mean > rope)
-        else:
-            posterior = stats.t(df=n - 1, loc=mean, scale=scale)
-            p_nb = float(2 * stats.t.sf(abs(mean) / scale, df=n - 1))
-            left, right = float(posterior.cdf(-rope)), float(posterior.sf(rope))
-        rows.append({"nb_t_p": p_nb, "bct_p_left": left, "bct_p_rope": 1 - left - right, "bct_p_right": right})
+        posterior = correlated_t_posterior(x, r)
+        left, rope_mass, right = correlated_t_masses(*posterior, rope)
+        rows.append({"nb_t_p": nadeau_bengio_p(*posterior), "bct_p_left": left, "bct_p_rope": rope_mass,
+                     "bct_p_right": right})
     return pd.DataFrame(rows)
