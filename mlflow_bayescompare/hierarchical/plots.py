@@ -9,15 +9,13 @@ model it favours under ``greater_is_better``.
 
 from __future__ import annotations
 
-from itertools import zip_longest
-
 import numpy as np
 from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 from scipy import special, stats
 
-from ..figures import INK
-from ..result import COLORS, DECISION_COLORS, OUTCOMES, outcome_label
+from ..figures import INK, delta_label, legend_below, outcome_text, shade, short, side_labels, tidy
+from ..result import COLORS, DECISION_COLORS, OUTCOMES
 from .result import HierarchicalResult
 from .summary import PARETO_K_LIMIT
 
@@ -36,24 +34,6 @@ def all_figures(res: HierarchicalResult) -> dict[str, Figure]:
     """The four report figures keyed ``simplex``, ``posterior``, ``shrinkage``, ``model_fit``."""
     return {"simplex": plot_simplex(res), "posterior": plot_posterior(res), "shrinkage": plot_shrinkage(res),
             "model_fit": plot_model_fit(res)}
-
-
-def _short(name: object, width: int = 32) -> str:
-    """``name`` cut in the middle to ``width`` characters, keeping both ends (they usually tell datasets apart)."""
-    text = str(name)
-    if len(text) <= width:
-        return text
-    head = (width - 1) // 2
-    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
-
-
-def _label(res: HierarchicalResult, outcome: str, width: int = 30) -> str:
-    return outcome_label(outcome, _short(res.model_a, width), _short(res.model_b, width))
-
-
-def _regions(res: HierarchicalResult, lo: float, hi: float) -> dict[str, tuple[float, float]]:
-    """The x range of each outcome on the δ axis: the paper's left, rope and right, oriented."""
-    return res.orientation.orient((lo, -res.rope), (-res.rope, res.rope), (res.rope, hi))
 
 
 # --- simplex ---------------------------------------------------------------------------------------------------
@@ -84,7 +64,7 @@ def plot_simplex(res: HierarchicalResult) -> Figure:
     placements = ((0.0, -0.05, "left", "top"), (0.5, _VERTICES[1, 1] + 0.05, "center", "bottom"),
                   (1.0, -0.05, "right", "top"))
     for vertex, outcome, (x, y, ha, va) in zip(_VERTICES, OUTCOMES, placements):
-        ax.text(x, y, f"p({_label(res, outcome)})\nP = {probs[outcome]:.3f}", ha=ha, va=va, fontsize=10,
+        ax.text(x, y, f"p({outcome_text(res, outcome)})\nP = {probs[outcome]:.3f}", ha=ha, va=va, fontsize=10,
                 color=COLORS[outcome], fontweight="bold")
         ax.plot(*vertex, "o", color=COLORS[outcome], ms=7, zorder=5, clip_on=False)
     ax.set_title("Next-dataset outcome probabilities", color=INK, fontsize=11)
@@ -152,36 +132,6 @@ def _kde(values: np.ndarray, grid: np.ndarray) -> np.ndarray | None:
     return stats.gaussian_kde(values)(grid)
 
 
-def _shade(ax, res: HierarchicalResult, grid, density, masses: dict[str, float] | None = None) -> list:
-    """Fill the density under each outcome's region in its colour; the fills, labelled by the region's mass when
-    ``masses`` are given."""
-    fills = []
-    for outcome, (lo, hi) in _regions(res, grid[0], grid[-1]).items():
-        inside = (grid >= lo) & (grid <= hi)
-        label = None if masses is None else f"{_label(res, outcome, 12)}: P = {masses[outcome]:.3f}"
-        fills.append(ax.fill_between(grid[inside], density[inside], color=COLORS[outcome], alpha=0.35, lw=0,
-                                     label=label))
-    return fills
-
-
-def _side_labels(ax, res: HierarchicalResult) -> None:
-    """Mark the rope and name, at the top corners, the model each side favours."""
-    ax.axvspan(-res.rope, res.rope, color=COLORS["rope"], alpha=0.12, lw=0, label=f"rope ±{res.rope:g}")
-    ax.axvline(0, color=COLORS["rope"], lw=0.8)
-    left, _, right = res.orientation.sides
-    for x, ha, outcome, text in ((0.01, "left", left, "← {}"), (0.99, "right", right, "{} →")):
-        ax.text(x, 0.98, text.format(_label(res, outcome, 20)), transform=ax.transAxes, ha=ha, va="top",
-                color=COLORS[outcome], fontsize=9, fontweight="bold")
-
-
-def _legend(ax, first: list = ()) -> None:
-    """A legend under the axes in rows of three, ``first`` (the regions' masses, A | rope | B) as the first row."""
-    handles = [h for h in ax.get_legend_handles_labels()[0] if h not in first]
-    order = [h for pair in zip_longest(first, handles) for h in pair if h is not None]  # legends fill by column
-    ax.legend(order, [h.get_label() for h in order], loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3,
-              fontsize=8, frameon=False, handlelength=1.4, columnspacing=1.2)
-
-
 def plot_posterior(res: HierarchicalResult) -> Figure:
     """Posterior predictive density of δ on the next dataset (top) and posterior density of δ0 (bottom).
 
@@ -193,7 +143,7 @@ def plot_posterior(res: HierarchicalResult) -> Figure:
     family = "Gaussian" if "nu" not in res.draws else "Student-t"
     grid, density = predictive_density(res)
     top.plot(grid, density, color=INK, lw=1.8, label=f"predictive ({family} mixture)")
-    _shade(top, res, grid, density)
+    shade(top, res, grid, density)
     masses = []
     top.set_title("δ on the next dataset (posterior predictive)", color=INK, fontsize=11, pad=8)
 
@@ -206,18 +156,18 @@ def plot_posterior(res: HierarchicalResult) -> Figure:
         bottom.axvline(delta0[0], color=INK, lw=1.8, label="δ0 (constant)")
     else:
         bottom.plot(grid0, density0, color=INK, lw=1.8, label="posterior of δ0")
-        masses = _shade(bottom, res, grid0, density0, res.delta0_probs)
+        masses = shade(bottom, res, grid0, density0, res.delta0_probs)
     d = res.delta0
     bottom.axvline(d["mean"], color=INK, lw=1, ls="--",
                    label=f"mean {d['mean']:.3g}, 95% HDI [{d['hdi_low']:.3g}, {d['hdi_high']:.3g}]")
     bottom.set_title("δ0: mean difference across datasets (posterior)", color=INK, fontsize=11, pad=8)
     for ax in (top, bottom):
-        _side_labels(ax, res)
-        ax.set_xlabel(_delta_label(res))
+        side_labels(ax, res)
+        ax.set_xlabel(delta_label(res))
         ax.set_ylabel("density")
         ax.set_ylim(bottom=0, top=ax.get_ylim()[1] * 1.15)
-        _legend(ax, masses if ax is bottom else [])
-        _tidy(ax)
+        legend_below(ax, masses if ax is bottom else [])
+        tidy(ax)
     return fig
 
 
@@ -290,20 +240,20 @@ def plot_shrinkage(res: HierarchicalResult) -> Figure:
         mask = (likeliest == outcome) & (shrunk >= lo) & (shrunk <= hi)
         if mask.any():
             ax.scatter(shrunk[mask], rows[mask], marker="D", s=30, color=COLORS[outcome], zorder=4,
-                       label=f"shrunk; most probable: {_label(res, outcome, 20)}")
+                       label=f"shrunk; most probable: {outcome_text(res, outcome, 20)}")
     _mark_clipped(ax, [("HDI", low), ("HDI", high), ("MLE", mle), ("shrunk", shrunk)], lo, hi)
-    ax.set_yticks(rows, [_short(d) + (f"  ⚠ {m}" if m else "") for d, m in zip(sh["dataset"], marks)],
+    ax.set_yticks(rows, [short(d) + (f"  ⚠ {m}" if m else "") for d, m in zip(sh["dataset"], marks)],
                   fontsize=8 if q <= 40 else 6.5)
     ax.set_xlim(lo, hi)
     ax.set_ylim(q - 0.5, -0.5)
-    ax.set_xlabel(_delta_label(res))
+    ax.set_xlabel(delta_label(res))
     ax.set_title("Per-dataset differences: MLE and hierarchical (shrunk) estimates", color=INK, fontsize=11)
     if any(marks):
         ax.plot([], [], "s", color=FLAG_COLOR, alpha=0.4,
                 label=f"⚠ model check: $\\hat{{k}}$ > {PARETO_K_LIMIT} or conflict")
     fig.legend(loc="outside lower center", ncol=3, fontsize=8, frameon=False)
     ax.grid(axis="x", color="#e4e7eb", lw=0.6)
-    _tidy(ax)
+    tidy(ax)
     for tick, mark in zip(ax.get_yticklabels(), marks):
         tick.set_color(FLAG_COLOR if mark else INK)
     return fig
@@ -330,20 +280,10 @@ def plot_model_fit(res: HierarchicalResult) -> Figure:
     ax.vlines(shrunk, 0, 0.05, color=INK, lw=1.2, label="shrinkage estimates", transform=ax.get_xaxis_transform())
     ax.axvspan(-res.rope, res.rope, color=COLORS["rope"], alpha=0.18, lw=0, label=f"rope ±{res.rope:g}")
     ax.set_ylim(bottom=0)
-    ax.set_xlabel(_delta_label(res))
+    ax.set_xlabel(delta_label(res))
     ax.set_ylabel("density")
     ax.set_title("Model fit: predictive density vs the per-dataset estimates (paper Fig. 7)", color=INK,
                  fontsize=11)
     ax.legend(fontsize=8, frameon=False)
-    _tidy(ax)
+    tidy(ax)
     return fig
-
-
-def _delta_label(res: HierarchicalResult) -> str:
-    return f"δ = score({_short(res.model_a, 24)}) − score({_short(res.model_b, 24)})"
-
-
-def _tidy(ax) -> None:
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    ax.tick_params(colors=INK, labelsize=8)
