@@ -16,7 +16,8 @@ from typing import Any, NamedTuple
 
 from .result import COLORS, DECISION_COLORS, OUTCOMES
 
-__all__ = ["Link", "Table", "Question", "page", "LINK_BASE", "FIGURE_CAPTIONS", "SUMMARY", "embedded", "md_escape"]
+__all__ = ["Link", "Table", "Question", "page", "LINK_BASE", "FIGURE_CAPTIONS", "SUMMARY", "embedded", "md_escape",
+           "md_table", "plain_table", "plain_page"]
 
 #: Where MLflow's UI is, relative to the page (``<prefix>/bayescompare/report``).
 LINK_BASE = "../"
@@ -241,6 +242,28 @@ def page(b: dict[str, Any], figures_png: dict[str, bytes]) -> str:
             + "\n".join(p for p in parts if p) + "</main></body></html>\n")
 
 
+# --- the plain page of a one-figure report (the signed-rank and correlated t-tests) ---------------------------------
+
+_PLAIN_CSS = ("body{font:14px/1.5 system-ui,sans-serif;background:#f4f6f8;color:#1f2933;margin:0}"
+              "main{max-width:1000px;margin:0 auto;padding:24px}.card{background:#fff;border:1px solid #e4e7eb;"
+              "border-radius:8px;padding:16px;margin:0 0 16px}table{border-collapse:collapse}th,td{padding:4px 8px;"
+              "border-bottom:1px solid #eef0f2;text-align:left}img{max-width:100%;height:auto}"
+              ".warn{background:#fffbea;padding:6px 10px}")
+
+
+def plain_table(header: list[str], rows: list[list[str]]) -> str:
+    """An HTML table of plain (unescaped) cells."""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def plain_page(title: str, body: str) -> str:
+    """One self-contained page around ``body`` (HTML): inline CSS, no script."""
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+            f"<style>{_PLAIN_CSS}</style></head><body><main>{body}</main></body></html>\n")
+
+
 def embedded(report: bytes) -> bytes:
     """A report's page as the server app's page embeds it: its :data:`SUMMARY` blocks hidden (one rule added to its
     head; the rest of the page unchanged)."""
@@ -261,3 +284,9 @@ def md_escape(text: Any) -> str:
     (URL, ``www.``, e-mail), @mention or emoji in it."""
     escaped = "".join(_MD_ENTITIES.get(c, c) for c in html.escape(" ".join(str(text).split()), quote=True))
     return _AUTOLINK_PUNCTUATION.sub(lambda m: f"&#{ord(m.group())};", escaped)
+
+
+def md_table(header: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table of plain cells, each :func:`md_escape`-d (the header as given)."""
+    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                     + ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows])

@@ -7,8 +7,7 @@ from __future__ import annotations
 import base64
 import html
 
-from ..report_html import md_escape
-from ..report_html import SUMMARY
+from ..report_html import SUMMARY, md_escape, md_table, plain_page, plain_table
 from ..result import OUTCOMES, outcome_label
 
 __all__ = ["render_markdown", "render_html", "REFERENCE"]
@@ -36,16 +35,12 @@ def _dataset_rows(res) -> list[list[str]]:
 
 def render_markdown(res, metric: str) -> str:
     """The run description: the verdict, the probabilities, the odds and the per-dataset means."""
-    def table(header, rows):
-        return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-                         + ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows])
-
     odds = [[md_escape(k), f"{v:.3g}", md_escape(res.evidence.get(k, ""))] for k, v in res.odds.items()]
     parts = [f"### {md_escape(res.model_a)} vs {md_escape(res.model_b)} · {md_escape(metric)}",
              md_escape(_subtitle(res, metric)), f"**{md_escape(res.verdict)}**",
-             table(["outcome (Bayesian signed-rank test)", "probability"], _probability_rows(res)),
-             table(["posterior odds", "value", "evidence"], odds),
-             table(["dataset", f"{res.model_a}", f"{res.model_b}", "difference"], _dataset_rows(res))]
+             md_table(["outcome (Bayesian signed-rank test)", "probability"], _probability_rows(res)),
+             md_table(["posterior odds", "value", "evidence"], odds),
+             md_table(["dataset", f"{res.model_a}", f"{res.model_b}", "difference"], _dataset_rows(res))]
     parts += [f"> ⚠️ **Warning:** {md_escape(w)}" for w in res.diagnostics.get("warnings") or []]
     parts.append(md_escape(REFERENCE))
     return "\n\n".join(parts) + "\n"
@@ -53,22 +48,12 @@ def render_markdown(res, metric: str) -> str:
 
 def render_html(res, metric: str, simplex_png: bytes) -> str:
     """The report as one self-contained page: inline CSS, the simplex as a base64 PNG, no script."""
-    def table(header, rows):
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
     warnings = "".join(f'<p class="warn">⚠ {html.escape(w)}</p>' for w in res.diagnostics.get("warnings") or [])
     image = base64.b64encode(simplex_png).decode("ascii")
+    datasets = plain_table(["dataset", res.model_a, res.model_b, "difference"], _dataset_rows(res))
     body = (f"<h1>{html.escape(res.model_a)} vs {html.escape(res.model_b)} · {html.escape(metric)}</h1>"
             f"<p>{html.escape(_subtitle(res, metric))}</p><div class=\"card {SUMMARY}\"><b>{html.escape(res.verdict)}</b>"
-            f"{table(['outcome', 'probability'], _probability_rows(res))}</div>{warnings}"
+            f"{plain_table(['outcome', 'probability'], _probability_rows(res))}</div>{warnings}"
             f'<div class="card"><img alt="simplex" style="width:560px" src="data:image/png;base64,{image}"></div>'
-            f'<div class="card">{table(["dataset", res.model_a, res.model_b, "difference"], _dataset_rows(res))}'
-            f"</div><footer>{html.escape(REFERENCE)}</footer>")
-    css = ("body{font:14px/1.5 system-ui,sans-serif;background:#f4f6f8;color:#1f2933;margin:0}main{max-width:1000px;"
-           "margin:0 auto;padding:24px}.card{background:#fff;border:1px solid #e4e7eb;border-radius:8px;padding:16px;"
-           "margin:0 0 16px}table{border-collapse:collapse}th,td{padding:4px 8px;border-bottom:1px solid #eef0f2;"
-           "text-align:left}img{max-width:100%;height:auto}.warn{background:#fffbea;padding:6px 10px}")
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(res.model_a)} vs '
-            f"{html.escape(res.model_b)}</title><style>{css}</style></head><body><main>{body}</main></body></html>\n")
+            f'<div class="card">{datasets}</div><footer>{html.escape(REFERENCE)}</footer>')
+    return plain_page(f"{res.model_a} vs {res.model_b}", body)
