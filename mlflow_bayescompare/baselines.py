@@ -27,6 +27,8 @@ def correlated_t_posterior(x: np.ndarray, rho: float) -> tuple[int, float, float
     Student-t with n − 1 degrees of freedom, location x̄ and scale² = (1/n + ρ/(1 − ρ)) s² (s² with ddof=1)."""
     x = np.asarray(x, dtype=float)
     n = len(x)
+    if np.all(x == x[0]):  # constant: exactly a point mass (the variance would keep the mean's rounding error)
+        return n - 1, float(x[0]), 0.0
     return n - 1, float(np.mean(x)), float(np.sqrt((1 / n + rho / (1 - rho)) * np.var(x, ddof=1)))
 
 
