@@ -4,6 +4,8 @@ The Bayesian hierarchical correlated t-test of Corani, Benavoli, Demšar, Mangil
 2017), run on per-fold cross-validation scores read from MLflow and logged back as a comparison run.
 """
 
+from .correlated_t.engine import correlated_t_test
+from .correlated_t.result import CorrelatedTTestResult
 from .errors import BayesCompareError, InputError, SamplingError
 from .hierarchical.engine import hierarchical_test
 from .options import FitOptions, ModelsOptions, PairOptions, RankOptions, SourceOptions
@@ -13,6 +15,6 @@ from .hierarchical.result import HierarchicalResult
 from .signed_rank.engine import SignedRankResult, signed_rank_test
 from .tracking.cvlog import log_cv_scores
 
-__all__ = ["hierarchical_test", "HierarchicalResult", "signed_rank_test", "SignedRankResult", "rank_models",
-           "RankingResult", "log_cv_scores", "FitOptions", "RankOptions",
+__all__ = ["hierarchical_test", "HierarchicalResult", "signed_rank_test", "SignedRankResult", "correlated_t_test",
+           "CorrelatedTTestResult", "rank_models", "RankingResult", "log_cv_scores", "FitOptions", "RankOptions",
            "SourceOptions", "PairOptions", "ModelsOptions", "BayesCompareError", "InputError", "SamplingError"]

@@ -29,9 +29,11 @@ DECISION_COLORS = {"a_better": COLORS["a_better"], "b_better": COLORS["b_better"
 
 #: The two-model tests, by a result's ``test`` field, in words.
 TEST_NAMES = {"hierarchical": "Bayesian hierarchical test on the per-fold scores",
-              "signed-rank": "Bayesian signed-rank test on the per-dataset means"}
+              "signed-rank": "Bayesian signed-rank test on the per-dataset means",
+              "correlated-t": "Bayesian correlated t-test on the per-fold scores of one dataset"}
 #: Their papers.
-TEST_REFERENCES = {"hierarchical": "Corani et al. 2017", "signed-rank": "Benavoli et al. 2017"}
+TEST_REFERENCES = {"hierarchical": "Corani et al. 2017", "signed-rank": "Benavoli et al. 2017",
+                   "correlated-t": "Corani & Benavoli 2015"}
 
 #: Stan's sampler statistics by the names arviz gives them.
 ARVIZ_STATS = {"divergent__": "diverging", "treedepth__": "tree_depth", "energy__": "energy",
@@ -62,7 +64,8 @@ class Orientation:
 
 @dataclass
 class TwoModelResult:
-    """What the result of every two-model test has (:class:`HierarchicalResult`, :class:`.SignedRankResult`):
+    """What the result of every two-model test has (:class:`HierarchicalResult`, :class:`.SignedRankResult`,
+    :class:`.CorrelatedTTestResult`):
     the paper's P(left), P(rope), P(right) of x = a − b, the sampled points of the probability simplex they come
     from, and the answers built on them, oriented as outcomes.  ``test`` names the test."""
 

@@ -7,7 +7,7 @@ The layers, from the bottom (docs/architecture.md draws the same picture in word
 1. read and shape: MLflow reads (``tracking.collect``, ``fetch``, ``cvlog``), the tensor (``scores``), the Stan layer
    (``sampling``), the summaries every test shares (``posterior_summary``, ``baselines``), figures and the report page;
 2. the test families, each a package that imports only itself and the layers below: ``hierarchical``,
-   ``signed_rank``, ``ranking`` (and any family added later);
+   ``signed_rank``, ``correlated_t``, ``ranking`` (and any family added later);
 3. what a run holds and how it is written (``tracking.bundle``, ``tracking.runlog``), and the matrix summary;
 4. the pipeline: ``preflight``, ``claims``, ``compare``;
 5. the entry points: ``cli``, ``demo``, ``client``, ``server``, ``simulation``; and the package's face
@@ -28,7 +28,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "mlflow_bayescompare"
-FAMILIES = ("hierarchical", "signed_rank", "ranking")
+FAMILIES = ("hierarchical", "signed_rank", "correlated_t", "ranking")
 
 #: each module's layer, by its dotted name under the package (the first matching prefix wins)
 LAYERS = [

@@ -22,7 +22,8 @@ from . import tags as T
 from ..options import WARMUP
 from ..result import divergent_transitions, jsonable
 
-__all__ = ["Bundle", "comparison_bundle", "matrix_bundle", "ranking_bundle", "ranking_metrics", "signed_rank_bundle", "comparison_tags", "comparison_params",
+__all__ = ["Bundle", "comparison_bundle", "matrix_bundle", "ranking_bundle", "ranking_metrics", "signed_rank_bundle",
+           "correlated_t_bundle", "comparison_tags", "comparison_params",
            "comparison_metrics", "diagnostics_problem", "source_runs", "run_name", "models_run_name", "fit_tag",
            "COMPARISON_ARTIFACTS", "PAIR_SUMMARY_ARTIFACTS"]
 
@@ -382,6 +383,43 @@ def signed_rank_bundle(result, means, *, metric: str, experiment_ids: Sequence[s
         metrics = {"p_a_better": result.p_a_better, "p_rope": result.p_rope, "p_b_better": result.p_b_better,
                    "signed_rank_p": result.signed_rank_p, "n_datasets": len(result.datasets),
                    **{k: result.diagnostics.get(k) for k in ("mc_se_max", "sampling_seconds")},
+                   **{"odds_" + k.replace("/", "_vs_"): v for k, v in result.odds.items()}}
+        return Bundle(run_name(result.model_a, result.model_b, metric), run_tags,
+                      comparison_params(result, layout=layout),
+                      {k: float(v) for k, v in metrics.items() if _finite(v)}, root, tmp)
+    except BaseException:
+        if tmp is not None:
+            tmp.cleanup()
+        raise
+
+
+def correlated_t_bundle(result, *, metric: str, experiment_ids: Sequence[str], layout: str | None = None,
+                        directory: Path | None = None, figures: bool = True) -> Bundle:
+    """The comparison run of a Bayesian correlated t-test on the per-fold scores of one dataset: its reports, the
+    posterior of the mean difference (``plots/posterior``), the per-fold scores (``cv_differences.csv``) and the
+    summary (``figures=False``: without the figure and report.html, as :func:`comparison_bundle`)."""
+    from ..correlated_t import plots as correlated_t_plots, report as correlated_t_report
+    from ..figures import write_png_and_svg
+
+    root, tmp = _directory(directory, "bayescompare-")
+    try:
+        markdown = correlated_t_report.render_markdown(result, metric)
+        if figures:
+            png = write_png_and_svg({"posterior": correlated_t_plots.plot_posterior(result)},
+                                    root / "plots")["posterior"]
+            (root / "report.html").write_text(correlated_t_report.render_html(result, metric, png),
+                                              encoding="utf-8")
+        else:
+            markdown = _noting_no_report(markdown)
+        (root / "report.md").write_text(markdown, encoding="utf-8")
+        (root / "summary.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
+        result.scores.to_csv(root / "cv_differences.csv", index=False)
+        run_tags = {**comparison_tags(result, metric=metric, experiment_ids=experiment_ids, figures=figures),
+                    T.NOTE: fit_tag(markdown)}
+        metrics = {"p_a_better": result.p_a_better, "p_rope": result.p_rope, "p_b_better": result.p_b_better,
+                   "mean_difference": result.loc, "mean_difference_hdi_low": result.mean_difference["hdi_low"],
+                   "mean_difference_hdi_high": result.mean_difference["hdi_high"], "posterior_scale": result.scale,
+                   "rho": result.rho, "nadeau_bengio_p": result.nadeau_bengio_p, "n_differences": result.n,
                    **{"odds_" + k.replace("/", "_vs_"): v for k, v in result.odds.items()}}
         return Bundle(run_name(result.model_a, result.model_b, metric), run_tags,
                       comparison_params(result, layout=layout),
