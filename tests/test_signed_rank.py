@@ -15,7 +15,9 @@ from scipy import stats
 from mlflow_bayescompare.hierarchical import plots
 from mlflow_bayescompare.errors import InputError
 from mlflow_bayescompare.signed_rank.engine import PRIOR_STRENGTH, SignedRankResult, signed_rank_test, walsh_regions
+from mlflow_bayescompare.report_html import md_escape
 from mlflow_bayescompare.scores.tensor import from_arrays
+from mlflow_bayescompare.signed_rank import report
 
 baycomp = pytest.importorskip("baycomp")
 
@@ -130,6 +132,14 @@ def test_result_shape_seed_and_json(means):
     assert out["settings"]["test"] == "signed-rank" and out["datasets"][0]["dataset"] == "1"
     assert 0 < out["signed_rank_p"] < 1 and out["diagnostics"]["mc_se_max"] < 0.008
     assert plots.plot_simplex(res).axes  # the samples are the points of the probability simplex
+
+
+def test_the_description_escapes_the_odds_once(means):
+    """The odds' names in the run description are escaped once for Markdown: ``a_better`` shows as written, not as
+    the text ``a&#95;better`` (escaped twice, the entity's own ``&`` escaped again)."""
+    res = signed_rank_test(means["hnb"], means["j48"], datasets=means.index, model_a="hnb", model_b="j48")
+    markdown = report.render_markdown(res, "accuracy")
+    assert f"| {md_escape('a_better/b_better')} |" in markdown and "&amp;#" not in markdown
 
 
 def test_diffs_tensors_and_means_give_one_answer(means):

@@ -35,7 +35,7 @@ def _dataset_rows(res) -> list[list[str]]:
 
 def render_markdown(res, metric: str) -> str:
     """The run description: the verdict, the probabilities, the odds and the per-dataset means."""
-    odds = [[md_escape(k), f"{v:.3g}", md_escape(res.evidence.get(k, ""))] for k, v in res.odds.items()]
+    odds = [[k, f"{v:.3g}", res.evidence.get(k, "")] for k, v in res.odds.items()]
     parts = [f"### {md_escape(res.model_a)} vs {md_escape(res.model_b)} · {md_escape(metric)}",
              md_escape(_subtitle(res, metric)), f"**{md_escape(res.verdict)}**",
              md_table(["outcome (Bayesian signed-rank test)", "probability"], _probability_rows(res)),
