@@ -9,11 +9,12 @@ Options come in frozen dataclasses, one per concern:
 * :class:`ModelsOptions`: the models of a matrix or ranking, and whether a matrix's pairs get full reports;
 * :class:`RankOptions`: the ranking of many models (the Bayesian Bradley-Terry model of Wainer 2023).
 
-Each field carries an :class:`~.optionspec.Option` spec in its metadata (:mod:`.optionspec`).  Constructing an object validates it and cleans the
-values (numpy numbers become Python numbers, lists become tuples, prior aliases their canonical name); every problem
-is reported at once in one :class:`~.errors.InputError`.  :func:`parse_fields` builds the objects of a request from
-the command line's or the JSON API's fields, :func:`click_options` declares the command-line options from the same
-specs (both in :mod:`.optionparse`), and ``to_params()`` gives a run's params.  To add an option, add one field here.
+Each field carries an :class:`~.optionspec.Option` spec in its metadata (:mod:`.optionspec`).  Constructing an
+object validates it and cleans the values (numpy numbers become Python numbers, lists become tuples, prior aliases
+their canonical name); every problem is reported at once in one :class:`~.errors.InputError`, and nothing downstream
+checks a value again.  :func:`parse_fields` builds the objects of a request from the command line's or the JSON API's
+fields, :func:`click_options` declares the command-line options from the same specs (both in :mod:`.optionparse`),
+and ``to_params()`` gives a run's params.  To add an option, add one field here.
 """
 
 from __future__ import annotations
@@ -30,8 +31,14 @@ __all__ = [
     "LAYOUTS", "TESTS", "CLAIMS", "WARMUP", "MATRIX_PAIR_WARMUP",
 ]
 
-#: ν priors of the hierarchical test (paper, Table "prior-nu"); aliases map to these names.
-PRIORS = ("hierarchical", "gamma(2,0.1)", "gamma(1,0.0345)", "gaussian")
+#: ν priors of the hierarchical test (paper, Table "prior-nu"), in the order of the Stan program's ``nu_prior`` flag
+#: (:func:`.sampling.programs.prior_code`); aliases map to these names.
+PRIORS = (
+    "hierarchical",  # ν' ~ Gamma(α, β), α ~ U(0.5, 5), β ~ U(0.05, 0.15)   (paper's default)
+    "gamma(2,0.1)",  # Juárez & Steel (2010)
+    "gamma(1,0.0345)",  # Kruschke (2013)
+    "gaussian",  # δ_i ~ N(δ0, σ0)
+)
 PRIOR_ALIASES = {"juarez-steel": "gamma(2,0.1)", "kruschke": "gamma(1,0.0345)", "normal": "gaussian"}
 BACKENDS = ("auto", "cmdstanpy", "pystan")
 LAYOUTS = ("auto", "steps", "keys", "children", "means")

@@ -1,6 +1,6 @@
 """The cmdstanpy backend: each program compiled once into the per-user cache directory and sampled by CmdStan.
 
-Used when a CmdStan installation is found (see :func:`.model.resolve_backend`).  The executable lives in
+Used when a CmdStan installation is found (see :func:`.programs.resolve_backend`).  The executable lives in
 ``cache_dir()/cmdstan-<digest of the program>/``, so a changed ``.stan`` file compiles anew and nothing is written
 to the working directory.
 """
