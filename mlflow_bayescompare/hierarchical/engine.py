@@ -63,8 +63,7 @@ def hierarchical_test(scores_a=None, scores_b=None, *, diffs=None, folds=None, d
     retry_warmup = opts.warmup is None and default_warmup < WARMUP
     opts = opts.with_warmup(default_warmup)
     tensor = as_tensor(scores_a, scores_b, diffs, datasets, folds, model_a, model_b)
-    if opts.seed is None:
-        opts = dataclasses.replace(opts, seed=int(np.random.SeedSequence().entropy % (2**31 - 1)))
+    opts = opts.with_seed()
     folds = folds if folds is not None else tensor.folds
     rho = prepare.correlations(tensor.datasets, folds, opts.rho)
     fitter = _Fitter(tensor, rho, opts, progress, model_check, retry_warmup)

@@ -19,7 +19,6 @@ each θ is the largest (:func:`.summary.winner_fractions`), as for the hierarchi
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -111,8 +110,7 @@ def signed_rank_test(scores_a=None, scores_b=None, *, diffs=None, datasets=None,
     if isinstance(prior_strength, bool) or not (isinstance(prior_strength, (int, float))
                                                   and math.isfinite(prior_strength) and prior_strength > 0):
         raise InputError(f"prior_strength must be a finite number > 0; got {prior_strength!r}")
-    if opts.seed is None:
-        opts = dataclasses.replace(opts, seed=int(np.random.SeedSequence().entropy % (2**31 - 1)))
+    opts = opts.with_seed()
     samples = opts.chains * opts.draws
     started = time.perf_counter()
     thetas = _sample(means.diffs, opts.rope, samples, prior_strength, np.random.default_rng(opts.seed))
