@@ -7,7 +7,6 @@ Pipeline: inputs → :mod:`.tensor` (paired differences) → :mod:`.prepare` (sc
 from __future__ import annotations
 
 import dataclasses
-from importlib import metadata
 
 import numpy as np
 import pandas as pd
@@ -22,6 +21,7 @@ from ..options import WARMUP, FitOptions, build
 from ..progress import Progress
 from ..result import HierarchicalResult, Orientation, divergent_transitions
 from ..scores.tensor import CVTensor, from_arrays, from_tidy
+from ..versions import versions
 
 __all__ = ["hierarchical_test", "as_tensor", "SENSITIVITY_ROPES", "SENSITIVITY_PRIORS"]
 
@@ -154,7 +154,7 @@ class _Fitter:
             nu=summary.describe(draws["nu"]) if "nu" in draws else None,
             signed_rank_p=baselines.signed_rank_p([np.mean(x) for x in tensor.diffs]),
             diagnostics=self._diagnostics(posterior, prepared, table),
-            settings={**opts.to_dict(), "folds": folds, "rho": self.rho.tolist(), "versions": _versions(),
+            settings={**opts.to_dict(), "folds": folds, "rho": self.rho.tolist(), "versions": versions(),
                       "backend": posterior.backend, "scale": prepared.scale, "perturbed": prepared.perturbed},
             draws=draws, stan_data=prepared.stan_data, sample_stats=posterior.sampler,
         )
@@ -293,13 +293,3 @@ def as_tensor(scores_a, scores_b, diffs=None, datasets=None, folds=None, model_a
         return from_tidy(scores_a, model_a, model_b, folds=folds)
     return from_arrays(scores_a, scores_b, diffs=diffs, datasets=datasets, folds=folds,
                        model_a=model_a or "A", model_b=model_b or "B")
-
-
-def _versions() -> dict[str, str]:
-    out = {}
-    for package in ("mlflow-bayescompare", "mlflow", "pystan", "httpstan", "cmdstanpy", "arviz"):
-        try:
-            out[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            pass
-    return out

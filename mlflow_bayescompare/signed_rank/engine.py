@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Any, ClassVar
 
 import numpy as np
@@ -35,6 +34,7 @@ from ..errors import InputError
 from ..options import FitOptions, build
 from ..result import Orientation, TwoModelResult, json_ready
 from ..scores.tensor import MEANS_COLUMNS, CVTensor, DatasetMeans, dataset_means
+from ..versions import versions
 
 __all__ = ["signed_rank_test", "SignedRankResult", "as_means", "walsh_regions", "PRIOR_STRENGTH", "FEW_DATASETS"]
 
@@ -129,7 +129,7 @@ def signed_rank_test(scores_a=None, scores_b=None, *, diffs=None, datasets=None,
         settings={"test": SignedRankResult.test, "rope": opts.rope, "greater_is_better": opts.greater_is_better,
                   "threshold": opts.threshold, "seed": opts.seed, "chains": opts.chains, "draws": opts.draws,
                   "samples": samples, "prior_strength": float(prior_strength), "prior_point": 0.0,
-                  "versions": _versions()},
+                  "versions": versions()},
     )
 
 
@@ -265,13 +265,3 @@ def _diagnostics(means: DatasetMeans, rope: float, probs: tuple[float, float, fl
     mc_se = max(math.sqrt(p * (1 - p) / samples) for p in probs)
     return {"samples": samples, "mc_se_max": mc_se, "sampling_seconds": seconds, "n_datasets": q,
             "warnings": warnings}
-
-
-def _versions() -> dict[str, str]:
-    out = {}
-    for package in ("mlflow-bayescompare", "numpy", "scipy"):
-        try:
-            out[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
