@@ -26,12 +26,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .optionparse import build, click_options, defaults, from_keywords, parse_fields, public_name
+from .optionparse import build, checked_click_option, click_options, defaults, from_keywords, parse_fields, public_name
 from .optionspec import Option, OptionsBase, option, required_option
 
 __all__ = [
     "Option", "SourceOptions", "SamplerOptions", "FitOptions", "PairOptions", "ModelsOptions", "RankOptions",
-    "parse_fields", "click_options", "build", "from_keywords", "defaults", "public_name",
+    "parse_fields", "click_options", "checked_click_option", "build", "from_keywords", "defaults", "public_name",
     "draw_seed", "PRIORS", "PRIOR_ALIASES", "BACKENDS", "LAYOUTS", "TESTS", "CLAIMS", "WARMUP", "MATRIX_PAIR_WARMUP",
 ]
 
