@@ -17,8 +17,9 @@ import click
 
 from .console import install_cli_handler, redact_uri, ui_address
 from .errors import BayesCompareError, InputError
-from .options import (FitOptions, ModelsOptions, PairOptions, RankOptions, SourceOptions, click_options,
-                      parse_fields)
+from .demo import SETTINGS
+from .options import (FitOptions, ModelsOptions, PairOptions, RankOptions, SamplerOptions, SourceOptions,
+                      checked_click_option, click_options, parse_fields)
 from .progress import TerminalProgress
 from .result import TEST_NAMES, json_safe
 
@@ -173,11 +174,11 @@ def rank(tracking_uri, no_log, as_json, require_best, **fields) -> None:
 @main.command(epilog=EXIT_CODES)
 @click.option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", show_envvar=True,
               help="Where to log (default: sqlite:///mlflow.db in the current directory).")
-@click.option("--datasets", type=click.IntRange(2, 54), default=12, show_default=True,
+@click.option("--datasets", type=click.IntRange(2, len(SETTINGS)), default=12, show_default=True,
               help="Friedman settings (datasets) to generate.")
-@click.option("--seed", type=int, default=1, show_default=True)
-@click.option("--chains", type=click.IntRange(min=1), default=FitOptions.chains, show_default=True)
-@click.option("--draws", type=click.IntRange(min=10), default=FitOptions.draws, show_default=True)
+@checked_click_option(SamplerOptions, "seed", default=1)
+@checked_click_option(SamplerOptions, "chains")
+@checked_click_option(SamplerOptions, "draws")
 def demo(tracking_uri, datasets, seed, chains, draws) -> None:
     """Run the paper's Friedman experiment at small scale (LDA vs CART, 10x10 CV), log it and compare."""
     from .demo import run_demo

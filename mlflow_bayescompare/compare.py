@@ -354,8 +354,7 @@ def _bbt(collected, models, source: SourceOptions, rank: RankOptions, progress):
 
 def _rank_options(fit: FitOptions) -> RankOptions:
     """The ranking of a matrix, sampled like its pairs."""
-    return RankOptions(greater_is_better=fit.greater_is_better, threshold=fit.threshold, chains=fit.chains,
-                       draws=fit.draws, warmup=fit.with_warmup().warmup, seed=fit.seed, backend=fit.backend)
+    return RankOptions(greater_is_better=fit.greater_is_better, threshold=fit.threshold, **fit.sampler_settings())
 
 
 def one_run_each(scores, on_duplicate: str):

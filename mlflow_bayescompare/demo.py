@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 
 from .console import redact_uri, ui_address
-from .options import FitOptions
+from .options import SamplerOptions
 from .progress import TerminalProgress
 
 EXPERIMENT = "bayescompare-demo"
@@ -60,8 +60,8 @@ def run_demo(
     repeats: int = 10,
     folds: int = 10,
     seed: int = 1,
-    chains: int = FitOptions.chains,
-    draws: int = FitOptions.draws,
+    chains: int = SamplerOptions.chains,
+    draws: int = SamplerOptions.draws,
     echo: Callable[[str], None] = print,
 ):
     """Generate, cross-validate and log; rank the three models, then compare LDA with CART (the paper's pair).

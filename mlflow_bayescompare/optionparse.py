@@ -10,7 +10,7 @@ from typing import Any, Iterable, Mapping
 from .errors import InputError
 from .optionspec import Option
 
-__all__ = ["public_name", "defaults", "build", "from_keywords", "parse_fields", "click_options"]
+__all__ = ["public_name", "defaults", "build", "from_keywords", "parse_fields", "click_options", "checked_click_option"]
 
 
 def public_name(f: dataclasses.Field, origin: str = "json") -> str:
@@ -135,6 +135,20 @@ def click_options(*classes, exclude: Iterable[str] = ()):
         return fn
 
     return decorate
+
+
+def checked_click_option(cls, name: str, **overrides):
+    """A command-line option for the int or float field ``name`` of ``cls``, with its help and its default, typed
+    and bounded as its spec says, so that click checks it at once: for a command whose values do not pass through
+    :func:`parse_fields` (``demo``).  ``overrides`` are click's keywords (e.g. another default)."""
+    import click
+
+    f = next(f for f in dataclasses.fields(cls) if f.name == name)
+    spec: Option = f.metadata["option"]
+    bounded = {"int": click.IntRange, "float": click.FloatRange}[spec.kind]
+    declared = dict(type=bounded(spec.low, spec.high, min_open=spec.low_open, max_open=spec.high_open),
+                    default=f.default, show_default=True, help=spec.help)
+    return click.option(public_name(f, "cli"), spec.public or f.name, **{**declared, **overrides})
 
 
 _METAVARS = {"int": "INTEGER", "float": "NUMBER", "numbers": "NUMBER[,NUMBER...]", "pair": "LOW,HIGH",

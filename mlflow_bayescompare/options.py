@@ -3,17 +3,20 @@
 Options come in frozen dataclasses, one per concern:
 
 * :class:`SourceOptions`: where the scores are and how to read them (experiments, metric, layout, tags, filter, ...);
+* :class:`SamplerOptions`: the MCMC settings (chains, draws, warm-up, seed, backend), which :class:`FitOptions` and
+  :class:`RankOptions` extend;
 * :class:`FitOptions`: the two-model tests (the hierarchical test of Corani et al. 2017 and the Bayesian
-  signed-rank test): rope, direction, prior, threshold, the MCMC settings and the hyper-prior bounds;
+  signed-rank test): rope, direction, prior, threshold and the hyper-prior bounds;
 * :class:`PairOptions`: the two models of a comparison and the claim to require;
 * :class:`ModelsOptions`: the models of a matrix or ranking, and whether a matrix's pairs get full reports;
 * :class:`RankOptions`: the ranking of many models (the Bayesian Bradley-Terry model of Wainer 2023).
 
-Each field carries an :class:`~.optionspec.Option` spec in its metadata (:mod:`.optionspec`).  Constructing an object validates it and cleans the
-values (numpy numbers become Python numbers, lists become tuples, prior aliases their canonical name); every problem
-is reported at once in one :class:`~.errors.InputError`.  :func:`parse_fields` builds the objects of a request from
-the command line's or the JSON API's fields, :func:`click_options` declares the command-line options from the same
-specs (both in :mod:`.optionparse`), and ``to_params()`` gives a run's params.  To add an option, add one field here.
+Each field carries an :class:`~.optionspec.Option` spec in its metadata (:mod:`.optionspec`).  Constructing an
+object validates it and cleans the values (numpy numbers become Python numbers, lists become tuples, prior aliases
+their canonical name); every problem is reported at once in one :class:`~.errors.InputError`, and nothing downstream
+checks a value again.  :func:`parse_fields` builds the objects of a request from the command line's or the JSON API's
+fields, :func:`click_options` declares the command-line options from the same specs (both in :mod:`.optionparse`),
+and ``to_params()`` gives a run's params.  To add an option, add one field here.
 """
 
 from __future__ import annotations
@@ -21,17 +24,25 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .optionparse import build, click_options, defaults, from_keywords, parse_fields, public_name
+import numpy as np
+
+from .optionparse import build, checked_click_option, click_options, defaults, from_keywords, parse_fields, public_name
 from .optionspec import Option, OptionsBase, option, required_option
 
 __all__ = [
-    "Option", "SourceOptions", "FitOptions", "PairOptions", "ModelsOptions", "RankOptions", "parse_fields",
-    "click_options", "build", "from_keywords", "defaults", "public_name", "PRIORS", "PRIOR_ALIASES", "BACKENDS",
-    "LAYOUTS", "TESTS", "CLAIMS", "WARMUP", "MATRIX_PAIR_WARMUP",
+    "Option", "SourceOptions", "SamplerOptions", "FitOptions", "PairOptions", "ModelsOptions", "RankOptions",
+    "parse_fields", "click_options", "checked_click_option", "build", "from_keywords", "defaults", "public_name",
+    "draw_seed", "PRIORS", "PRIOR_ALIASES", "BACKENDS", "LAYOUTS", "TESTS", "CLAIMS", "WARMUP", "MATRIX_PAIR_WARMUP",
 ]
 
-#: ν priors of the hierarchical test (paper, Table "prior-nu"); aliases map to these names.
-PRIORS = ("hierarchical", "gamma(2,0.1)", "gamma(1,0.0345)", "gaussian")
+#: ν priors of the hierarchical test (paper, Table "prior-nu"), in the order of the Stan program's ``nu_prior`` flag
+#: (:func:`.sampling.programs.prior_code`); aliases map to these names.
+PRIORS = (
+    "hierarchical",  # ν' ~ Gamma(α, β), α ~ U(0.5, 5), β ~ U(0.05, 0.15)   (paper's default)
+    "gamma(2,0.1)",  # Juárez & Steel (2010)
+    "gamma(1,0.0345)",  # Kruschke (2013)
+    "gaussian",  # δ_i ~ N(δ0, σ0)
+)
 PRIOR_ALIASES = {"juarez-steel": "gamma(2,0.1)", "kruschke": "gamma(1,0.0345)", "normal": "gaussian"}
 BACKENDS = ("auto", "cmdstanpy", "pystan")
 LAYOUTS = ("auto", "steps", "keys", "children", "means")
@@ -87,8 +98,41 @@ class SourceOptions(OptionsBase):
         return problems
 
 
+def draw_seed() -> int:
+    """A fresh seed, for settings given none (a result records the seed it used, so it can be reproduced)."""
+    return int(np.random.SeedSequence().entropy % (2**31 - 1))
+
+
 @dataclass(frozen=True)
-class FitOptions(OptionsBase):
+class SamplerOptions(OptionsBase):
+    """The MCMC settings, which the two-model tests and the ranking share (their fields come first in both)."""
+
+    _what = "sampler settings"
+
+    chains: int = option(4, "MCMC chains.", "int", low=1, high=64)
+    draws: int = option(1000, "Posterior draws per chain, after the warm-up.", "int", low=10, high=1_000_000)
+    warmup: int | None = option(None, f"Warm-up iterations per chain (default: {WARMUP}; {MATRIX_PAIR_WARMUP} for "
+                                      "the pairs of a matrix).", "int", low=10, high=1_000_000, nullable=True)
+    seed: int | None = option(None, "Seed of every random choice (for reproducible probabilities).", "int", low=0,
+                               high=2**32 - 1, nullable=True)
+    backend: str = option("auto", "Stan backend: cmdstanpy when CmdStan is installed, else pystan.", "choice",
+                           choices=BACKENDS)
+
+    def with_warmup(self, default: int = WARMUP) -> SamplerOptions:
+        """These settings with the warm-up given, or ``default`` when none was."""
+        return self if self.warmup is not None else dataclasses.replace(self, warmup=default)
+
+    def with_seed(self) -> SamplerOptions:
+        """These settings with the seed given, or a fresh one (:func:`draw_seed`) when none was."""
+        return self if self.seed is not None else dataclasses.replace(self, seed=draw_seed())
+
+    def sampler_settings(self) -> dict[str, int | str | None]:
+        """The MCMC settings alone, by field name (to sample another model alike)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(SamplerOptions)}
+
+
+@dataclass(frozen=True)
+class FitOptions(SamplerOptions):
     """The settings of the two-model tests (Corani et al. 2017; Benavoli et al. 2017 for the signed-rank test)."""
 
     _what = "test settings"
@@ -107,14 +151,6 @@ class FitOptions(OptionsBase):
     rho: float | tuple[float, ...] | None = option(
         None, "Correlation between folds, one value or one per dataset (default 1/folds; 0 for independent "
               "hold-out splits).", "numbers", low=0, high=1, high_open=True, nullable=True)
-    chains: int = option(4, "MCMC chains.", "int", low=1, high=64)
-    draws: int = option(1000, "Posterior draws per chain, after the warm-up.", "int", low=10, high=1_000_000)
-    warmup: int | None = option(None, f"Warm-up iterations per chain (default: {WARMUP}; {MATRIX_PAIR_WARMUP} for "
-                                      "the pairs of a matrix).", "int", low=10, high=1_000_000, nullable=True)
-    seed: int | None = option(None, "Seed of every random choice (for reproducible probabilities).", "int", low=0,
-                               high=2**32 - 1, nullable=True)
-    backend: str = option("auto", "Stan backend: cmdstanpy when CmdStan is installed, else pystan.", "choice",
-                           choices=BACKENDS)
     sensitivity: bool = option(False, "Also report the conclusion under other priors and ropes.", "bool",
                                 flag_value=True)
     std_upper_bound: float = option(1000.0, "Upper bounds of σ_i and σ0, in multiples of the data's spread.",
@@ -123,10 +159,6 @@ class FitOptions(OptionsBase):
                                                 "pair", low=0, low_open=True)
     beta_bounds: tuple[float, float] = option((0.05, 0.15), "Bounds of the uniform prior on β.", "pair", low=0,
                                                low_open=True)
-
-    def with_warmup(self, default: int = WARMUP) -> FitOptions:
-        """These settings with the warm-up given, or ``default`` when none was."""
-        return self if self.warmup is not None else dataclasses.replace(self, warmup=default)
 
 
 @dataclass(frozen=True)
@@ -172,7 +204,7 @@ class ModelsOptions(OptionsBase):
 
 
 @dataclass(frozen=True)
-class RankOptions(OptionsBase):
+class RankOptions(SamplerOptions):
     """The settings of the Bayesian Bradley-Terry ranking of several models (Wainer 2023; bbtcomp's defaults)."""
 
     _what = "ranking settings"
@@ -204,14 +236,6 @@ class RankOptions(OptionsBase):
     skip_missing: bool = option(False, "Where a model lacks a score (NaN or no row), its pairs count no game on "
                                         "what it lacks (the paper's missing data; bbtcomp's NA handling).", "bool",
                                  flag_value=True)
-    chains: int = option(FitOptions.chains, "MCMC chains.", "int", low=1, high=64)
-    draws: int = option(FitOptions.draws, "Posterior draws per chain, after the warm-up.", "int", low=10,
-                         high=1_000_000)
-    warmup: int = option(WARMUP, "Warm-up iterations per chain.", "int", low=10, high=1_000_000)
-    seed: int | None = option(None, "Seed of every random choice (for reproducible probabilities).", "int", low=0,
-                               high=2**32 - 1, nullable=True)
-    backend: str = option(FitOptions.backend, "Stan backend: cmdstanpy when CmdStan is installed, else pystan.",
-                           "choice", choices=BACKENDS)
 
     def _cross_checks(self) -> list[str]:
         problems = []

@@ -11,6 +11,7 @@ import pytest
 from scipy import integrate, optimize, special, stats
 from scipy.special import expit, logit
 
+from mlflow_bayescompare.options import FitOptions
 from mlflow_bayescompare.sampling import programs, pystan_backend
 
 
@@ -193,7 +194,7 @@ def test_every_prior_and_form_of_delta_is_the_papers_model(datasets, prior, form
     hierarchical prior ν' = g / β with g ~ Gamma(α, 1), whose density in g is the density in ν' divided by β."""
     data, likelihood = datasets
     noncentred = FORMS[form]
-    code = programs.prior_code(prior)
+    code = programs.prior_code(FitOptions(prior=prior).prior)  # the canonical name the options make of an alias
     posterior = pystan_backend.build("hierarchical", {**data, "nu_prior": code, "q_nc": len(noncentred),
                                                       "idx_nc": noncentred,
                                                       "idx_c": [i for i in range(1, 5) if i not in noncentred]}, seed=1)

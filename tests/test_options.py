@@ -6,22 +6,27 @@ import dataclasses
 import io
 import logging
 import math
+import re
 import time
+from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
 from mlflow_bayescompare import console, options
 from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.errors import InputError
-from mlflow_bayescompare.options import FitOptions, ModelsOptions, PairOptions, SourceOptions, parse_fields
+from mlflow_bayescompare.options import (FitOptions, ModelsOptions, PairOptions, RankOptions, SamplerOptions,
+                                         SourceOptions, parse_fields)
 from mlflow_bayescompare.progress import TerminalProgress, notify
 
 ALL = [SourceOptions, FitOptions, PairOptions]
 
 
 def test_every_field_has_a_spec_and_a_default_only_there():
-    for cls in (SourceOptions, FitOptions, PairOptions, ModelsOptions):
+    for cls in (SourceOptions, SamplerOptions, FitOptions, PairOptions, ModelsOptions, RankOptions):
         for f in dataclasses.fields(cls):
             spec = f.metadata["option"]
             assert spec.help.endswith(".") or spec.help.endswith(")"), (cls.__name__, f.name)
@@ -59,8 +64,6 @@ def test_every_problem_is_reported_at_once_and_values_are_cleaned():
     with pytest.raises(InputError) as caught:
         FitOptions(chains=0, draws=5, rope=-1, prior="x")
     assert len(caught.value.problems) == 4
-    import numpy as np
-
     fit = FitOptions(chains=np.int64(2), rope="0.02", prior="Juarez-Steel", rho=[0.1, 0.2], seed=7.0)
     assert (fit.chains, fit.rope, fit.prior, fit.rho, fit.seed) == (2, 0.02, "gamma(2,0.1)", (0.1, 0.2), 7)
     assert type(fit.chains) is int and type(fit.seed) is int
@@ -118,6 +121,149 @@ def test_cli_values_are_checked_by_the_options_module():
     assert "Invalid value for '--chains': must be a whole number" in result.stderr
     assert "Invalid value for '--warmup': must be a whole number >= 10" in result.stderr
     assert "Invalid value for '--rope': must be a finite number > 0" in result.stderr
+
+
+# ------------------------------------------------------------------------------------ one home for each option
+
+PRIOR_PROBLEM = "must be one of hierarchical, gamma(2,0.1), gamma(1,0.0345), gaussian; got 'cauchy'"
+BACKEND_PROBLEM = "must be one of auto, cmdstanpy, pystan; got 'jax'"
+
+
+def _cli_stderr(*argv: str) -> str:
+    result = CliRunner().invoke(main, list(argv))
+    assert result.exit_code == 2, result.output
+    return result.stderr
+
+
+def test_an_unknown_prior_or_backend_is_refused_by_the_options_alone_in_one_wording():
+    """The API and the command line refuse them before any work with the options' one message (the sampling layer
+    checks nothing again), the ranking's backend as the tests'."""
+    from mlflow_bayescompare import hierarchical_test, rank_models
+
+    diffs = np.zeros((3, 10))
+    with pytest.raises(InputError, match=re.escape(f"prior {PRIOR_PROBLEM}")):
+        hierarchical_test(diffs=diffs, folds=10, prior="cauchy")
+    with pytest.raises(InputError, match=re.escape(f"backend {BACKEND_PROBLEM}")):
+        hierarchical_test(diffs=diffs, folds=10, backend="jax")
+    scores = pd.DataFrame({"dataset": ["d1", "d2"] * 3, "model": ["a", "a", "b", "b", "c", "c"],
+                           "score": [0.9, 0.8, 0.7, 0.6, 0.5, 0.4]})
+    with pytest.raises(InputError, match=re.escape(f"backend {BACKEND_PROBLEM}")):
+        rank_models(scores, backend="jax")
+    pair = ["--metric", "m", "--model-a", "a", "--model-b", "b"]
+    assert f"Invalid value for '--prior': {PRIOR_PROBLEM}" in _cli_stderr("compare", *pair, "--prior", "cauchy")
+    assert f"Invalid value for '--backend': {BACKEND_PROBLEM}" in _cli_stderr("compare", *pair, "--backend", "jax")
+    assert f"Invalid value for '--backend': {BACKEND_PROBLEM}" in _cli_stderr("rank", "--metric", "m", "--backend",
+                                                                               "jax")
+
+
+def test_the_stan_prior_flag_is_the_position_in_the_options_priors():
+    """Every prior the options accept (an alias cleaned to its name) has its flag in the Stan program's range, and
+    the sensitivity analysis' priors are among them."""
+    from mlflow_bayescompare.hierarchical.engine import SENSITIVITY_PRIORS
+    from mlflow_bayescompare.sampling import programs
+
+    declared = re.search(r"int<lower=0, upper=(\d+)> nu_prior;", programs.program_code("hierarchical"))
+    assert int(declared.group(1)) == len(options.PRIORS) - 1
+    assert [programs.prior_code(p) for p in options.PRIORS] == list(range(len(options.PRIORS)))
+    for alias, name in options.PRIOR_ALIASES.items():
+        assert programs.prior_code(FitOptions(prior=alias.upper()).prior) == options.PRIORS.index(name)
+    assert set(SENSITIVITY_PRIORS) <= set(options.PRIORS)
+    assert programs.resolve_backend("auto") in options.BACKENDS
+
+
+def test_the_tests_and_the_ranking_share_one_spec_of_each_sampler_setting():
+    shared = [f.name for f in dataclasses.fields(SamplerOptions)]
+    assert shared == ["chains", "draws", "warmup", "seed", "backend"]
+    for cls in (FitOptions, RankOptions):
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        for f in dataclasses.fields(SamplerOptions):
+            assert fields[f.name].metadata["option"] is f.metadata["option"] and fields[f.name].default == f.default
+    helps = {}
+    for command in ("compare", "matrix", "rank"):
+        text = CliRunner().invoke(main, [command, "--help"], terminal_width=400).output
+        helps[command] = {line.split()[0]: " ".join(line.split()[2:]) for line in text.splitlines()
+                          if line.strip().startswith(("--chains", "--draws", "--warmup", "--seed", "--backend"))}
+    assert len(helps["compare"]) == 5 and helps["compare"] == helps["matrix"] == helps["rank"]
+    # a matrix ranks its models sampled as its pairs are
+    fit = FitOptions(chains=2, draws=300, seed=4, backend="pystan")
+    assert RankOptions(**fit.sampler_settings()).sampler_settings() == fit.sampler_settings()
+
+
+def test_a_seed_is_drawn_in_one_place_when_none_is_given(monkeypatch):
+    """Every engine draws its seed with ``options.draw_seed`` and records it with the one ``versions()``; a seed
+    given stays."""
+    from mlflow_bayescompare import hierarchical_test, signed_rank_test
+    from mlflow_bayescompare.ranking.engine import rank_wins
+    from mlflow_bayescompare.versions import stan_version, versions
+
+    drawn = {options.draw_seed() for _ in range(5)}
+    spec = FitOptions.__dataclass_fields__["seed"].metadata["option"]
+    assert len(drawn) == 5 and all(spec.low <= s <= spec.high for s in drawn)
+    assert FitOptions(seed=9).with_seed().seed == 9 and RankOptions().with_seed().seed is not None
+    monkeypatch.setattr(options, "draw_seed", lambda: 4242)
+    rng = np.random.default_rng(0)
+    tiny = dict(chains=1, draws=10, warmup=10)
+    wins = pd.DataFrame({"model_a": ["a", "a", "b"], "model_b": ["b", "c", "c"], "wins_a": [8, 9, 7],
+                         "wins_b": [2, 1, 3]})
+    results = [signed_rank_test(diffs=rng.normal(0.01, 0.02, 8)),
+               hierarchical_test(diffs=rng.normal(0.01, 0.02, (3, 10)), folds=10, model_check=False, **tiny),
+               rank_wins(wins, chains=1, draws=10)]
+    for result in results:
+        assert result.settings["seed"] == 4242 and result.settings["versions"] == versions()
+    assert results[2].settings["warmup"] == options.WARMUP  # the ranking's warm-up when none is given
+    assert {"mlflow-bayescompare", "mlflow", "numpy"} <= set(versions())
+    backend = results[1].settings["backend"]
+    assert stan_version(backend).startswith({"pystan": "pystan ", "cmdstanpy": "CmdStan "}[backend])
+
+
+def test_mlproject_defaults_and_types_are_the_options():
+    """Each parameter of the MLproject's compare entry point is passed to the option of its name, typed as the
+    option (MLflow has no integer type: whole numbers are strings), with the option's default.  The exceptions
+    are the entry point's own values where an option has no default: its metric, the claim its gate requires
+    and a fixed seed (a gate is reproducible); they are valid values of the options."""
+    import yaml
+
+    own = {"metric", "require", "seed"}
+    root = Path(__file__).resolve().parents[1]
+    entry = yaml.safe_load((root / "MLproject").read_text())["entry_points"]["compare"]
+    fields = {options.public_name(f): (cls, f) for cls in ALL for f in dataclasses.fields(cls)}
+    given = {}
+    for name, declared in entry["parameters"].items():
+        declared = declared if isinstance(declared, dict) else {"type": declared}
+        cls, f = fields[name]
+        spec = f.metadata["option"]
+        assert f"{options.public_name(f, 'cli')} {{{name}}}" in entry["command"], name
+        assert declared["type"] == ("float" if spec.kind == "float" else "string"), name
+        if "default" not in declared:
+            continue
+        given[name] = str(declared["default"])  # as `mlflow run` passes it on the command line
+        if name in own:
+            assert spec.required or f.default is None, name
+    assert own <= set(given)
+    built = dict(zip(ALL, parse_fields({**given, "experiment_name": ["cv"], "model_a": "a", "model_b": "b"}, ALL,
+                                       origin="cli")))
+    for name in set(given) - own:
+        cls, f = fields[name]
+        assert getattr(built[cls], f.name) == f.default, name
+
+
+def test_demo_ranges_are_the_options_and_the_settings_at_hand():
+    from mlflow_bayescompare.demo import SETTINGS
+
+    params = {p.name: p for p in main.commands["demo"].params}
+    for name in ("seed", "chains", "draws"):
+        spec = SamplerOptions.__dataclass_fields__[name].metadata["option"]
+        kind = params[name].type
+        assert (kind.min, kind.max, kind.min_open, kind.max_open) == (spec.low, spec.high, spec.low_open,
+                                                                      spec.high_open)
+        assert params[name].help == spec.help
+    assert (params["chains"].default, params["draws"].default, params["seed"].default) == (4, 1000, 1)
+    assert params["datasets"].type.max == len(SETTINGS)
+    for argv, problem in ((["--chains", "0"], "'--chains': 0 is not in the range 1<=x<=64"),
+                          (["--draws", "5"], "'--draws': 5 is not in the range 10<=x<=1000000"),
+                          (["--seed", "-1"], "'--seed': -1 is not in the range 0<=x<=4294967295"),
+                          (["--datasets", str(len(SETTINGS) + 1)], f"{len(SETTINGS) + 1} is not in the range")):
+        assert problem in _cli_stderr("demo", *argv), argv
 
 
 # ------------------------------------------------------------------------------------------ progress and voice

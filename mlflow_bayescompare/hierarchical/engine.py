@@ -7,7 +7,6 @@ Pipeline: inputs → :mod:`.tensor` (paired differences) → :mod:`.prepare` (sc
 from __future__ import annotations
 
 import dataclasses
-from importlib import metadata
 
 import numpy as np
 import pandas as pd
@@ -23,6 +22,7 @@ from ..progress import Progress
 from ..result import Orientation, divergent_transitions
 from .result import HierarchicalResult
 from ..scores.tensor import CVTensor, from_arrays, from_tidy
+from ..versions import versions
 
 __all__ = ["hierarchical_test", "as_tensor", "SENSITIVITY_ROPES", "SENSITIVITY_PRIORS"]
 
@@ -64,8 +64,7 @@ def hierarchical_test(scores_a=None, scores_b=None, *, diffs=None, folds=None, d
     retry_warmup = opts.warmup is None and default_warmup < WARMUP
     opts = opts.with_warmup(default_warmup)
     tensor = as_tensor(scores_a, scores_b, diffs, datasets, folds, model_a, model_b)
-    if opts.seed is None:
-        opts = dataclasses.replace(opts, seed=int(np.random.SeedSequence().entropy % (2**31 - 1)))
+    opts = opts.with_seed()
     folds = folds if folds is not None else tensor.folds
     rho = prepare.correlations(tensor.datasets, folds, opts.rho)
     fitter = _Fitter(tensor, rho, opts, progress, model_check, retry_warmup)
@@ -156,7 +155,7 @@ class _Fitter:
             nu=posterior_summary.describe(draws["nu"]) if "nu" in draws else None,
             signed_rank_p=baselines.signed_rank_p([np.mean(x) for x in tensor.diffs]),
             diagnostics=self._diagnostics(posterior, prepared, table),
-            settings={**opts.to_dict(), "folds": folds, "rho": self.rho.tolist(), "versions": _versions(),
+            settings={**opts.to_dict(), "folds": folds, "rho": self.rho.tolist(), "versions": versions(),
                       "backend": posterior.backend, "scale": prepared.scale, "perturbed": prepared.perturbed},
             draws=draws, stan_data=prepared.stan_data, sample_stats=posterior.sampler,
         )
@@ -295,13 +294,3 @@ def as_tensor(scores_a, scores_b, diffs=None, datasets=None, folds=None, model_a
         return from_tidy(scores_a, model_a, model_b, folds=folds)
     return from_arrays(scores_a, scores_b, diffs=diffs, datasets=datasets, folds=folds,
                        model_a=model_a or "A", model_b=model_b or "B")
-
-
-def _versions() -> dict[str, str]:
-    out = {}
-    for package in ("mlflow-bayescompare", "mlflow", "pystan", "httpstan", "cmdstanpy", "arviz"):
-        try:
-            out[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            pass
-    return out

@@ -9,7 +9,6 @@ for Davidson's model (Sec. 6.2) → ``stan/bbt.stan`` (Sec. 4, eq. (mod1)) → :
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -339,8 +338,7 @@ def _rank(models: list[str], table: pd.DataFrame, opts: RankOptions, progress: P
                          header=_HEADER)
     if not games:
         raise InputError("the table holds no games between the models", header=_HEADER)
-    if opts.seed is None:
-        opts = dataclasses.replace(opts, seed=int(np.random.SeedSequence().entropy % (2**31 - 1)))
+    opts = opts.with_seed().with_warmup()
     on = f" on {len(extra['datasets'])} datasets" if extra.get("datasets") is not None else ""
     notify(progress, "sampling", f"{len(models)} models{on} ({opts.chains} chains × {opts.draws} draws)")
     data = stan_data(models, table, opts, centred=_centred_first(models, table, opts))

@@ -19,9 +19,9 @@ from scipy.special import expit
 from ..sampling import sampler
 from .. import posterior_summary
 from ..console import log
-from ..hierarchical.engine import _versions
 from ..options import RankOptions
 from ..result import json_safe, jsonable
+from ..versions import versions
 
 __all__ = ["RankingResult", "summarise", "pair_table", "rank_table", "ppc_table", "replicate_wins",
            "PPC_LEVELS", "SAMPLE_STATS"]
@@ -147,7 +147,7 @@ def summarise(models: list[str], table: pd.DataFrame, run: sampler.Run, opts: Ra
     diagnostics = {**posterior_summary.diagnostics(posterior), "parameterisation": form}
     for warning in diagnostics["warnings"]:
         log.warning(warning)
-    settings = {**opts.to_dict(), **extra, "models": list(models), "backend": run.backend, "versions": _versions()}
+    settings = {**opts.to_dict(), **extra, "models": list(models), "backend": run.backend, "versions": versions()}
     return RankingResult(list(models), pairs, ranking, table, ppc, diagnostics, settings, draws, run.sampler,
                          stan_data)
 

@@ -18,11 +18,11 @@ import numpy as np
 
 from ..console import log
 from ..errors import InputError
+from ..options import PRIORS
 from ..progress import Progress, notify
 
-__all__ = ["STAN_DIR", "PROGRAMS", "STAN_FILE", "PRIORS", "PRIOR_ALIASES", "BACKENDS",
-           "program_file", "program_code", "prior_code", "cache_dir", "cmdstan_available", "pystan_available",
-           "resolve_backend", "announce_compile", "chain_seeds"]
+__all__ = ["STAN_DIR", "PROGRAMS", "STAN_FILE", "program_file", "program_code", "prior_code", "cache_dir",
+           "cmdstan_available", "pystan_available", "resolve_backend", "announce_compile", "chain_seeds"]
 
 
 def _stan_dir() -> Path:
@@ -42,16 +42,6 @@ PROGRAMS = {
 }
 STAN_FILE = PROGRAMS["hierarchical"]
 
-#: ν-prior variants of the paper's sensitivity analysis (Table "prior-nu"), mapped to the Stan data flag.
-PRIORS = {
-    "hierarchical": 0,  # ν' ~ Gamma(α, β), α ~ U(0.5, 5), β ~ U(0.05, 0.15)   (paper's default)
-    "gamma(2,0.1)": 1,  # Juárez & Steel (2010)
-    "gamma(1,0.0345)": 2,  # Kruschke (2013)
-    "gaussian": 3,  # δ_i ~ N(δ0, σ0)
-}
-PRIOR_ALIASES = {"juarez-steel": "gamma(2,0.1)", "kruschke": "gamma(1,0.0345)", "normal": "gaussian"}
-BACKENDS = ("auto", "cmdstanpy", "pystan")
-
 
 def program_file(program: str) -> Path:
     """The ``.stan`` file of a program named in :data:`PROGRAMS`."""
@@ -65,12 +55,9 @@ def program_code(program: str = "hierarchical") -> str:
 
 
 def prior_code(prior: str) -> int:
-    """The Stan ``nu_prior`` flag of a prior name of the hierarchical program (spaces and case ignored)."""
-    key = prior.replace(" ", "").lower()
-    key = PRIOR_ALIASES.get(key, key)
-    if key not in PRIORS:
-        raise InputError(f"unknown prior {prior!r}: choose one of {', '.join(PRIORS)}")
-    return PRIORS[key]
+    """The hierarchical program's ``nu_prior`` flag of a prior as :class:`~.options.FitOptions` cleaned it: its
+    position in :data:`~.options.PRIORS`."""
+    return PRIORS.index(prior)
 
 
 def cache_dir() -> Path:
@@ -112,9 +99,8 @@ def _install_cmdstan() -> str:
 
 
 def resolve_backend(backend: str = "auto") -> str:
-    """``auto`` → cmdstanpy when CmdStan is installed, else pystan when it is installed."""
-    if backend not in BACKENDS:
-        raise InputError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+    """The backend that samples for a backend option (:data:`~.options.BACKENDS`, as the options checked it):
+    ``auto`` → cmdstanpy when CmdStan is installed, else pystan when it is installed."""
     if backend in ("auto", "cmdstanpy") and cmdstan_available():
         return "cmdstanpy"
     if backend in ("auto", "pystan") and pystan_available():

@@ -19,11 +19,9 @@ each θ is the largest (:func:`.posterior.winner_fractions`), as for the hierarc
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Any, ClassVar
 
 import numpy as np
@@ -36,6 +34,7 @@ from ..errors import InputError
 from ..options import FitOptions, build
 from ..result import Orientation, TwoModelResult, json_ready
 from ..scores.tensor import MEANS_COLUMNS, CVTensor, DatasetMeans, dataset_means
+from ..versions import versions
 
 __all__ = ["signed_rank_test", "SignedRankResult", "as_means", "walsh_regions", "PRIOR_STRENGTH", "FEW_DATASETS"]
 
@@ -111,8 +110,7 @@ def signed_rank_test(scores_a=None, scores_b=None, *, diffs=None, datasets=None,
     if isinstance(prior_strength, bool) or not (isinstance(prior_strength, (int, float))
                                                   and math.isfinite(prior_strength) and prior_strength > 0):
         raise InputError(f"prior_strength must be a finite number > 0; got {prior_strength!r}")
-    if opts.seed is None:
-        opts = dataclasses.replace(opts, seed=int(np.random.SeedSequence().entropy % (2**31 - 1)))
+    opts = opts.with_seed()
     samples = opts.chains * opts.draws
     started = time.perf_counter()
     thetas = _sample(means.diffs, opts.rope, samples, prior_strength, np.random.default_rng(opts.seed))
@@ -131,7 +129,7 @@ def signed_rank_test(scores_a=None, scores_b=None, *, diffs=None, datasets=None,
         settings={"test": SignedRankResult.test, "rope": opts.rope, "greater_is_better": opts.greater_is_better,
                   "threshold": opts.threshold, "seed": opts.seed, "chains": opts.chains, "draws": opts.draws,
                   "samples": samples, "prior_strength": float(prior_strength), "prior_point": 0.0,
-                  "versions": _versions()},
+                  "versions": versions()},
     )
 
 
@@ -267,13 +265,3 @@ def _diagnostics(means: DatasetMeans, rope: float, probs: tuple[float, float, fl
     mc_se = max(math.sqrt(p * (1 - p) / samples) for p in probs)
     return {"samples": samples, "mc_se_max": mc_se, "sampling_seconds": seconds, "n_datasets": q,
             "warnings": warnings}
-
-
-def _versions() -> dict[str, str]:
-    out = {}
-    for package in ("mlflow-bayescompare", "numpy", "scipy"):
-        try:
-            out[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            pass
-    return out

@@ -7,7 +7,6 @@ MLflow, so a failure here never leaves a half-written run, and it can be built i
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import math
 import shutil
@@ -21,6 +20,7 @@ from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH, MAX_TAG_VAL_LENGTH
 from . import tags as T
 from ..options import WARMUP
 from ..result import divergent_transitions, jsonable
+from ..versions import stan_version
 
 __all__ = ["Bundle", "comparison_bundle", "matrix_bundle", "ranking_bundle", "ranking_metrics", "signed_rank_bundle",
            "correlated_t_bundle", "comparison_tags", "comparison_params",
@@ -151,7 +151,7 @@ def comparison_params(result, *, layout: str | None = None) -> dict[str, str]:
             params[key] = value
     if layout is not None:
         params["layout"] = layout
-    params["version.stan"] = _stan_version(result.settings.get("backend"))
+    params["version.stan"] = stan_version(result.settings.get("backend"))
     return {key: _param_value(value) for key, value in params.items() if value is not None}
 
 
@@ -274,19 +274,6 @@ def fit_tag(text: str, limit: int = MAX_TAG_VAL_LENGTH) -> str:
     return cut[: cut.rfind("\n") if "\n" in cut else len(cut)] + note
 
 
-def _stan_version(backend: str | None) -> str | None:
-    if backend == "cmdstanpy":
-        try:
-            import cmdstanpy
-
-            return f"CmdStan {cmdstanpy.cmdstan_version()}"
-        except Exception:  # CmdStan found at fit time but its version file is unreadable
-            return "CmdStan (unknown version)"
-    if backend == "pystan":
-        return f"pystan {_version('pystan')}, httpstan {_version('httpstan')}"
-    return None
-
-
 def _param_value(value: Any) -> str:
     text = json.dumps(value, default=jsonable) if isinstance(value, (list, tuple, dict)) else str(value)
     return text if len(text) <= MAX_PARAM_VAL_LENGTH else text[: MAX_PARAM_VAL_LENGTH - 1] + "…"
@@ -297,13 +284,6 @@ def _finite(value: Any) -> bool:
         return value is not None and math.isfinite(float(value))
     except (TypeError, ValueError):
         return False
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def ranking_bundle(result, *, metric: str, experiment_ids: Sequence[str], layout: str | None = None,
