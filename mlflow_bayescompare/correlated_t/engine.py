@@ -14,7 +14,6 @@ differences (s = 0) the posterior is a point mass at x̄.
 from __future__ import annotations
 
 import time
-from importlib import metadata
 
 import numpy as np
 from scipy import stats
@@ -26,6 +25,7 @@ from ..errors import InputError
 from ..options import FitOptions, build
 from ..result import Orientation, outcome_label
 from ..scores.tensor import CVTensor, from_arrays
+from ..versions import versions
 from .result import CorrelatedTTestResult
 
 __all__ = ["correlated_t_test", "as_tensor", "correlation", "ODDS_DRAWS"]
@@ -86,7 +86,7 @@ def correlated_t_test(scores_a=None, scores_b=None, *, diffs=None, folds=None, n
         settings={"test": CorrelatedTTestResult.test, "rope": opts.rope,
                   "greater_is_better": opts.greater_is_better, "threshold": opts.threshold, "rho": rho,
                   "rho_reason": reason, "folds": k, "n_train": n_train, "n_test": n_test,
-                  "dataset": tensor.datasets[0], "versions": _versions()},
+                  "dataset": tensor.datasets[0], "versions": versions()},
     )
 
 
@@ -183,13 +183,3 @@ def _warnings(n: int, loc: float, scale: float, rope: float, orientation: Orient
     for warning in warnings:
         log.warning(warning)
     return warnings
-
-
-def _versions() -> dict[str, str]:
-    out = {}
-    for package in ("mlflow-bayescompare", "numpy", "scipy"):
-        try:
-            out[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
