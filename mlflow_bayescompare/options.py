@@ -21,13 +21,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from .claims import CLAIMS
 from .optionparse import build, click_options, defaults, from_keywords, parse_fields, public_name
 from .optionspec import Option, OptionsBase, option, required_option
 
 __all__ = [
     "Option", "SourceOptions", "FitOptions", "PairOptions", "ModelsOptions", "RankOptions", "parse_fields",
     "click_options", "build", "from_keywords", "defaults", "public_name", "PRIORS", "PRIOR_ALIASES", "BACKENDS",
-    "LAYOUTS", "TESTS", "CLAIMS", "WARMUP", "MATRIX_PAIR_WARMUP",
+    "LAYOUTS", "TESTS", "WARMUP", "MATRIX_PAIR_WARMUP",
 ]
 
 #: ν priors of the hierarchical test (paper, Table "prior-nu"); aliases map to these names.
@@ -36,7 +37,6 @@ PRIOR_ALIASES = {"juarez-steel": "gamma(2,0.1)", "kruschke": "gamma(1,0.0345)", 
 BACKENDS = ("auto", "cmdstanpy", "pystan")
 LAYOUTS = ("auto", "steps", "keys", "children", "means")
 TESTS = ("auto", "hierarchical", "signed-rank")
-CLAIMS = ("a-better", "not-worse", "equivalent")
 MAX_FILTER = 2000
 #: Warm-up iterations per chain when none are given: a comparison's, as the authors' 4 × (1000 + 1000)
 #: (shared/reference/implementations.md) ...
@@ -138,7 +138,7 @@ class PairOptions(OptionsBase):
     model_a: str = required_option("Model A (value of the model tag).", "str")
     model_b: str = required_option("Model B.", "str")
     claim: str | None = option(None, "Exit 1 unless the posterior supports this claim about A at the threshold.",
-                                "choice", choices=CLAIMS, public="require", nullable=True)
+                                "choice", choices=tuple(CLAIMS), public="require", nullable=True)
 
     def _cross_checks(self) -> list[str]:
         if self.model_a is not None and self.model_a == self.model_b:
