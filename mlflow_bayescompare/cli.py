@@ -15,6 +15,7 @@ import threading
 
 import click
 
+from . import claims
 from .console import install_cli_handler, redact_uri, ui_address
 from .errors import BayesCompareError, InputError
 from .demo import SETTINGS
@@ -101,21 +102,15 @@ def compare(tracking_uri, no_log, as_json, strict, **fields) -> None:
         with TerminalProgress(sys.stderr) as progress:
             outcome = api.compare_runs(model_a=pair.model_a, model_b=pair.model_b, source=source, fit=fit,
                                        log=not no_log, tracking_uri=tracking_uri, progress=progress)
-        report, failures = outcome.to_dict(), []
-        if pair.claim:
-            supported = api.require(outcome, pair.claim, fit.threshold)
-            probability = api.claim_probability(outcome, pair.claim)
-            report["require"] = {"claim": pair.claim, "threshold": fit.threshold, "probability": probability,
-                                 "supported": supported}
-            if not supported:
-                failures.append(f"claim '{pair.claim}' not supported: its probability is {probability:.3f} "
-                                f"< {fit.threshold:g}")
+        report = outcome.to_dict()
+        claim = claims.report(outcome, pair.claim, fit.threshold) if pair.claim else None
+        failures = _claimed(report, claim)
         problem = diagnostics_problem(outcome.result)
         if strict and problem:
             failures.append(f"--strict: sampler problems: {problem}")
             if outcome.run_id:
                 _client(tracking_uri).set_tag(outcome.run_id, STRICT, f"failed: {problem}")
-        out(report, _comparison_text(outcome, report, tracking_uri))
+        out(report, _comparison_text(outcome, claim, tracking_uri))
     if failures:
         raise CliError("; ".join(failures), exit_code=1)
 
@@ -151,21 +146,12 @@ def rank(tracking_uri, no_log, as_json, require_best, **fields) -> None:
     with _errors(), _output(as_json) as out:
         source, options, models = parse_fields(fields, [SourceOptions, RankOptions, ModelsOptions], origin="cli",
                                                exclude=("RankOptions.drop_incomplete", "pair_reports"))
-        wanted = _required_best(require_best)
+        wanted = claims.best_claim(require_best) if require_best is not None else None
         with TerminalProgress(sys.stderr) as progress:
             outcome = api.rank_runs(models=models.models, source=source, rank=options, log=not no_log,
                                     tracking_uri=tracking_uri, progress=progress)
-        report, failures = outcome.to_dict(), []
-        if wanted is not None:
-            p_best = dict(zip(outcome.ranking["model"].astype(str), outcome.ranking["p_best"]))
-            if wanted not in p_best:
-                raise InputError(f"--require best={wanted}: no such model among {', '.join(p_best)}")
-            supported = bool(p_best[wanted] >= options.threshold)
-            report["require"] = {"claim": f"best={wanted}", "threshold": options.threshold,
-                                 "probability": p_best[wanted], "supported": supported}
-            if not supported:
-                failures.append(f"claim 'best={wanted}' not supported: P(best) is {p_best[wanted]:.3f} "
-                                f"< {options.threshold:g}")
+        report = outcome.to_dict()
+        failures = _claimed(report, claims.report(outcome, wanted, options.threshold) if wanted else None)
         out(report, _ranking_text(outcome, tracking_uri))
     if failures:
         raise CliError("; ".join(failures), exit_code=1)
@@ -256,14 +242,12 @@ def _stdout_to_stderr():
             os.close(saved)
 
 
-def _required_best(value: str | None) -> str | None:
-    """The model of ``--require best=MODEL``."""
-    if value is None:
-        return None
-    key, _, model = value.partition("=")
-    if key.strip() != "best" or not model.strip():
-        raise InputError(f"Invalid value for '--require': expected best=MODEL; got {value!r}")
-    return model.strip()
+def _claimed(report: dict, claim: claims.Report | None) -> list[str]:
+    """The ``--require`` claim's report added to the JSON ``report``; why it failed, if it did."""
+    if claim is None:
+        return []
+    report["require"] = claim.to_dict()
+    return [] if claim.supported else [claim.failure()]
 
 
 def _table(rows: list[tuple[str, str]], indent: str = "  ") -> list[str]:
@@ -280,7 +264,7 @@ def _where(tracking_uri, kind: str, run_id: str, experiment_id: str) -> list[str
     return lines
 
 
-def _comparison_text(outcome, report, tracking_uri) -> str:
+def _comparison_text(outcome, claim: claims.Report | None, tracking_uri) -> str:
     a, b = outcome.model_a, outcome.model_b
     test = TEST_NAMES[outcome.result.test]
     lines = [f"{a} vs {b} · {outcome.metric}: {len(outcome.tensor.datasets)} datasets ({outcome.layout} layout), "
@@ -288,11 +272,8 @@ def _comparison_text(outcome, report, tracking_uri) -> str:
     lines += _table([(f"P({a} better)", f"{outcome.p_a_better:.3f}"), ("P(rope)", f"{outcome.p_rope:.3f}"),
                      (f"P({b} better)", f"{outcome.p_b_better:.3f}")])
     lines.append(f"Verdict: {outcome.verdict}")
-    if "require" in report:
-        r = report["require"]
-        lines.append(f"Claim '{r['claim']}': probability {r['probability']:.3f} "
-                     f"{'≥' if r['supported'] else '<'} {r['threshold']:g} → "
-                     f"{'supported' if r['supported'] else 'NOT supported'}")
+    if claim is not None:
+        lines.append(claim.line())
     if getattr(outcome.result, "sensitivity", None) is not None:
         lines += ["Sensitivity (other priors and ropes):", f"  {outcome.sensitivity_note}",
                   *("  " + line for line in outcome.sensitivity.to_string(

@@ -1,14 +1,15 @@
-"""Python API of the whole pipeline: collect → tensor → fit → summarise → report → log.
+"""Python API of the whole pipeline: pre-flight (collect → tensor: :mod:`.preflight`) → fit → summarise → report
+→ log.
 
-:func:`compare_runs` compares two models, :func:`compare_matrix` every pair of several, :func:`require` turns an
-outcome into a yes/no for gating a model's promotion.  The command line and the server's jobs call these.
+:func:`compare_runs` compares two models, :func:`compare_matrix` every pair of several, :func:`rank_runs` ranks
+them, :func:`require` turns an outcome into a yes/no for gating a model's promotion (:mod:`.claims`).  The command
+line and the server's jobs call these.
 Options are given as :mod:`.options` objects (``source=``, ``fit=``) or as keywords naming their fields.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -18,21 +19,21 @@ from typing import Any, Sequence
 
 from mlflow import MlflowClient
 
+from . import claims, preflight
 from .sampling import sampler
 from .tracking import runlog
 from .tracking.bundle import comparison_bundle, matrix_bundle, ranking_bundle, signed_rank_bundle
-from .tracking.collect import collect_scores, discover, resolve_experiments
-from .errors import InputError
 from .hierarchical.engine import hierarchical_test
-from .matrix import MatrixSummary, model_pairs, summarise
-from .options import (CLAIMS, MATRIX_PAIR_WARMUP, WARMUP, FitOptions, ModelsOptions, PairOptions, RankOptions,
-                      SourceOptions, from_keywords)
-from .ranking.engine import rank_models
+from .matrix import MatrixSummary, summarise
+from .options import (MATRIX_PAIR_WARMUP, WARMUP, FitOptions, ModelsOptions, PairOptions, RankOptions, SourceOptions,
+                      from_keywords)
+from .preflight import signed_rank_applies
+from .ranking.engine import rank_scores
 from .signed_rank.engine import signed_rank_test
 from .progress import Progress, notify
 from .sampling import workers
 
-__all__ = ["compare_runs", "compare_matrix", "rank_runs", "require", "claim_probability", "Outcome",
+__all__ = ["compare_runs", "compare_matrix", "rank_runs", "require", "Outcome",
            "ComparisonOutcome", "MatrixOutcome", "RankingOutcome"]
 
 
@@ -129,14 +130,15 @@ def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[
     pair = PairOptions(model_a=model_a, model_b=model_b)
     client, progress, started = _begin(tracking_uri, run_id, progress)
     with _failing_run(client, run_id):
-        ids = _sources(client, source, progress)
-        collected = _collect(client, ids, source, [pair.model_a, pair.model_b], progress)
-        result, data = _two_model_test(collected, pair, source, fit, progress)
-        outcome = ComparisonOutcome(result, source.metric, ids, layout=collected.layout, tensor=data)
+        checked = preflight.check(client, preflight.plan(client, "comparison", source, fit,
+                                                         (pair.model_a, pair.model_b), progress), progress)
+        ids, layout = checked.plan.experiment_ids, checked.layout
+        result, data = _two_model_test(checked, fit, progress)
+        outcome = ComparisonOutcome(result, source.metric, ids, layout=layout, tensor=data)
         if log or run_id is not None:
             notify(progress, "reporting")
             target = _target(client, run_id, source, ids)
-            with _pair_bundle(result, data, source.metric, ids, collected.layout, run_id=run_id,
+            with _pair_bundle(result, data, source.metric, ids, layout, run_id=run_id,
                               experiment_id=target) as bundle:
                 outcome.run_id = runlog.log_bundle(client, bundle, experiment_id=target, run_id=run_id,
                                                    start_time=started, progress=progress)
@@ -165,39 +167,31 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
     """
     source, fit, chosen = _options(experiment_names, experiment_ids, {**options, "models": tuple(models)},
                                    (SourceOptions, source), (FitOptions, fit), (ModelsOptions, None))
-    models = list(chosen.models)
     client, progress, started = _begin(tracking_uri, run_id, progress)
     with _failing_run(client, run_id), tempfile.TemporaryDirectory(prefix="bayescompare-matrix-") as folder:
-        ids = _sources(client, source, progress)
-        models = models or _every_model(client, ids, source)
-        pairs = model_pairs(models)
+        planned = preflight.plan(client, "matrix", source, fit, chosen.models, progress)
+        ids, models, pairs = planned.experiment_ids, planned.models, planned.pairs
         log = log or run_id is not None
-        with workers.started(jobs, len(pairs), warm_up=_warm_up) as pool:  # they start up while the scores are fetched
-            collected = _collect(client, ids, source, models, progress)
-            signed_rank = signed_rank_applies(fit.test, collected.layout)
-            if signed_rank:
+        with workers.started(jobs, len(pairs), warm_up=_warm_up) as pool:  # they start up during the pre-flight
+            checked = preflight.check(client, planned, progress, streamed=True)
+            if checked.signed_rank:
                 notify(progress, "sampling", f"{len(pairs)} pairs (signed-rank test on the per-dataset means)")
             else:
                 sampler.compile_program("hierarchical", fit.backend, progress)  # once, before the workers load it
                 notify(progress, "sampling", f"{len(pairs)} pairs ({fit.chains} chains × {fit.draws} draws each)")
-            data: dict = {}
-
-            def tasks():  # each pair's data read and checked (an InputError stops the workers), then its task
-                for i, p in enumerate(pairs):
-                    data[p] = _pair_data(collected, p, source, signed_rank)
-                    yield p, (data[p], fit, source.metric, ids, collected.layout,
-                              Path(folder) / str(i) if log else None, chosen.pair_reports)
-
-            fitted = workers.run_all(_fit_pair, tasks(), total=len(pairs), pool=pool, progress=progress)
+            # each pair handed to the workers once its data are checked; a bad pair stops them, after every pair's
+            # problems are found (nothing is logged before every pair is fitted)
+            tasks = ((p, (data, fit, source.metric, ids, checked.layout, Path(folder) / str(i) if log else None,
+                          chosen.pair_reports)) for i, (p, data) in enumerate(checked.pairs()))
+            fitted = workers.run_all(_fit_pair, tasks, total=len(pairs), pool=pool, progress=progress)
         summary = summarise({p: fitted[p][0] for p in pairs}, models, source.metric)
-        bbt = _bbt(collected, models, source, _rank_options(fit), progress) if len(models) >= 3 else None
-        matrix = MatrixOutcome([str(m) for m in models],
-                               {p: ComparisonOutcome(fitted[p][0], source.metric, ids, layout=collected.layout,
-                                                     tensor=data[p]) for p in pairs}, summary, bbt)
+        bbt = rank_scores(checked.ranking, checked.rank, progress) if checked.ranking is not None else None
+        matrix = MatrixOutcome(models, {p: ComparisonOutcome(fitted[p][0], source.metric, ids, layout=checked.layout,
+                                                             tensor=checked.data[p]) for p in pairs}, summary, bbt)
         if log:
             notify(progress, "reporting")
             bundle = matrix_bundle(summary, [fitted[p][0] for p in pairs], experiment_ids=ids, ranking=bbt,
-                                   layout=collected.layout, directory=Path(folder) / "parent")
+                                   layout=checked.layout, directory=Path(folder) / "parent")
             target = _target(client, run_id, source, ids)
             children = {p: fitted[p][1] for p in pairs}
             matrix.run_id = _log_family(client, bundle, children, target, run_id, started, progress)
@@ -219,15 +213,14 @@ def rank_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str
     models = list(ModelsOptions(models=tuple(models)).models)
     client, progress, started = _begin(tracking_uri, run_id, progress)
     with _failing_run(client, run_id):
-        ids = _sources(client, source, progress)
-        models = models or _every_model(client, ids, source)
-        collected = _collect(client, ids, source, models, progress)
-        result = _bbt(collected, models, source, rank, progress)
-        outcome = RankingOutcome(result, source.metric, ids, layout=collected.layout)
+        checked = preflight.check(client, preflight.plan(client, "ranking", source, rank, models, progress), progress)
+        ids = checked.plan.experiment_ids
+        result = rank_scores(checked.ranking, checked.rank, progress)
+        outcome = RankingOutcome(result, source.metric, ids, layout=checked.layout)
         if log or run_id is not None:
             notify(progress, "reporting")
             target = _target(client, run_id, source, ids)
-            with ranking_bundle(result, metric=source.metric, experiment_ids=ids, layout=collected.layout) as bundle:
+            with ranking_bundle(result, metric=source.metric, experiment_ids=ids, layout=checked.layout) as bundle:
                 outcome.run_id = runlog.log_bundle(client, bundle, experiment_id=target, run_id=run_id,
                                                    start_time=started, progress=progress)
             outcome.experiment_id = target
@@ -235,26 +228,16 @@ def rank_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str
 
 
 def require(outcome, claim: str = "a-better", threshold: float | None = None) -> bool:
-    """Does the posterior support ``claim`` about model A at ``threshold`` (default: the test's)?
+    """Does the posterior support ``claim`` at ``threshold`` (default: the result's)?
 
-    ``a-better``: P(A better) ≥ threshold; ``not-worse``: P(A better) + P(rope) ≥ threshold;
-    ``equivalent``: P(rope) ≥ threshold.  ``outcome`` is a :class:`ComparisonOutcome` or a result.
+    About model A of a comparison (a :class:`ComparisonOutcome` or a result): ``a-better``: P(A better) ≥ threshold;
+    ``not-worse``: P(A better) + P(rope) ≥ threshold; ``equivalent``: P(rope) ≥ threshold.  Of a ranking:
+    ``best=<model>``: P(model is the best) ≥ threshold (:mod:`.claims`).
     """
-    if claim not in CLAIMS:
-        raise InputError(f"unknown claim {claim!r}: choose one of {', '.join(CLAIMS)}")
+    probability = claims.probability(outcome, claim)
     if threshold is None:
         threshold = outcome.settings["threshold"]
-    threshold = FitOptions(threshold=threshold).threshold
-    return claim_probability(outcome, claim) >= threshold
-
-
-def claim_probability(outcome, claim: str) -> float:
-    """The posterior probability of ``claim`` (see :func:`require`)."""
-    return {
-        "a-better": outcome.p_a_better,
-        "not-worse": outcome.p_a_better + outcome.p_rope,
-        "equivalent": outcome.p_rope,
-    }[claim]
+    return claims.Report(claim, probability, FitOptions(threshold=threshold).threshold).supported
 
 
 # ------------------------------------------------------------------------------------------------------ steps
@@ -273,27 +256,15 @@ def _options(names, ids, options: dict, *classes_and_bases) -> tuple:
     return from_keywords(options, *classes_and_bases)
 
 
-def signed_rank_applies(test: str, layout: str) -> bool:
-    """Whether a comparison runs the signed-rank test: asked for, or ``auto`` on runs that hold one score each."""
-    return test == "signed-rank" or (test == "auto" and layout == "means")
-
-
-def _two_model_test(collected, pair: PairOptions, source: SourceOptions, fit: FitOptions, progress):
+def _two_model_test(checked: preflight.Checked, fit: FitOptions, progress):
     """Fit step of a comparison: the hierarchical test on the paired folds, or the Bayesian signed-rank test on
-    the per-dataset means (:func:`signed_rank_applies`).  Returns the result and the data it was fitted on."""
-    a, b = pair.model_a, pair.model_b
-    signed_rank = signed_rank_applies(fit.test, collected.layout)
-    data = _pair_data(collected, (a, b), source, signed_rank)
-    notify(progress, "sampling", f"{a} vs {b} on {len(data.datasets)} dataset means (signed-rank test)" if signed_rank
+    the per-dataset means (:func:`~.preflight.signed_rank_applies`).  Returns the result and the data it was fitted
+    on."""
+    (a, b), data = next(iter(checked.data.items()))
+    notify(progress, "sampling", f"{a} vs {b} on {len(data.datasets)} dataset means (signed-rank test)"
+           if checked.signed_rank
            else f"{a} vs {b} on {len(data.datasets)} datasets ({fit.chains} chains × {fit.draws} draws)")
-    return _pair_test(data, fit, collected.layout, progress), data
-
-
-def _pair_data(collected, pair: tuple[str, str], source: SourceOptions, signed_rank: bool):
-    """Tensor step of a pair: its per-dataset means for the signed-rank test, else its paired fold scores; a
-    problem with either is an InputError naming it."""
-    read = collected.means if signed_rank else collected.tensor
-    return read(*pair, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
+    return _pair_test(data, fit, checked.layout, progress), data
 
 
 def _pair_test(data, fit: FitOptions, layout: str, progress: Progress | None = None, *, matrix_pair: bool = False,
@@ -325,53 +296,6 @@ def _begin(tracking_uri: str | None, run_id: str | None, progress: Progress | No
     return client, runlog.stage_recorder(client, run_id, progress), int(time.time() * 1000)
 
 
-def _sources(client, source: SourceOptions, progress) -> list[str]:
-    """The source experiments' ids; the work is then fetching."""
-    ids = resolve_experiments(client, source.experiment_names, source.experiment_ids)
-    notify(progress, "fetching")
-    return ids
-
-
-def _every_model(client, ids, source: SourceOptions) -> list[str]:
-    """Every model tagged in the source experiments."""
-    return discover(client, ids, model_tag=source.model_tag, dataset_tag=source.dataset_tag)["models"]
-
-
-def _collect(client, ids, source: SourceOptions, models, progress):
-    """Collect step: every per-fold score of the models."""
-    return collect_scores(client, ids, source.metric, list(models), filter_string=source.filter_string,
-                          layout=source.layout, model_tag=source.model_tag, dataset_tag=source.dataset_tag,
-                          folds=source.folds, progress=progress)
-
-
-def _bbt(collected, models, source: SourceOptions, rank: RankOptions, progress):
-    """Fit step of a ranking: the BBT model on every dataset's scores (one run per model and dataset)."""
-    scores = one_run_each(collected.scores, source.on_duplicate)
-    if source.drop_incomplete and not rank.drop_incomplete:
-        rank = dataclasses.replace(rank, drop_incomplete=True)
-    return rank_models(scores, models=list(models), options=rank, progress=progress)
-
-
-def _rank_options(fit: FitOptions) -> RankOptions:
-    """The ranking of a matrix, sampled like its pairs."""
-    return RankOptions(greater_is_better=fit.greater_is_better, threshold=fit.threshold, **fit.sampler_settings())
-
-
-def one_run_each(scores, on_duplicate: str):
-    """The scores with one run per (dataset, model): the latest with ``on_duplicate="latest"``, else an error that
-    names every (dataset, model) with several runs."""
-    runs = scores.groupby(["dataset", "model"], sort=False)["run_id"].nunique()
-    repeated = runs[runs > 1]
-    if repeated.empty:
-        return scores
-    if on_duplicate == "latest":
-        latest = scores.sort_values("start_time", kind="stable").groupby(["dataset", "model"])["run_id"].last()
-        return scores[scores["run_id"].isin(set(latest))]
-    raise InputError([f"dataset '{d}': model '{m}' has {n} runs; delete or filter out the extra runs, or keep the "
-                      "latest (--latest on the command line, on_duplicate='latest' in Python)"
-                      for (d, m), n in repeated.items()], header="Cannot rank the models:")
-
-
 def _target(client, run_id: str | None, source: SourceOptions, ids) -> str:
     """The experiment of the run: the one of ``run_id`` when it exists, else the target option's."""
     if run_id is not None:
@@ -385,7 +309,7 @@ def _warm_up() -> None:
 
 
 def _fit_pair(data, fit: FitOptions, metric: str, ids, layout, folder: Path | None, report: bool):
-    """One pair, in a worker: its test (on the data :func:`_pair_data` read for it) and, when it will be logged,
+    """One pair, in a worker: its test (on the data the pre-flight built for it) and, when it will be logged,
     its run's bundle (written into ``folder``); ``report``: with the figures, HTML report and model check."""
     result = _pair_test(data, fit, layout, matrix_pair=True, model_check=report)
     if folder is None:

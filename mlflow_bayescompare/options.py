@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .claims import CLAIMS
 from .optionparse import build, checked_click_option, click_options, defaults, from_keywords, parse_fields, public_name
 from .optionspec import Option, OptionsBase, option, required_option
 
@@ -47,7 +48,6 @@ PRIOR_ALIASES = {"juarez-steel": "gamma(2,0.1)", "kruschke": "gamma(1,0.0345)", 
 BACKENDS = ("auto", "cmdstanpy", "pystan")
 LAYOUTS = ("auto", "steps", "keys", "children", "means")
 TESTS = ("auto", "hierarchical", "signed-rank")
-CLAIMS = ("a-better", "not-worse", "equivalent")
 MAX_FILTER = 2000
 #: Warm-up iterations per chain when none are given: a comparison's, as the authors' 4 × (1000 + 1000)
 #: (shared/reference/implementations.md) ...
@@ -170,7 +170,7 @@ class PairOptions(OptionsBase):
     model_a: str = required_option("Model A (value of the model tag).", "str")
     model_b: str = required_option("Model B.", "str")
     claim: str | None = option(None, "Exit 1 unless the posterior supports this claim about A at the threshold.",
-                                "choice", choices=CLAIMS, public="require", nullable=True)
+                                "choice", choices=tuple(CLAIMS), public="require", nullable=True)
 
     def _cross_checks(self) -> list[str]:
         if self.model_a is not None and self.model_a == self.model_b:

@@ -165,3 +165,12 @@ def test_require(probs, claim, expected):
 def test_require_rejects_unknown_claims():
     with pytest.raises(InputError, match="unknown claim"):
         require(SimpleNamespace(p_a_better=1, p_rope=0, p_b_better=0), "b-better")
+
+
+def test_require_best_of_a_ranking_at_its_threshold():
+    ranking = SimpleNamespace(ranking=pd.DataFrame({"model": ["rf", "svm"], "p_best": [0.96, 0.04]}),
+                              settings={"threshold": 0.95})
+    assert require(ranking, "best=rf") is True and require(ranking, "best=svm") is False
+    assert require(ranking, "best=rf", threshold=0.99) is False
+    with pytest.raises(InputError, match="no such model among rf, svm"):
+        require(ranking, "best=knn")

@@ -3,13 +3,14 @@ repository, and the Stan programs of the top-level ``stan/`` reach both an insta
 
 The layers, from the bottom (docs/architecture.md draws the same picture in words):
 
-0. vocabulary and plumbing: errors, options, progress and console, tags and UI routes, the shared result words;
+0. vocabulary and plumbing: errors, options and the claims they name, progress and console, tags and UI routes,
+   the shared result words;
 1. read and shape: MLflow reads (``tracking.collect``, ``fetch``, ``cvlog``), the tensor (``scores``), the Stan layer
    (``sampling``), the summaries every test shares (``posterior_summary``, ``baselines``), figures and the report page;
 2. the test families, each a package that imports only itself and the layers below: ``hierarchical``,
    ``signed_rank``, ``correlated_t``, ``ranking`` (and any family added later);
 3. what a run holds and how it is written (``tracking.bundle``, ``tracking.runlog``), and the matrix summary;
-4. the pipeline: ``preflight``, ``claims``, ``compare``;
+4. the pipeline: ``preflight``, ``compare``;
 5. the entry points: ``cli``, ``demo``, ``client``, ``server``, ``simulation``; and the package's face
    (``__init__``) on top.
 """
@@ -32,14 +33,14 @@ FAMILIES = ("hierarchical", "signed_rank", "correlated_t", "ranking")
 
 #: each module's layer, by its dotted name under the package (the first matching prefix wins)
 LAYERS = [
-    (0, ("errors", "optionspec", "optionparse", "options", "versions", "progress", "console", "result",
+    (0, ("errors", "claims", "optionspec", "optionparse", "options", "versions", "progress", "console", "result",
          "tracking.tags", "tracking.uiroutes", "tracking.mlflow_internals", "scores.tidy_checks",
          "sampling.convergence")),
     (1, ("tracking.collect", "tracking.fetch", "tracking.cvlog", "scores", "sampling", "posterior_summary", "baselines",
          "figures", "report_html")),
     (2, FAMILIES),
     (3, ("tracking.bundle", "tracking.runlog", "matrix")),
-    (4, ("preflight", "claims", "compare")),
+    (4, ("preflight", "compare")),
     (5, ("cli", "demo", "client", "server", "simulation")),
     (6, ("",)),  # the package's face, mlflow_bayescompare/__init__.py
 ]

@@ -25,8 +25,10 @@ from mlflow.entities import Metric, RunTag
 from servers import (Server, chromium_executable, chromium_page, create_pg_database, drop_pg_database, pg_base_uri,
                      pg_skip_reason, start_comparison, status, wait_done)
 
+from mlflow_bayescompare import claims
+from mlflow_bayescompare.errors import InputError
 from mlflow_bayescompare.tracking import tags as T
-from mlflow_bayescompare.compare import compare_matrix, compare_runs, rank_runs
+from mlflow_bayescompare.compare import compare_matrix, compare_runs, rank_runs, require
 from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 from mlflow_bayescompare.result import COLORS
 from mlflow_bayescompare.server.owners import owner_tags
@@ -225,6 +227,54 @@ def test_ranking_api_matches_rank_runs(server):
     run = server.client.get_run(state["run_id"])
     assert run.data.tags[T.KIND] == "ranking" and run.data.metrics[f"p_best.{state['best']}"] == \
         state["ranking"][0]["p_best"]
+
+
+def test_every_claim_through_the_api_is_the_python_verdict(server):
+    """A comparison posted with each claim as ``require``: the API's report is the Python API's on the same data and
+    seed (:mod:`~mlflow_bayescompare.claims`, ``require``), and each claim's probability is its sum of the
+    posterior's outcomes as the API shows them."""
+    outcomes = {"a-better": ("p_a_better",), "not-worse": ("p_a_better", "p_rope"), "equivalent": ("p_rope",)}
+    assert set(outcomes) == set(claims.CLAIMS)
+    fit = {"seed": 4, "rope": 0.01, "threshold": 0.6}
+    s = server.session()
+    with ThreadPoolExecutor(len(outcomes)) as pool:
+        run_ids = dict(zip(outcomes, pool.map(lambda claim: start_comparison(s, server.url, **_fields(
+            server, model_a="svm", model_b="lda", require=claim, **fit)), outcomes)))
+    expected = compare_runs(experiment_names=[server.experiment_name], metric="accuracy", model_a="svm",
+                            model_b="lda", tracking_uri=server.url, log=False, **FAST, **fit)
+    assert expected.p_a_better < fit["threshold"] <= expected.p_a_better + expected.p_rope  # the claims differ
+    for claim, run_id in run_ids.items():
+        state = wait_done(s, server.url, run_id)
+        assert state["status"] == "FINISHED", state
+        assert state["require"] == claims.report(expected, claim, fit["threshold"]).to_dict()
+        assert state["require"]["supported"] is require(expected, claim, fit["threshold"])
+        assert state["require"]["probability"] == sum(state[p] for p in outcomes[claim])
+        assert state["require"]["supported"] is (state["require"]["probability"] >= fit["threshold"])
+
+
+def test_matrix_refused_with_every_pair_problem_as_the_python_api_and_nothing_written(server):
+    """The server's pre-flight is the pipeline's: a matrix whose model b has 5 folds on a dataset where the others
+    have 10 is refused (400) naming both of its pairs, in the words ``compare_matrix`` raises (its first pair handed
+    to the workers, the next ones checked), and neither writes a run."""
+    eid = server.client.create_experiment(f"folds-{uuid.uuid4().hex[:8]}")
+    rng = np.random.default_rng(11)
+    for model, folds in (("a", 10), ("c", 10), ("b", 5)):
+        for dataset in ("d0", "d1"):
+            k = folds if dataset == "d0" else 10
+            log_cv_scores(model, dataset, rng.uniform(0.7, 0.8, k), folds=k, experiment_id=eid, client=server.client)
+    runs = {r.info.run_id for r in server.client.search_runs([eid])}
+    resp = server.session().post(f"{server.url}/bayescompare/api/matrix", timeout=60,
+                                 json={"experiment_id": [eid], "metric": "accuracy", "models": ["a", "c", "b"],
+                                       **FAST})
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["error"] == ("Cannot compare every pair:\n"
+                                    "  - a vs b: dataset 'd0': fold count differs: 'a' uses 10 folds, 'b' uses 5\n"
+                                    "  - c vs b: dataset 'd0': fold count differs: 'c' uses 10 folds, 'b' uses 5")
+    with pytest.raises(InputError) as raised:
+        compare_matrix(experiment_ids=[eid], metric="accuracy", models=["a", "c", "b"], tracking_uri=server.url,
+                       jobs=2, **FAST)
+    assert str(raised.value) == resp.json()["error"]
+    assert {r.info.run_id for r in server.client.search_runs([eid])} == runs
 
 
 def test_experiments_and_choices(server):

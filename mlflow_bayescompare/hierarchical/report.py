@@ -9,11 +9,9 @@ string a user controls (model, dataset and metric names, run ids, settings) is e
 
 from __future__ import annotations
 
-import html
 import json
 import math
 import numbers
-import re
 from dataclasses import dataclass, field
 from typing import Any
 

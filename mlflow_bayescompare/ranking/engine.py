@@ -22,7 +22,7 @@ from ..progress import Progress, notify
 from .result import RankingResult, summarise
 from ..result import divergent_transitions
 
-__all__ = ["rank_models", "rank_wins", "Scores", "read_scores", "outcomes", "win_table", "handle_ties",
+__all__ = ["rank_models", "rank_scores", "rank_wins", "Scores", "read_scores", "outcomes", "win_table", "handle_ties",
            "stan_data", "HYPER_PRIOR_CODES", "NU_SCALE", "MAX_LISTED"]
 
 #: the Stan data codes of :attr:`RankOptions.hyper_prior`
@@ -63,6 +63,12 @@ def rank_models(data, *, models=None, dataset: str | None = None, options: RankO
     opts = build(RankOptions, options, **settings)
     scores = read_scores(data, models=models, dataset=dataset, greater_is_better=opts.greater_is_better,
                          drop_incomplete=opts.drop_incomplete, skip_missing=opts.skip_missing)
+    return rank_scores(scores, opts, progress)
+
+
+def rank_scores(scores: Scores, opts: RankOptions, progress: Progress | None = None) -> RankingResult:
+    """:func:`rank_models` on scores already read (:func:`read_scores`, by ``opts``' direction and rules for
+    missing scores)."""
     table = win_table(scores, local_rope=opts.local_rope, factor=opts.local_rope_factor, ties=opts.ties)
     folds = sorted({len(block) for block in scores.blocks})
     return _rank(scores.models, table, opts, progress, {"datasets": scores.datasets, "rows_per_dataset": folds})

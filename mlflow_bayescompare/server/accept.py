@@ -1,8 +1,8 @@
-"""Accepting a job whose permission is known (:mod:`.permissions`): the checks the command line makes before
-sampling, then a place in the queue, then the target and the run, then the submit.
+"""Accepting a job whose permission is known (:mod:`.permissions`): the pipeline's own pre-flight, then a place in
+the queue, then the target and the run, then the submit.
 
-Every refusal comes before anything is written: the scores are collected and every pair's tensor is built from the
-server's own store (reads only; the collector's and the tensor's problems are a 400), the queue is checked (503)
+Every refusal comes before anything is written: the pre-flight (:mod:`..preflight`, as the command line and the job
+itself run it) reads the server's own store (reads only; its problems are a 400), the queue is checked (503)
 atomically with the submit, and only then is a new target experiment created and the RUNNING run started.
 """
 
@@ -11,14 +11,9 @@ from __future__ import annotations
 import dataclasses
 import json
 
+from .. import preflight
 from ..tracking import tags as T
 from ..tracking.bundle import fit_tag, models_run_name, run_name
-from ..tracking.collect import collect_scores, discover
-from ..compare import one_run_each, signed_rank_applies
-from ..errors import InputError
-from ..matrix import model_pairs
-from ..hierarchical.prepare import correlations
-from ..ranking.engine import read_scores
 from ..result import json_safe
 from ..tracking.runlog import fail_if_running, start_run
 from . import context, permissions
@@ -52,50 +47,14 @@ def accept(granted: permissions.Granted):
 
 
 def check_data(job: JobRequest) -> tuple[str, ...]:
-    """What the command line checks before sampling, on the server's own store: the runs and scores of the models
-    (every model found, for a matrix or a ranking), then each pair's tensor (or per-dataset means, when the
-    signed-rank test will answer), or the ranking's table of scores.  The models of the job."""
-    client, source = context.store_client(), job.source
-    ids = list(source.experiment_ids)
-    models = job.models or tuple(discover(client, ids, model_tag=source.model_tag,
-                                          dataset_tag=source.dataset_tag)["models"])
+    """The pipeline's pre-flight of the job on the server's own store, with the server's limit on the models of a
+    matrix (every model found, when none are named) checked before their scores are read.  The models of the job."""
+    client = context.store_client()
+    planned = preflight.plan(client, job.kind, job.source, job.fit, job.models)
     if job.kind == "matrix":
-        check_model_count(models, context.settings())
-    collected = collect_scores(client, ids, source.metric, list(models), filter_string=source.filter_string,
-                               layout=source.layout, model_tag=source.model_tag, dataset_tag=source.dataset_tag,
-                               folds=source.folds)
-    if job.kind == "ranking":
-        _check_ranking(collected, models, job)
-    else:
-        _check_pairs(collected, model_pairs(models) if job.kind == "matrix" else [models], job)
-    return tuple(models)
-
-
-def _check_pairs(collected, pairs: list[tuple[str, str]], job: JobRequest) -> None:
-    """Each pair's data as its test will read it; one pair's problems in the command line's own words."""
-    source, problems = job.source, []
-    for a, b in pairs:
-        try:
-            if signed_rank_applies(job.fit.test, collected.layout):
-                collected.means(a, b, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
-                continue
-            tensor = collected.tensor(a, b, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
-            correlations(tensor.datasets, tensor.folds, job.fit.rho)
-        except InputError as exc:
-            if len(pairs) == 1:
-                raise  # the command line's own message
-            problems += [f"{a} vs {b}: {p}" for p in exc.problems]
-    if problems:
-        raise InputError(problems, header="Cannot compare every pair:")
-
-
-def _check_ranking(collected, models: tuple[str, ...], job: JobRequest) -> None:
-    """The ranking's scores as :func:`..compare.rank_runs` reads them: three models at least, every one present,
-    one run per model and dataset, a score for each (the ranking's own words)."""
-    rank, source = job.fit, job.source
-    scores = one_run_each(collected.scores, source.on_duplicate)
-    read_scores(scores, models=list(models), greater_is_better=rank.greater_is_better,
-                drop_incomplete=source.drop_incomplete, skip_missing=rank.skip_missing)
+        check_model_count(tuple(planned.models), context.settings())
+    preflight.check(client, planned)
+    return tuple(planned.models)
 
 
 def _run_name(job: JobRequest) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 from flask import Response
 
+from ..claims import CLAIMS, report
 from ..tracking import tags as T
 from ..options import LAYOUTS, PRIORS, FitOptions, SourceOptions, defaults
 from ..result import COLORS, json_safe
@@ -23,7 +24,6 @@ _RUNNING = ("RUNNING", "SCHEDULED")
 #: the settings of a run that the page's form shows (the options' field names), from its params or its job request
 FORM_SETTINGS = ("experiment_ids", "metric", "rope", "greater_is_better", "seed", "chains", "draws", "threshold",
                  "prior", "layout", "model_tag", "dataset_tag", "filter_string", "target_experiment", "sensitivity")
-_CLAIMS = {"a-better": lambda a, rope: a, "not-worse": lambda a, rope: a + rope, "equivalent": lambda a, rope: rope}
 
 
 def json_response(obj: Any, status: int = 200) -> Response:
@@ -90,22 +90,19 @@ def summarise_run(run) -> dict[str, Any]:
             out["verdict"] = f"best: {out['best']}"
     if status == "FINISHED" and _has_report(tags, out.get("models", [])):
         out["report_url"] = report_path(info.run_id)
-    claim = _claim(tags.get(T.REQUIRE), out["p_a_better"], out["p_rope"])
+    claim = _claim(tags.get(T.REQUIRE), out)
     if claim:
         out["require"] = claim
     return out
 
 
-def _claim(recorded: str | None, p_a: float | None, p_rope: float | None) -> dict[str, Any] | None:
-    """``{"claim", "threshold", "probability", "supported"}`` of a ``<claim>@<threshold>`` tag, once finished."""
-    if not recorded or p_a is None:
+def _claim(recorded: str | None, out: dict[str, Any]) -> dict[str, Any] | None:
+    """The report (:mod:`..claims`) of a ``<claim>@<threshold>`` tag on the probabilities in ``out``, once they
+    are there."""
+    name, _, threshold = (recorded or "").partition("@")
+    if name not in CLAIMS or any(out[p] is None for p in CLAIMS[name]):
         return None
-    name, _, threshold = recorded.partition("@")
-    if name not in _CLAIMS:
-        return None
-    probability = _CLAIMS[name](p_a, p_rope or 0.0)
-    return {"claim": name, "threshold": float(threshold), "probability": probability,
-            "supported": probability >= float(threshold)}
+    return report(out, name, float(threshold)).to_dict()
 
 
 def _settings(run) -> dict[str, Any]:
