@@ -26,24 +26,88 @@ import contextlib
 import io
 import json
 import os
+import signal
+import socket
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import requests
 from mlflow import MlflowClient
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # servers.py: start mlflow server, fresh PostgreSQL databases
+from mlflow_bayescompare.tracking.collect import collect_scores
+from mlflow_bayescompare.compare import compare_matrix
+from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 
-from servers import PG_ENV, Server, create_pg_database, drop_pg_database  # noqa: E402
+PG_ENV = "MLFLOW_BAYESCOMPARE_PG_URI"
 
-from mlflow_bayescompare.tracking.collect import collect_scores  # noqa: E402
-from mlflow_bayescompare.compare import compare_matrix  # noqa: E402
-from mlflow_bayescompare.tracking.cvlog import log_cv_scores  # noqa: E402
+
+class PostgresServer:
+    """A fresh PostgreSQL database (created from the admin URI ``pg_uri``, a role that may CREATE DATABASE) behind
+    a plain ``mlflow server`` on a free port of 127.0.0.1, in its own process group.  (The tests start theirs with
+    ``tests/servers.py``, which benchmarks do not import.)"""
+
+    def __init__(self, pg_uri: str, workdir: Path, workers: int, timeout: float = 120):
+        self.pg_uri, self.name = pg_uri, f"bayescompare_bench_{uuid.uuid4().hex[:12]}"
+        self._admin(f'CREATE DATABASE "{self.name}"')
+        # MLflow's default postgresql:// driver is psycopg 3, which may be absent
+        store = urllib.parse.urlunsplit(urllib.parse.urlsplit(pg_uri)._replace(scheme="postgresql+psycopg2",
+                                                                               path=f"/{self.name}"))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.url, self.log = f"http://127.0.0.1:{port}", workdir / "server.log"
+        cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
+               "--backend-store-uri", store, "--artifacts-destination", str(workdir / "artifacts"),
+               "--workers", str(workers)]
+        env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+        env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] = "false"  # MLflow's own job runner, unused, takes ~20 s to stop
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while not self._healthy():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop(drop=True)
+                raise RuntimeError(f"mlflow server at {self.url} did not start; see {self.log}")
+            time.sleep(0.3)
+
+    def _healthy(self) -> bool:
+        with contextlib.suppress(requests.RequestException):
+            return requests.get(f"{self.url}/health", timeout=2).status_code == 200
+        return False
+
+    def _admin(self, sql: str) -> None:
+        """One statement outside a transaction (CREATE/DROP DATABASE); psycopg2 takes only the plain scheme."""
+        import psycopg2
+
+        conn = psycopg2.connect(urllib.parse.urlunsplit(urllib.parse.urlsplit(self.pg_uri)._replace(
+            scheme="postgresql")))
+        conn.autocommit = True
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql)
+        finally:
+            conn.close()
+
+    def stop(self, drop: bool) -> None:
+        """SIGTERM the server's process group (uvicorn's workers with it), SIGKILL what is left after 30 s; then
+        drop the database when ``drop``."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+        if drop:
+            self._admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
 
 
 class StageClock:
@@ -103,16 +167,15 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
 
-    server = backend = None
+    server = None
     workdir = Path(tempfile.mkdtemp(prefix="bench-scale-"))
     if args.tracking_uri:
         url = args.tracking_uri.rstrip("/")
     else:
         if not args.pg_uri:
             ap.error(f"give --tracking-uri, or --pg-uri / {PG_ENV} to start a PostgreSQL-backed server")
-        backend = create_pg_database(args.pg_uri, prefix="bayescompare_bench")
-        print(f"store: PostgreSQL database {backend.rsplit('/', 1)[1]}", flush=True)
-        server = Server(workdir, backend, app=None, extra=["--workers", str(args.workers)])
+        server = PostgresServer(args.pg_uri, workdir, args.workers)
+        print(f"store: PostgreSQL database {server.name}", flush=True)
         url = server.url
     print(f"server: {url}   cores: {os.cpu_count()}   jobs: {args.jobs}", flush=True)
     try:
@@ -177,9 +240,7 @@ def main() -> int:
         return 0 if args.no_log or (status == "FINISHED" and summary["child_runs_finished"] == pairs) else 1
     finally:
         if server is not None:
-            server.stop()
-        if backend is not None and not args.keep:
-            drop_pg_database(backend, args.pg_uri)
+            server.stop(drop=not args.keep)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,10 @@ Bayesian hierarchical test says it is *not worse* on the next dataset with proba
     python examples/gated_training_pipeline.py --claim a-better      # stricter gate
     echo $?                                                          # 0 promote, 1 keep production
 
-Each model is cross-validated (5 folds x 4 repeats, the same splits for both) on a few of scikit-learn's built-in
-datasets and a few synthetic ones; ``log_cv_scores`` logs each (model, dataset) as one run in the steps layout, ``compare_runs`` logs the
-comparison run, and ``require`` turns its posterior into the exit code.
+Each model is cross-validated (5 folds x 4 repeats, the same splits for both; ``--folds``, ``--repeats``) on a few
+of scikit-learn's built-in datasets and a few synthetic ones (``--datasets`` picks some); ``log_cv_scores`` logs
+each (model, dataset) as one run in the steps layout, ``compare_runs`` logs the comparison run, and ``require``
+turns its posterior into the exit code.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ DATASETS = {
         for i in range(4)
     },
 }
-FOLDS, REPEATS = 5, 4
 
 
 def models() -> dict:
@@ -51,14 +51,15 @@ def models() -> dict:
     }
 
 
-def train_and_log(client: MlflowClient, experiment_id: str, seed: int) -> None:
+def train_and_log(client: MlflowClient, experiment_id: str, seed: int, datasets: list[str], folds: int,
+                  repeats: int) -> None:
     """Cross-validate every model on every dataset with the same splits and log the per-fold accuracies."""
-    for dataset, load in DATASETS.items():
-        X, y = load()
-        splits = list(RepeatedStratifiedKFold(n_splits=FOLDS, n_repeats=REPEATS, random_state=seed).split(X, y))
+    for dataset in datasets:
+        X, y = DATASETS[dataset]()
+        splits = list(RepeatedStratifiedKFold(n_splits=folds, n_repeats=repeats, random_state=seed).split(X, y))
         for name, model in models().items():
             scores = cross_validate(model, X, y, cv=splits, scoring="accuracy")["test_score"]
-            log_cv_scores(name, dataset, scores, metric="accuracy", folds=FOLDS, repeats=REPEATS,
+            log_cv_scores(name, dataset, scores, metric="accuracy", folds=folds, repeats=repeats,
                           experiment_id=experiment_id, client=client, params={"seed": seed})
             print(f"{dataset:>14}  {name:<10}  accuracy {np.mean(scores):.3f}", file=sys.stderr)
 
@@ -71,12 +72,18 @@ def main() -> int:
     parser.add_argument("--threshold", type=float, default=0.95)
     parser.add_argument("--rope", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=4)
+    parser.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated, of: %(default)s")
     args = parser.parse_args()
+    datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
+    if unknown := sorted(set(datasets) - set(DATASETS)):
+        parser.error(f"unknown dataset(s) {', '.join(unknown)}; choose from {', '.join(DATASETS)}")
 
     client = MlflowClient(args.tracking_uri)
     found = client.get_experiment_by_name(args.experiment)
     experiment_id = found.experiment_id if found else client.create_experiment(args.experiment)
-    train_and_log(client, experiment_id, args.seed)
+    train_and_log(client, experiment_id, args.seed, datasets, args.folds, args.repeats)
 
     outcome = compare_runs(experiment_ids=[experiment_id], metric="accuracy", model_a="candidate",
                            model_b="production", rope=args.rope, seed=args.seed, threshold=args.threshold,

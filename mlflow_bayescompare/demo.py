@@ -13,7 +13,6 @@ from __future__ import annotations
 import sys
 import time
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -22,29 +21,18 @@ import numpy as np
 from .console import redact_uri, ui_address
 from .options import SamplerOptions
 from .progress import TerminalProgress
+from .simulation.friedman import NOISE, Setting, classifiers, generate
 
 EXPERIMENT = "bayescompare-demo"
 MODELS = ("lda", "cart", "nb")
 METRIC = "accuracy"
 
 
-@dataclass(frozen=True)
-class Setting:
-    function: int  # Friedman function 1, 2 or 3
-    n: int  # sample size
-    noise: float  # standard deviation of the noise
-    extra: int  # extra N(0, 1) features
-
-    @property
-    def name(self) -> str:
-        return f"friedman{self.function}_n{self.n}_sd{self.noise:g}_x{self.extra}"
-
-
 #: A spread of the paper's 54 settings, interleaved over the three functions (paper: n ∈ {30, 100, 1000}).
 SETTINGS = tuple(
-    Setting(f, n, noise, extra)
+    Setting(f, NOISE[f][k], n, extra)
     for n, k, extra in ((100, 1, 0), (30, 1, 20), (300, 0, 0), (100, 2, 20), (30, 0, 0), (300, 2, 20))
-    for f, noise in ((1, (0.5, 1, 2)[k]), (2, (62.5, 125, 250)[k]), (3, (0.05, 0.1, 0.2)[k]))
+    for f in (1, 2, 3)
 )
 
 
@@ -108,7 +96,7 @@ def _log_settings(client, experiment_id: str, settings, *, repeats: int, folds: 
             log_cv_scores(model, setting.name, values, metric=METRIC, folds=folds, repeats=repeats,
                           experiment_id=experiment_id, client=client,
                           params={"function": setting.function, "n": setting.n, "noise": setting.noise,
-                                  "extra_features": setting.extra, "seed": seed},
+                                  "extra_features": setting.extra_features, "seed": seed},
                           tags={"bayescompare.demo": "friedman"})
         echo(f"  [{i + 1}/{len(settings)}] {setting.name}: mean accuracy "
              + ", ".join(f"{m} {np.mean(v):.3f}" for m, v in scores.items()))
@@ -140,29 +128,16 @@ def paired_cv(X: np.ndarray, y: np.ndarray, *, repeats: int, folds: int, seed: i
 
 
 def _models() -> dict:
-    """LDA and CART without tuning (CART with rpart's defaults minsplit 20, minbucket 7, as caret runs it), and
-    Gaussian naive Bayes as the third model of the ranking."""
-    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+    """The paper's LDA and CART (:func:`.simulation.friedman.classifiers`), and Gaussian naive Bayes as the third
+    model of the ranking."""
     from sklearn.naive_bayes import GaussianNB
-    from sklearn.tree import DecisionTreeClassifier
 
-    return {
-        "lda": LinearDiscriminantAnalysis(),
-        "cart": DecisionTreeClassifier(min_samples_split=20, min_samples_leaf=7, random_state=0),
-        "nb": GaussianNB(),
-    }
+    lda, cart = classifiers()
+    return {"lda": lda, "cart": cart, "nb": GaussianNB()}
 
 
 def _friedman(setting: Setting, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    from sklearn.datasets import make_friedman1, make_friedman2, make_friedman3
-
-    state = int(rng.integers(2**31 - 1))
-    if setting.function == 1:
-        X, y = make_friedman1(n, n_features=10, noise=setting.noise, random_state=state)
-    else:
-        maker = make_friedman2 if setting.function == 2 else make_friedman3
-        X, y = maker(n, noise=setting.noise, random_state=state)
-    return np.hstack([X, rng.standard_normal((n, setting.extra))]), y
+    return generate(setting, n, int(rng.integers(2**31 - 1)), rng)
 
 
 def _experiment(client, name: str) -> str:

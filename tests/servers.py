@@ -1,6 +1,7 @@
-"""Start real ``mlflow server`` processes on 127.0.0.1 for tests and benchmarks, on sqlite or a fresh PostgreSQL
-database.  Shared by ``conftest.py``, ``test_server_app.py``, ``test_postgres_e2e.py``, ``test_faults.py`` and
-``benchmarks/bench_scale.py``; nothing here depends on pytest, so failures are plain ``RuntimeError``s."""
+"""Start real ``mlflow server`` processes on 127.0.0.1 for the tests, on sqlite or a fresh PostgreSQL database, and
+headless Chromium for the page tests.  Shared by ``conftest.py`` and the server tests, which talk to the JSON API
+through :class:`mlflow_bayescompare.client.BayesCompareClient` (:meth:`Server.api`); nothing here depends on pytest,
+so failures are plain ``RuntimeError``s."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import uuid
 from pathlib import Path
 
 import requests
+
+from mlflow_bayescompare.client import BayesCompareClient
 
 PG_ENV = "MLFLOW_BAYESCOMPARE_PG_URI"
 
@@ -160,15 +163,9 @@ class Server:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(10)
 
-    def session(self, auth=None) -> requests.Session:
-        """A client session holding the bayescompare app's CSRF cookie and sending the token header."""
-        s = requests.Session()
-        s.auth = auth
-        resp = s.get(f"{self.url}/bayescompare/api/csrf", timeout=30)
-        if resp.status_code != 200:
-            raise RuntimeError(f"GET /bayescompare/api/csrf: {resp.status_code} {resp.text}")
-        s.headers["X-BayesCompare-CSRF"] = resp.json()["csrf_token"]
-        return s
+    def api(self, auth: tuple[str, str] | None = None) -> BayesCompareClient:
+        """A client of the bayescompare app's JSON API on this server (its ``session`` for the raw routes)."""
+        return BayesCompareClient(self.url, auth)
 
 
 def group_alive(pgid: int) -> bool:
@@ -182,34 +179,6 @@ def group_alive(pgid: int) -> bool:
     ps = subprocess.run(["ps", "-e", "-o", "pgid=,stat="], capture_output=True, text=True)
     return any(fields[0] == str(pgid) and not fields[1].startswith("Z")
                for fields in (line.split() for line in ps.stdout.splitlines()) if len(fields) == 2)
-
-
-def status(session: requests.Session, url: str, run_id: str) -> requests.Response:
-    """``GET …/bayescompare/api/comparisons/get?run_id=``: the state of a comparison."""
-    return session.get(f"{url}/bayescompare/api/comparisons/get", params={"run_id": run_id}, timeout=30)
-
-
-def wait_done(session: requests.Session, url: str, run_id: str, timeout: float = 600) -> dict:
-    """Poll the JSON API until the comparison ``run_id`` is no longer RUNNING; return its state."""
-    deadline = time.monotonic() + timeout
-    state: dict = {}
-    while time.monotonic() < deadline:
-        resp = status(session, url, run_id)
-        if resp.status_code != 200:
-            raise RuntimeError(f"status of {run_id}: {resp.status_code} {resp.text}")
-        state = resp.json()
-        if state["status"] != "RUNNING":
-            return state
-        time.sleep(0.5)
-    raise RuntimeError(f"comparison {run_id} still RUNNING after {timeout} s: {state}")
-
-
-def start_comparison(session: requests.Session, url: str, **fields) -> str:
-    """POST a comparison to the JSON API; returns the run id of the accepted (202) job."""
-    resp = session.post(f"{url}/bayescompare/api/comparisons", json=fields, timeout=60)
-    if resp.status_code != 202:
-        raise RuntimeError(f"POST /bayescompare/api/comparisons: {resp.status_code} {resp.text}")
-    return resp.json()["run_id"]
 
 
 # ------------------------------------------------------------------------------------------------ browser

@@ -1,5 +1,6 @@
-"""A small simulation-based calibration (Talts et al. 2018) of both Stan programs: benchmarks/bench_calibration.py
-with tens of replicates and a loose bound (no chi-squared p-value of the binned ranks below 0.001).
+"""A small simulation-based calibration (Talts et al. 2018) of both Stan programs: mlflow_bayescompare.simulation.sbc
+(benchmarks/bench_calibration.py's) with tens of replicates and a loose bound (no chi-squared p-value of the binned
+ranks below 0.001).
 
 The full run (200 replicates per configuration, q = 10 and 50, both forms) and its numbers are in
 benchmarks/README.md.  The bound was checked to fail when the simulation draws ν from another prior than the
@@ -8,30 +9,17 @@ program's (ν' ~ Gamma(1, 1) instead of Gamma(α, β)): ν's ranks then pile up 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from scipy import integrate, special, stats
 
 from mlflow_bayescompare.hierarchical import prepare
+from mlflow_bayescompare.simulation import sbc
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_calibration.py"
 REPLICATES = 30
 SAMPLER = dict(chains=2, warmup=300, draws=300, kept=49)  # 600 draws, every 12th kept: ranks 0..49
 BINS = 5
 BOUND = 0.001
-
-
-@pytest.fixture(scope="module")
-def sbc():
-    spec = importlib.util.spec_from_file_location("bench_calibration", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 def _log_marginal_full(x, delta, rho, upper):
@@ -53,7 +41,7 @@ def _log_marginal_stan(xbar, ssd, n, rho, delta, upper):
     return stats.t.logpdf(xbar, n - 2, delta, scale) + np.log(special.gammaincc((n - 1) / 2, q_form / (2 * upper**2)))
 
 
-def test_sigma_bound_of_the_simulation_matters_and_the_likelihood_is_exact(sbc):
+def test_sigma_bound_of_the_simulation_matters_and_the_likelihood_is_exact():
     # σ_i ~ U(0, 1) makes the incomplete-gamma factor matter, so the program must keep it (exact_sigma_bound = 1)
     rng = np.random.default_rng(3)
     truth, data = sbc.simulate_hierarchical(rng, 10)
@@ -76,7 +64,7 @@ def test_sigma_bound_of_the_simulation_matters_and_the_likelihood_is_exact(sbc):
         assert abs((t_only[2] - t_only[1]) - (full[2] - full[1])) > 1e-3
 
 
-def test_prior_draws_follow_the_programs_prior(sbc):
+def test_prior_draws_follow_the_programs_prior():
     # the simulation's prior, checked against the distributions the .stan files write (KS, 2000 draws each)
     rng = np.random.default_rng(11)
     draws = [sbc.simulate_hierarchical(rng, 2)[0] for _ in range(2000)]
@@ -94,10 +82,10 @@ def test_prior_draws_follow_the_programs_prior(sbc):
 
 
 @pytest.mark.parametrize("program", ["hierarchical", "bbt"])
-def test_ranks_are_uniform(sbc, program, tmp_path):
+def test_ranks_are_uniform(program, tmp_path):
     # the hierarchical program in the form the package picks from the data (forced non-centred on data that pin
     # the δ_i down, a fit takes up to a minute); BBT in both forms by turns (each form is calibrated, so is the
-    # mixture).  Simulations whose mean(x̄) falls outside δ0's bounds are drawn again (bench_calibration.inside)
+    # mixture).  Simulations whose mean(x̄) falls outside δ0's bounds are drawn again (sbc.inside)
     form = "auto" if program == "hierarchical" else "alternate"
     config = sbc.Config(program, form, q=10, models=5, games=20)
     result = sbc.calibrate(config, REPLICATES, seed=2024, **SAMPLER)
@@ -116,7 +104,7 @@ def test_ranks_are_uniform(sbc, program, tmp_path):
         assert sbc.chi2_p(np.asarray(ranks), SAMPLER["kept"], BINS) < BOUND, name
 
 
-def test_delta0_samples_when_the_mean_of_the_datasets_lies_beyond_its_bounds(sbc):
+def test_delta0_samples_when_the_mean_of_the_datasets_lies_beyond_its_bounds():
     # the replicate on which the calibration found the defect (benchmarks/README.md, "A defect found"): mean(x̄)
     # = -1.008 with δ0 ~ U(-1, 1).  The program centred δ0's logit there, clamped 1e-6 from the bound, and the
     # slope it derived made δ0's coordinate ~1e5 times too narrow: step size ~0.001, ~950 leapfrog steps per draw,

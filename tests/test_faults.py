@@ -19,10 +19,11 @@ import pytest
 from click.testing import CliRunner
 from mlflow import MlflowClient
 from mlflow.entities import RunStatus
-from servers import Server, free_port, group_alive, start_comparison, status, wait_done
+from servers import Server, free_port, group_alive
 
 from mlflow_bayescompare.sampling import sampler
 from mlflow_bayescompare.cli import main
+from mlflow_bayescompare.client import JobFailed
 from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 from mlflow_bayescompare.errors import SamplingError
 
@@ -192,12 +193,13 @@ def test_artifact_upload_fails_run_ends_failed_with_the_error(broken_artifact_se
 @pytest.mark.server
 def test_artifact_upload_fails_through_the_json_api(broken_artifact_server):
     srv = broken_artifact_server
-    s = srv.session()
-    run_id = start_comparison(s, srv.url, experiment_id=[srv.experiment_id], metric="accuracy", model_a="svm",
-                              model_b="rf", chains=2, draws=200, seed=1)
-    state = wait_done(s, srv.url, run_id, timeout=300)
-    assert state["status"] == "FAILED", state
-    assert state["error"] and state["stage"] == "failed"
+    api = srv.api()
+    run_id = api.start("comparison", {"experiment_id": [srv.experiment_id], "metric": "accuracy", "model_a": "svm",
+                                      "model_b": "rf", "chains": 2, "draws": 200, "seed": 1})
+    with pytest.raises(JobFailed) as failed:
+        api.wait(run_id, timeout=300)
+    state = failed.value.state
+    assert state["error"] and state["stage"] == "failed" and str(failed.value).endswith(state["error"]), state
     run = srv.client.get_run(run_id)
     assert run.info.status == "FAILED" and run.data.tags["bayescompare.error"]
 
@@ -409,13 +411,13 @@ def _job_server(tmp_path) -> Server:
     return srv
 
 
-def _sampling_job(srv, session, **fields) -> tuple[str, int]:
+def _sampling_job(srv, api, **fields) -> tuple[str, int]:
     """Start a long comparison; once it samples, its run id and the pid of its job process."""
-    run_id = start_comparison(session, srv.url, experiment_id=[srv.experiment_id], metric="accuracy",
-                              model_a="rf", model_b="svm", **{**LONG, **fields})
+    run_id = api.start("comparison", {"experiment_id": [srv.experiment_id], "metric": "accuracy", "model_a": "rf",
+                                      "model_b": "svm", **LONG, **fields})
     deadline = time.monotonic() + 300
-    while status(session, srv.url, run_id).json()["stage"] != "sampling":
-        assert time.monotonic() < deadline, status(session, srv.url, run_id).json()
+    while api.status(run_id)["stage"] != "sampling":
+        assert time.monotonic() < deadline, api.status(run_id)
         time.sleep(0.2)
     time.sleep(1)
     return run_id, int(srv.client.get_run(run_id).data.tags["bayescompare.job.pid"])
@@ -440,18 +442,18 @@ def test_server_stopped_mid_sampling_ends_its_run_failed_with_the_reason(tmp_pat
     end with it, and the restart's sweep keeps that reason."""
     srv = _job_server(tmp_path)
     try:
-        run_id, pid = _sampling_job(srv, srv.session())
+        run_id, pid = _sampling_job(srv, srv.api())
         srv.stop()
         reason = ("the bayescompare server was stopped (SIGTERM) while the comparison was sampling; "
                   "start the comparison again")
         assert _error(srv, run_id) == ("FAILED", "failed", reason)
         assert _gone(pid)
         srv.start()
-        s = srv.session()
-        assert (status(s, srv.url, run_id).json()["error"], _error(srv, run_id)[2]) == (reason, reason)
-        again = start_comparison(s, srv.url, experiment_id=[srv.experiment_id], metric="accuracy", model_a="rf",
-                                 model_b="svm", chains=2, draws=200, seed=1)
-        assert wait_done(s, srv.url, again)["status"] == "FINISHED"
+        api = srv.api()
+        assert (api.status(run_id)["error"], _error(srv, run_id)[2]) == (reason, reason)
+        again = api.start("comparison", {"experiment_id": [srv.experiment_id], "metric": "accuracy", "model_a": "rf",
+                                         "model_b": "svm", "chains": 2, "draws": 200, "seed": 1})
+        assert api.wait(again)["status"] == "FINISHED"
     finally:
         srv.stop()
 
@@ -464,32 +466,36 @@ def test_job_process_killed_then_server_crashed_and_restarted(tmp_path):
     run's reason; a new comparison succeeds."""
     srv = _job_server(tmp_path)
     try:
-        s = srv.session()
-        killed, pid = _sampling_job(srv, s)
+        api = srv.api()
+        killed, pid = _sampling_job(srv, api)
         os.kill(pid, signal.SIGKILL)
-        state = wait_done(s, srv.url, killed, timeout=30)
+        with pytest.raises(JobFailed) as failed:
+            api.wait(killed, timeout=30)
+        state = failed.value.state
         reason = ("the comparison's process ended abruptly while the comparison was sampling (a job process of this "
                   "server was killed, or ran out of memory: BrokenProcessPool)")
         assert (state["status"], state["stage"], state["error"]) == ("FAILED", "failed", reason)
         assert _gone(pid)
-        after = start_comparison(s, srv.url, experiment_id=[srv.experiment_id], metric="accuracy", model_a="svm",
-                                 model_b="rf", chains=2, draws=200, seed=1)
-        assert wait_done(s, srv.url, after)["status"] == "FINISHED"
+        after = api.start("comparison", {"experiment_id": [srv.experiment_id], "metric": "accuracy",
+                                         "model_a": "svm", "model_b": "rf", "chains": 2, "draws": 200, "seed": 1})
+        assert api.wait(after)["status"] == "FINISHED"
 
-        orphan, orphan_pid = _sampling_job(srv, s, seed=2)
+        orphan, orphan_pid = _sampling_job(srv, api, seed=2)
         srv.kill()
         assert _gone(orphan_pid), "the job process outlived its server"
         assert _error(srv, orphan)[:2] == ("RUNNING", "sampling")
         srv.start()
-        s = srv.session()
-        state = wait_done(s, srv.url, orphan, timeout=60)
+        api = srv.api()
+        with pytest.raises(JobFailed) as failed:
+            api.wait(orphan, timeout=60)
+        state = failed.value.state
         assert (state["status"], state["error"]) == (
             "FAILED", f"marked FAILED by the bayescompare server: the process that ran it (pid {orphan_pid} on "
                       f"{srv.client.get_run(orphan).data.tags['bayescompare.job.host']}) is gone; the server was "
                       "stopped or restarted while the comparison was sampling")
         assert _error(srv, killed) == ("FAILED", "failed", reason)
-        again = start_comparison(s, srv.url, experiment_id=[srv.experiment_id], metric="accuracy", model_a="rf",
-                                 model_b="svm", chains=2, draws=200, seed=1)
-        assert wait_done(s, srv.url, again)["status"] == "FINISHED"
+        again = api.start("comparison", {"experiment_id": [srv.experiment_id], "metric": "accuracy", "model_a": "rf",
+                                         "model_b": "svm", "chains": 2, "draws": 200, "seed": 1})
+        assert api.wait(again)["status"] == "FINISHED"
     finally:
         srv.stop()

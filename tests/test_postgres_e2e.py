@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
-from servers import (Server, create_pg_database, drop_pg_database, pg_base_uri, pg_skip_reason, start_comparison,
-                     wait_done)
+from servers import Server, create_pg_database, drop_pg_database, pg_base_uri, pg_skip_reason
 
 from mlflow_bayescompare import hierarchical_test
 from mlflow_bayescompare.tracking.bundle import COMPARISON_ARTIFACTS
 from mlflow_bayescompare.tracking.collect import collect_scores
+from mlflow_bayescompare.client import RequestRefused
 from mlflow_bayescompare.compare import compare_runs
 from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 
@@ -193,21 +193,21 @@ def test_cli_matrix_of_three_models(pg):
 
 
 def test_json_api_on_postgresql(pg):
-    s = pg.session()
-    run_id = start_comparison(s, pg.url, experiment_id=[pg.experiments["children"]], metric="accuracy",
-                              model_a="rf", model_b="svm", **FAST)
-    state = wait_done(s, pg.url, run_id)
+    api = pg.api()
+    run_id = api.start("comparison", {"experiment_id": [pg.experiments["children"]], "metric": "accuracy",
+                                      "model_a": "rf", "model_b": "svm", **FAST})
+    state = api.wait(run_id)
     assert state["status"] == "FINISHED", state
     assert (state["p_a_better"], state["p_rope"], state["p_b_better"]) == _reference(FOLDS)  # the same fit
     run = pg.client.get_run(run_id)
     assert run.info.status == "FINISHED" and run.data.params["layout"] == "children"
-    report = s.get(f"{pg.root}{state['report_url']}", timeout=30)
+    report = api.session.get(f"{pg.root}{state['report_url']}", timeout=30)
     assert report.status_code == 200 and "rf" in report.text
     # a bad request gets the CLI's message
-    resp = s.post(f"{pg.url}/bayescompare/api/comparisons", timeout=30,
-                  json={"experiment_id": [pg.experiments["steps"]], "metric": "accuracy", "model_a": "rf",
-                        "model_b": "xgboost"})
-    assert resp.status_code == 400 and "model 'xgboost' is in no run" in resp.json()["error"]
-    choices = s.get(f"{pg.url}/bayescompare/api/choices", params={"experiment_id": pg.experiments["steps"]},
-                    timeout=30).json()
+    with pytest.raises(RequestRefused) as refused:
+        api.start("comparison", {"experiment_id": [pg.experiments["steps"]], "metric": "accuracy", "model_a": "rf",
+                                 "model_b": "xgboost"})
+    assert refused.value.status == 400 and "model 'xgboost' is in no run" in str(refused.value)
+    choices = api.session.get(f"{pg.url}/bayescompare/api/choices",
+                              params={"experiment_id": pg.experiments["steps"]}, timeout=30).json()
     assert sorted(choices["models"]) == sorted(MODELS) and "accuracy" in choices["metrics"]

@@ -17,8 +17,9 @@ import pytest
 import requests
 from mlflow import MlflowClient
 from mlflow.entities import RunStatus
-from servers import Server, chromium_executable, chromium_page, start_comparison, status, wait_done
+from servers import Server, chromium_executable, chromium_page
 
+from mlflow_bayescompare.client import BayesCompareClient, RequestRefused
 from mlflow_bayescompare.tracking import tags as T
 from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 
@@ -73,7 +74,7 @@ def server(tmp_path_factory):
 
 
 def _post(srv, path="/api/comparisons", session=None, **kwargs):
-    return (session or srv.session()).post(f"{srv.url}/bayescompare{path}", timeout=60, **kwargs)
+    return (session or srv.api().session).post(f"{srv.url}/bayescompare{path}", timeout=60, **kwargs)
 
 
 def _body(srv, **extra):
@@ -87,14 +88,10 @@ def test_no_script_runs_from_any_user_controlled_field(server):
     the server, in the dropdowns, the result, the ranking table, the history and the form's error line."""
     if chromium_executable() is None:
         pytest.skip("no Chromium with playwright (set MLFLOW_BAYESCOMPARE_CHROMIUM, pip install playwright)")
-    s = server.session()
-    run_id = start_comparison(s, server.url, **_body(server))
-    assert wait_done(s, server.url, run_id)["status"] == "FINISHED"
-    resp = _post(server, "/api/rankings", session=s, json={"experiment_id": [server.experiment_id],
-                                                            "metric": "accuracy", **FAST})
-    assert resp.status_code == 202, resp.text
-    ranking = wait_done(s, server.url, resp.json()["run_id"])
-    assert ranking["status"] == "FINISHED", ranking
+    api = server.api()
+    run_id = api.start("comparison", _body(server))
+    assert api.wait(run_id)["status"] == "FINISHED"
+    ranking = api.wait(api.start("ranking", {"experiment_id": [server.experiment_id], "metric": "accuracy", **FAST}))
     with chromium_page(bypass_csp=True) as (page, dialogs):
         page.goto(f"{server.url}/bayescompare/")
         assert f"{XSS['experiment']} ({server.experiment_id})" in page.eval_on_selector_all(
@@ -145,7 +142,7 @@ def test_pages_carry_their_security_headers(server):
 @pytest.mark.parametrize("path", ["/api/comparisons", "/api/matrix", "/api/rankings"])
 def test_cross_site_requests_are_refused_and_create_nothing(server, case, path):
     before = _job_runs(server.client, [server.experiment_id])
-    s = server.session()
+    s = server.api().session
     token = s.headers["X-BayesCompare-CSRF"]
     body = _body(server) if path == "/api/comparisons" else {"experiment_id": [server.experiment_id],
                                                               "metric": "accuracy", **FAST}
@@ -173,12 +170,12 @@ def test_cross_site_requests_are_refused_and_create_nothing(server, case, path):
 
 
 def test_same_site_requests_pass(server):
-    s = server.session()
+    api = server.api()
     for headers in ({"Sec-Fetch-Site": "same-origin", "Origin": server.root}, {"Sec-Fetch-Site": "none"},
                     {"Origin": "https://allowed.example"}):
-        resp = _post(server, session=s, json=_body(server, model_b=XSS["model2"]), headers=headers)
+        resp = _post(server, session=api.session, json=_body(server, model_b=XSS["model2"]), headers=headers)
         assert resp.status_code == 202, (headers, resp.text)
-        assert wait_done(s, server.url, resp.json()["run_id"])["status"] == "FINISHED"
+        assert api.wait(resp.json()["run_id"])["status"] == "FINISHED"
 
 
 # ------------------------------------------------------------------------------------------------ traversal
@@ -266,10 +263,10 @@ def auth_server(tmp_path_factory):
             _log(srv.admin, eid, models, ["d0", "d1", "d2"], params={"owner": "zed"})
         auth.grant_user_permission("alice", "experiment", srv.ids["e-read"], "READ")
         auth.grant_user_permission("alice", "experiment", srv.ids["e-edit"], "EDIT")
-    admin = srv.session(auth=ADMIN)
-    srv.hidden_run = start_comparison(admin, srv.url, experiment_id=[srv.ids["e-none"]], metric="accuracy",
-                                      model_a="lda", model_b="secretmodelX", **FAST)
-    assert wait_done(admin, srv.url, srv.hidden_run)["status"] == "FINISHED"
+    admin = srv.api(ADMIN)
+    srv.hidden_run = admin.start("comparison", {"experiment_id": [srv.ids["e-none"]], "metric": "accuracy",
+                                                "model_a": "lda", "model_b": "secretmodelX", **FAST})
+    assert admin.wait(srv.hidden_run)["status"] == "FINISHED"
     yield srv
     srv.stop()
 
@@ -305,17 +302,29 @@ def test_every_route_needs_a_login(auth_server, method, path):
         assert resp.status_code == 401, (auth, resp.status_code, resp.text[:200])
 
 
+def test_the_client_refused_for_wrong_credentials_does_not_show_them(auth_server):
+    for auth in (None, ("alice", "not-" + ALICE[1])):
+        with pytest.raises(RequestRefused) as refused:
+            BayesCompareClient(auth_server.url, auth=auth)
+        assert refused.value.status == 401 and str(refused.value).startswith("read the CSRF token: HTTP 401: ")
+        assert ALICE[1] not in str(refused.value)
+    alice = BayesCompareClient(auth_server.url, auth=ALICE)  # signed in: a run she may not read is absent to her
+    with pytest.raises(RequestRefused) as hidden:
+        alice.status(auth_server.hidden_run)
+    assert hidden.value.status == 404 and ALICE[1] not in str(hidden.value)
+
+
 @pytest.mark.parametrize("method, path", ROUTES)
 def test_a_non_admin_reaches_every_route_under_fail_closed(auth_server, method, path):
     """MLflow's default fail-closed net refuses routes it has no validator for: every route is registered."""
-    s = auth_server.session(auth=ALICE)
+    s = auth_server.api(ALICE).session
     resp = s.request(method, f"{auth_server.url}{path}", json={}, timeout=30)
     assert resp.status_code != 403 or resp.headers["Content-Type"].startswith("application/json"), resp.text
     assert "Permission denied" not in resp.text
 
 
 def test_a_non_admin_sees_only_what_they_may_read(auth_server):
-    s, url, ids = auth_server.session(auth=ALICE), auth_server.url, auth_server.ids
+    s, url, ids = auth_server.api(ALICE).session, auth_server.url, auth_server.ids
     page = s.get(f"{url}/bayescompare/", timeout=30)
     assert page.status_code == 200 and "signed in as alice" in page.text
     assert "e-read" in page.text and "e-edit" in page.text and "e-none" not in page.text
@@ -334,7 +343,7 @@ def _same(first: requests.Response, second: requests.Response, first_word: str, 
 
 
 def test_forbidden_and_absent_get_the_same_answer_and_create_nothing(auth_server):
-    s, url, ids = auth_server.session(auth=ALICE), auth_server.url, auth_server.ids
+    s, url, ids = auth_server.api(ALICE).session, auth_server.url, auth_server.ids
     absent_id = str(int(max(ids.values())) + 1000)
     before = _snapshot(auth_server)
     for route in ("/api/choices", "/api/comparisons"):
@@ -379,7 +388,7 @@ def test_forbidden_and_absent_get_the_same_answer_and_create_nothing(auth_server
     ({"experiment_id": "e-read", "target_experiment": "alice-new", "chains": 0}, 400, "'chains'"),
 ])
 def test_refused_requests_create_nothing(auth_server, fields, status_code, words):
-    s = auth_server.session(auth=ALICE)
+    s = auth_server.api(ALICE).session
     fields = {**fields, "experiment_id": [auth_server.ids[fields["experiment_id"]]]}
     before = _snapshot(auth_server)
     resp = s.post(f"{auth_server.url}/bayescompare/api/comparisons",
@@ -389,26 +398,25 @@ def test_refused_requests_create_nothing(auth_server, fields, status_code, words
 
 
 def test_a_non_admin_compares_with_their_own_permissions(auth_server):
-    s, url, ids = auth_server.session(auth=ALICE), auth_server.url, auth_server.ids
+    alice, url, ids = auth_server.api(ALICE), auth_server.url, auth_server.ids
+    s = alice.session
     fields = {"experiment_id": [ids["e-read"]], "metric": "accuracy", "model_a": "lda", "model_b": "svm", **FAST}
-    run_id = start_comparison(s, url, **fields, target_experiment="e-edit")
-    state = wait_done(s, url, run_id)
+    run_id = alice.start("comparison", {**fields, "target_experiment": "e-edit"})
+    state = alice.wait(run_id)
     assert (state["status"], state["experiment_id"]) == ("FINISHED", ids["e-edit"]), state
-    admin = auth_server.session(auth=ADMIN)
-    same = wait_done(admin, url, start_comparison(admin, url, **fields))
+    admin = auth_server.api(ADMIN)
+    same = admin.wait(admin.start("comparison", fields))
     assert [state[k] for k in ("p_a_better", "p_rope", "p_b_better")] == \
         [same[k] for k in ("p_a_better", "p_rope", "p_b_better")]
     with _as(ADMIN):
         assert auth_server.admin.get_run(run_id).data.tags[T.USER] == "alice"
     assert s.get(f"{url}/bayescompare/report", params={"run_id": run_id}, timeout=30).status_code == 200
     name = f"alice-{uuid.uuid4().hex[:6]}"
-    resp = s.post(f"{url}/bayescompare/api/matrix", json={"experiment_id": [ids["e-read"]], "metric": "accuracy",
-                                                          "target_experiment": name, **FAST}, timeout=60)
-    assert resp.status_code == 202, resp.text
-    matrix = wait_done(s, url, resp.json()["run_id"])
+    matrix = alice.wait(alice.start("matrix", {"experiment_id": [ids["e-read"]], "metric": "accuracy",
+                                               "target_experiment": name, **FAST}))
     assert matrix["status"] == "FINISHED" and len(matrix["pairs"]) == 3, matrix
     listed = s.get(f"{url}/bayescompare/api/experiments", timeout=30).json()["experiments"]
     assert {"experiment_id": matrix["experiment_id"], "name": name} in listed  # its creator may read it (MANAGE)
     assert re.fullmatch(r"/mlflow/#/experiments/\d+/runs/[0-9a-f]{32}\?workflowType=machine_learning", matrix["run_url"])
-    assert status(s, url, run_id).json()["report_url"] == f"/mlflow/bayescompare/report?run_id={run_id}"
+    assert alice.status(run_id)["report_url"] == f"/mlflow/bayescompare/report?run_id={run_id}"
     assert urllib.parse.urlsplit(url).path == "/mlflow"

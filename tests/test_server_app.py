@@ -23,9 +23,10 @@ import requests
 from mlflow import MlflowClient
 from mlflow.entities import Metric, RunTag
 from servers import (Server, chromium_executable, chromium_page, create_pg_database, drop_pg_database, pg_base_uri,
-                     pg_skip_reason, start_comparison, status, wait_done)
+                     pg_skip_reason)
 
 from mlflow_bayescompare import claims
+from mlflow_bayescompare.client import JobFailed
 from mlflow_bayescompare.errors import InputError
 from mlflow_bayescompare.tracking import tags as T
 from mlflow_bayescompare.compare import compare_matrix, compare_runs, rank_runs, require
@@ -106,9 +107,9 @@ def _comparison_runs(srv) -> set[str]:
 
 
 def test_api_matches_cli_for_the_same_seed(server):
-    s = server.session()
-    run_id = start_comparison(s, server.url, **_fields(server, seed=11, rope=0.01))
-    state = wait_done(s, server.url, run_id)
+    api = server.api()
+    run_id = api.start("comparison", _fields(server, seed=11, rope=0.01))
+    state = api.wait(run_id)
     assert (state["status"], state["stage"], state["error"]) == ("FINISHED", "done", None), state
     cli = subprocess.run(
         [sys.executable, "-m", "mlflow_bayescompare.cli", "compare", "--tracking-uri", server.url,
@@ -123,7 +124,7 @@ def test_api_matches_cli_for_the_same_seed(server):
     assert run.info.status == "FINISHED" and run.data.tags[T.KIND] == "comparison"
     assert {k: run.data.metrics[k] for k in PROBABILITIES} == {k: expected[k] for k in PROBABILITIES}
     assert state["report_url"] == f"/bayescompare/report?run_id={run_id}"
-    report = s.get(f"{server.root}{state['report_url']}", timeout=30)
+    report = api.session.get(f"{server.root}{state['report_url']}", timeout=30)
     assert report.status_code == 200 and report.headers["Content-Type"].startswith("text/html")
     assert "sandbox" in report.headers["Content-Security-Policy"]
     assert report.headers["Content-Disposition"] == "inline; filename=report.html"
@@ -132,7 +133,7 @@ def test_api_matches_cli_for_the_same_seed(server):
 
 
 def test_data_problem_gets_the_cli_message_and_no_run(server):
-    s = server.session()
+    s = server.api().session
     before = _comparison_runs(server)
     resp = s.post(f"{server.url}/bayescompare/api/comparisons", json=_fields(server, model_b="no-such-model"),
                   timeout=60)
@@ -148,25 +149,22 @@ def test_data_problem_gets_the_cli_message_and_no_run(server):
 
 
 def test_four_concurrent_comparisons_give_the_python_api_results(server):
-    s = server.session()
+    api = server.api()
     pairs = [("lda", "cart"), ("cart", "lda"), ("lda", "svm"), ("svm", "cart")]
     with ThreadPoolExecutor(4) as pool:
-        run_ids = list(pool.map(lambda p: start_comparison(s, server.url, **_fields(
+        run_ids = list(pool.map(lambda p: api.start("comparison", _fields(
             server, model_a=p[0], model_b=p[1], seed=3)), pairs))
     assert len(set(run_ids)) == 4
-    states = [wait_done(s, server.url, r) for r in run_ids]
+    states = [api.wait(r) for r in run_ids]
     for (a, b), state in zip(pairs, states):
         assert (state["status"], state["model_a"], state["model_b"]) == ("FINISHED", a, b), state
         assert {k: state[k] for k in (*PROBABILITIES, "verdict")} == _in_process(server, a, b, seed=3)
 
 
 def test_matrix_compares_all_models(server):
-    s = server.session()
-    resp = s.post(f"{server.url}/bayescompare/api/matrix",
-                  json={"experiment_id": [server.experiment_id], "metric": "accuracy", **FAST, "seed": 1},
-                  timeout=60)
-    assert resp.status_code == 202, resp.text
-    state = wait_done(s, server.url, resp.json()["run_id"])
+    api = server.api()
+    state = api.wait(api.start("matrix", {"experiment_id": [server.experiment_id], "metric": "accuracy", **FAST,
+                                          "seed": 1}))
     assert (state["status"], state["kind"], state["models"]) == ("FINISHED", "matrix", sorted(MODELS)), state
     expected = compare_matrix(experiment_ids=[server.experiment_id], metric="accuracy", tracking_uri=server.url,
                               log=False, jobs=1, seed=1, **FAST)
@@ -184,12 +182,9 @@ def test_matrix_on_means_only_runs_compares_the_pairs_by_the_signed_rank_test(se
     reads them, then compared by it (the command line's choice).  In an experiment of its own: the page tests list
     the shared means experiment's comparisons."""
     means_id = server.means_matrix_id
-    s = server.session()
-    resp = s.post(f"{server.url}/bayescompare/api/matrix",
-                  json={"experiment_id": [means_id], "metric": "accuracy", "seed": 2, "pair_reports": True},
-                  timeout=60)
-    assert resp.status_code == 202, resp.text
-    state = wait_done(s, server.url, resp.json()["run_id"])
+    api = server.api()
+    state = api.wait(api.start("matrix", {"experiment_id": [means_id], "metric": "accuracy", "seed": 2,
+                                          "pair_reports": True}))
     assert (state["status"], state["kind"]) == ("FINISHED", "matrix"), state
     expected = compare_matrix(experiment_ids=[means_id], metric="accuracy", tracking_uri=server.url,
                               log=False, jobs=1, seed=2)
@@ -200,7 +195,7 @@ def test_matrix_on_means_only_runs_compares_the_pairs_by_the_signed_rank_test(se
     # pair_reports: every pair run has its report, which the API serves
     assert [p["report_url"] for p in state["pairs"]] == [f"/bayescompare/report?run_id={p['run_id']}"
                                                          for p in state["pairs"]]
-    report = s.get(server.url + state["pairs"][0]["report_url"], timeout=30)
+    report = api.session.get(server.url + state["pairs"][0]["report_url"], timeout=30)
     assert report.status_code == 200 and "<img" in report.text
 
 
@@ -213,11 +208,9 @@ def _ranking_rows(table) -> list[dict]:
 
 def test_ranking_api_matches_rank_runs(server):
     """POST /api/rankings runs ``rank_runs`` as a job; its status carries the ranking, best first."""
-    s = server.session()
-    body = {"experiment_id": [server.experiment_id], "metric": "accuracy", **FAST, "seed": 5}
-    resp = s.post(f"{server.url}/bayescompare/api/rankings", json=body, timeout=60)
-    assert resp.status_code == 202, resp.text
-    state = wait_done(s, server.url, resp.json()["run_id"])
+    api = server.api()
+    state = api.wait(api.start("ranking", {"experiment_id": [server.experiment_id], "metric": "accuracy", **FAST,
+                                           "seed": 5}))
     assert (state["status"], state["kind"], state["models"]) == ("FINISHED", "ranking", sorted(MODELS)), state
     expected = rank_runs(experiment_ids=[server.experiment_id], metric="accuracy", tracking_uri=server.url,
                          log=False, **FAST, seed=5)
@@ -236,15 +229,15 @@ def test_every_claim_through_the_api_is_the_python_verdict(server):
     outcomes = {"a-better": ("p_a_better",), "not-worse": ("p_a_better", "p_rope"), "equivalent": ("p_rope",)}
     assert set(outcomes) == set(claims.CLAIMS)
     fit = {"seed": 4, "rope": 0.01, "threshold": 0.6}
-    s = server.session()
+    api = server.api()
     with ThreadPoolExecutor(len(outcomes)) as pool:
-        run_ids = dict(zip(outcomes, pool.map(lambda claim: start_comparison(s, server.url, **_fields(
+        run_ids = dict(zip(outcomes, pool.map(lambda claim: api.start("comparison", _fields(
             server, model_a="svm", model_b="lda", require=claim, **fit)), outcomes)))
     expected = compare_runs(experiment_names=[server.experiment_name], metric="accuracy", model_a="svm",
                             model_b="lda", tracking_uri=server.url, log=False, **FAST, **fit)
     assert expected.p_a_better < fit["threshold"] <= expected.p_a_better + expected.p_rope  # the claims differ
     for claim, run_id in run_ids.items():
-        state = wait_done(s, server.url, run_id)
+        state = api.wait(run_id)
         assert state["status"] == "FINISHED", state
         assert state["require"] == claims.report(expected, claim, fit["threshold"]).to_dict()
         assert state["require"]["supported"] is require(expected, claim, fit["threshold"])
@@ -263,7 +256,7 @@ def test_matrix_refused_with_every_pair_problem_as_the_python_api_and_nothing_wr
             k = folds if dataset == "d0" else 10
             log_cv_scores(model, dataset, rng.uniform(0.7, 0.8, k), folds=k, experiment_id=eid, client=server.client)
     runs = {r.info.run_id for r in server.client.search_runs([eid])}
-    resp = server.session().post(f"{server.url}/bayescompare/api/matrix", timeout=60,
+    resp = server.api().session.post(f"{server.url}/bayescompare/api/matrix", timeout=60,
                                  json={"experiment_id": [eid], "metric": "accuracy", "models": ["a", "c", "b"],
                                        **FAST})
     assert resp.status_code == 400, resp.text
@@ -278,7 +271,7 @@ def test_matrix_refused_with_every_pair_problem_as_the_python_api_and_nothing_wr
 
 
 def test_experiments_and_choices(server):
-    s = server.session()
+    s = server.api().session
     listed = s.get(f"{server.url}/bayescompare/api/experiments", timeout=30).json()["experiments"]
     assert {"experiment_id": server.experiment_id, "name": server.experiment_name} in listed
     choices = s.get(f"{server.url}/bayescompare/api/choices", params={"experiment_id": server.experiment_id},
@@ -409,7 +402,7 @@ def test_page_runs_a_comparison_and_follows_its_stages(server):
         assert "sampling" in seen and seen == sorted(seen, key=list(_stage_classes(page)).index), seen
         assert set(_stage_classes(page).values()) == {"past"}
         run_id = _run_id(page)
-        state = status(server.session(), server.url, run_id).json()
+        state = server.api().status(run_id)
         assert (page.text_content("#verdict"), state["test"]) == (state["verdict"], "hierarchical")
         assert [page.text_content(f"#{i}") for i in ("p-a", "p-rope", "p-b")] == \
             [f"{state[k]:.3f}" for k in PROBABILITIES]
@@ -446,7 +439,7 @@ def test_page_compare_all_models(server):
         page.click("#matrix-btn")
         page.wait_for_selector("#pairs:not([hidden])", timeout=600_000)
         run_id = _run_id(page)
-        state = status(server.session(), server.url, run_id).json()
+        state = server.api().status(run_id)
         rows = page.eval_on_selector_all("#pairs tbody tr",
                                          "rs => rs.map(r => Array.from(r.cells).map(c => c.textContent))")
         expected = [[f"{p['model_a']} vs {p['model_b']}", p["verdict"], *(f"{p[k]:.3f}" for k in PROBABILITIES)]
@@ -473,8 +466,8 @@ def test_page_compare_all_models(server):
         page.select_option("#history-experiment", server.means_id)
         page.wait_for_selector(f'#past tr[data-run-id="{run_id}"]', state="detached")
         shown = page.eval_on_selector_all("#past tbody tr", "rs => rs.map(r => r.dataset.runId || '')")
-        means_runs = server.session().get(f"{server.url}/bayescompare/api/comparisons",
-                                          params={"experiment_id": server.means_id}, timeout=30).json()
+        means_runs = server.api().session.get(f"{server.url}/bayescompare/api/comparisons",
+                                              params={"experiment_id": server.means_id}, timeout=30).json()
         assert shown == ([c["run_id"] for c in means_runs["comparisons"]] or [""])
     assert dialogs == []
 
@@ -493,7 +486,7 @@ def test_page_compares_means_with_the_signed_rank_test(server):
         page.fill("#seed", "2")
         page.click("#compare-btn")
         page.wait_for_selector("#verdict:not(:empty)", timeout=300_000)
-        state = status(server.session(), server.url, _run_id(page)).json()
+        state = server.api().status(_run_id(page))
         assert (state["status"], state["test"]) == ("FINISHED", "signed-rank"), state
         assert server.client.get_run(state["run_id"]).data.tags[T.TEST] == "signed-rank"
         assert page.get_attribute("#test-used", "data-test") == "signed-rank"
@@ -510,10 +503,10 @@ def test_page_compares_means_with_the_signed_rank_test(server):
 @pytest.mark.browser
 def test_page_reopens_a_comparison_with_its_settings(server):
     """Clicking a past comparison fills the form with its settings; its sensitivity analysis is in the report."""
-    s = server.session()
-    run_id = start_comparison(s, server.url, **_fields(server, model_a="svm", model_b="lda", seed=8, rope=0.02,
-                                                       lower_is_better=True, sensitivity=True))
-    assert wait_done(s, server.url, run_id)["status"] == "FINISHED"
+    api = server.api()
+    run_id = api.start("comparison", _fields(server, model_a="svm", model_b="lda", seed=8, rope=0.02,
+                                             lower_is_better=True, sensitivity=True))
+    assert api.wait(run_id)["status"] == "FINISHED"
     with _browser() as (page, dialogs):
         page.goto(f"{server.url}/bayescompare/")
         page.select_option("#experiment", server.means_id)
@@ -564,10 +557,10 @@ def test_page_drops_a_late_answer_about_an_experiment_no_longer_selected(server)
 def test_page_shows_only_the_last_run_asked_for(server):
     """Picking a past comparison while the page still waits for the previous one's status: the late status must not
     replace the one picked."""
-    s = server.session()
-    first = start_comparison(s, server.url, **_fields(server, seed=21))
-    picked = start_comparison(s, server.url, **_fields(server, model_a="cart", model_b="lda", seed=21))
-    assert wait_done(s, server.url, first)["status"] == wait_done(s, server.url, picked)["status"] == "FINISHED"
+    api = server.api()
+    first = api.start("comparison", _fields(server, seed=21))
+    picked = api.start("comparison", _fields(server, model_a="cart", model_b="lda", seed=21))
+    assert api.wait(first)["status"] == api.wait(picked)["status"] == "FINISHED"
     held = []
     with _browser() as (page, dialogs):
         page.route(f"**/bayescompare/api/comparisons/get?run_id={first}", lambda route: held.append(route))
@@ -590,10 +583,10 @@ def test_gunicorn_with_two_workers(tmp_path):
         client = MlflowClient(srv.url)
         eid = _log_runs(client, "cv", datasets=4)
         assert "gunicorn" in requests.get(f"{srv.url}/bayescompare/", timeout=30).headers.get("Server", "")
-        s = srv.session()
-        run_id = start_comparison(s, srv.url, experiment_id=[eid], metric="accuracy", model_a="lda", model_b="cart",
-                                  **FAST, seed=1)
-        assert wait_done(s, srv.url, run_id)["status"] == "FINISHED"
+        api = srv.api()
+        run_id = api.start("comparison", {"experiment_id": [eid], "metric": "accuracy", "model_a": "lda",
+                                          "model_b": "cart", **FAST, "seed": 1})
+        assert api.wait(run_id)["status"] == "FINISHED"
         assert requests.get(f"{srv.url}/api/2.0/mlflow/experiments/search", params={"max_results": 5},
                             timeout=30).status_code == 200
     finally:
@@ -609,14 +602,14 @@ def test_static_prefix(tmp_path):
         assert page.status_code == 200 and 'data-base="/mlflow/bayescompare"' in page.text
         assert requests.get(f"{srv.root}/bayescompare/", timeout=30).status_code == 404
         assert requests.get(f"{srv.url}/bayescompare/static/page.js", timeout=30).status_code == 200
-        s = srv.session()
-        run_id = start_comparison(s, srv.url, experiment_id=[eid], metric="accuracy", model_a="lda", model_b="cart",
-                                  **FAST, seed=1)
-        state = wait_done(s, srv.url, run_id)
+        api = srv.api()
+        run_id = api.start("comparison", {"experiment_id": [eid], "metric": "accuracy", "model_a": "lda",
+                                          "model_b": "cart", **FAST, "seed": 1})
+        state = api.wait(run_id)
         assert state["status"] == "FINISHED", state
         assert state["run_url"] == f"/mlflow/#/experiments/{eid}/runs/{run_id}?workflowType=machine_learning"
         assert state["report_url"] == f"/mlflow/bayescompare/report?run_id={run_id}"
-        assert s.get(f"{srv.root}{state['report_url']}", timeout=30).status_code == 200
+        assert api.session.get(f"{srv.root}{state['report_url']}", timeout=30).status_code == 200
     finally:
         srv.stop()
 
@@ -653,8 +646,10 @@ def test_stale_running_runs_are_marked_failed_at_startup(tmp_path):
         assert {client.get_run(r).data.tags[T.STAGE] for r in ended} == {"failed"}
         for run_id in (alive, other, plain):
             assert client.get_run(run_id).info.status == "RUNNING"
-        state = status(requests.Session(), srv.url, gone).json()
-        assert (state["status"], state["error"]) == ("FAILED", errors[gone])
+        with pytest.raises(JobFailed) as failed:
+            srv.api().wait(gone, timeout=0)
+        assert (failed.value.state["status"], failed.value.state["error"]) == ("FAILED", errors[gone])
+        assert str(failed.value) == f"comparison {gone} FAILED: {errors[gone]}"
     finally:
         srv.stop()
 

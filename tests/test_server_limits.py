@@ -10,8 +10,9 @@ import time
 import numpy as np
 import pytest
 from mlflow import MlflowClient
-from servers import Server, start_comparison, status, wait_done
+from servers import Server
 
+from mlflow_bayescompare.client import RequestRefused
 from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 
 pytestmark = pytest.mark.server
@@ -111,7 +112,7 @@ REFUSED = [  # (path, body or raw JSON text, HTTP status, words of the answer)
                          ids=[f"{p.rsplit('/', 1)[1]}-{i}" for i, (p, *_) in enumerate(REFUSED)])
 def test_refused_before_any_run_exists(server, path, body, code, words):
     before = _snapshot(server)
-    s = server.session()
+    s = server.api().session
     if isinstance(body, dict):
         fields = _comparison(server, **body)
         if path in ("/api/matrix", "/api/rankings"):
@@ -130,7 +131,7 @@ def test_refused_before_any_run_exists(server, path, body, code, words):
 
 
 def test_body_limits(server):
-    s = server.session()
+    s = server.api().session
     url = f"{server.url}/bayescompare/api/comparisons"
     big = json.dumps({**_comparison(server), "filter": "x" * (64 * 1024)})
     resp = s.post(url, data=big, headers={"Content-Type": "application/json"}, timeout=30)
@@ -143,7 +144,7 @@ def test_body_limits(server):
 
 
 def test_experiments_api(server):
-    listed = server.session().get(f"{server.url}/bayescompare/api/experiments", timeout=30).json()
+    listed = server.api().session.get(f"{server.url}/bayescompare/api/experiments", timeout=30).json()
     assert listed == {"experiments": [{"experiment_id": "0", "name": "Default"},
                                       {"experiment_id": server.cv, "name": "cv"},
                                       {"experiment_id": server.folds, "name": "folds"}]}
@@ -152,21 +153,21 @@ def test_experiments_api(server):
 def test_jobs_wait_for_a_slot_and_a_full_queue_gets_503_with_no_run(server):
     """MAX_JOBS=1: the second job waits ``queued`` while the first samples; MAX_QUEUE=2: a third is refused with
     503 and leaves no run behind; once the queue has room, jobs are accepted again."""
-    s = server.session()
-    slow = start_comparison(s, server.url, **_comparison(server, draws=20000))
-    waiting = start_comparison(s, server.url, **_comparison(server, model_b="svm"))
+    api = server.api()
+    slow = api.start("comparison", _comparison(server, draws=20000))
+    waiting = api.start("comparison", _comparison(server, model_b="svm"))
     deadline = time.monotonic() + 300
-    while status(s, server.url, slow).json()["stage"] != "sampling":
+    while api.status(slow)["stage"] != "sampling":
         assert time.monotonic() < deadline
         time.sleep(0.2)
-    assert status(s, server.url, waiting).json()["stage"] == "queued"
+    assert api.status(waiting)["stage"] == "queued"
     before = _snapshot(server)
-    resp = s.post(f"{server.url}/bayescompare/api/comparisons", json=_comparison(server, model_a="svm"), timeout=60)
-    assert resp.status_code == 503, resp.text
-    assert "MLFLOW_BAYESCOMPARE_MAX_QUEUE=2" in resp.json()["error"]
+    with pytest.raises(RequestRefused) as refused:
+        api.start("comparison", _comparison(server, model_a="svm"))
+    assert refused.value.status == 503 and "MLFLOW_BAYESCOMPARE_MAX_QUEUE=2" in str(refused.value), refused.value
     assert _snapshot(server) == before
-    first, second = wait_done(s, server.url, slow), wait_done(s, server.url, waiting)
+    first, second = api.wait(slow), api.wait(waiting)
     assert (first["status"], second["status"]) == ("FINISHED", "FINISHED")
     assert second["start_time"] < first["end_time"] <= second["end_time"]  # accepted while the first ran
-    again = start_comparison(s, server.url, **_comparison(server, model_a="svm"))
-    assert wait_done(s, server.url, again)["status"] == "FINISHED"
+    again = api.start("comparison", _comparison(server, model_a="svm"))
+    assert api.wait(again)["status"] == "FINISHED"

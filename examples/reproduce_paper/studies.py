@@ -6,7 +6,8 @@
 
 The equivalence studies report two statistics of the hierarchical test side by side: the next-dataset P(rope)
 that the paper's text defines (columns ``mean_p_rope``, ``rope_95``, ...) and the posterior mass of delta0 inside
-the rope that the authors' simulation driver stored (``..._delta0_...``); see ``simulate.analyse``.
+the rope that the authors' simulation driver stored (``..._delta0_...``); see
+``mlflow_bayescompare.simulation.studies.analyse``, where the studies are.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-import simulate
+from mlflow_bayescompare.simulation import studies
 
 STUDIES = ("mse", "equivalent", "practically-equivalent", "different")
 
@@ -47,16 +48,16 @@ def run(study, reps, seed, mixture_sd, qs=None, **fit_kwargs):
     """Per-replicate rows and the summary table of one study (``qs``: the equivalence studies' numbers of data
     sets, default the paper's 10, 20, 30, 40, 50)."""
     if study == "mse":
-        runs = simulate.mse_study(reps=reps, seed=seed, mixture_sd=mixture_sd, **fit_kwargs)
-        return runs, simulate.summarise(runs, "q")[["reps", "mse_mle", "mse_shrinkage"]]
+        runs = studies.mse_study(reps=reps, seed=seed, mixture_sd=mixture_sd, **fit_kwargs)
+        return runs, studies.summarise(runs, "q")[["reps", "mse_mle", "mse_shrinkage"]]
     if study == "different":
-        runs = simulate.power_study(reps=reps, seed=seed, **fit_kwargs)
+        runs = studies.power_study(reps=reps, seed=seed, **fit_kwargs)
         columns = ["reps", "signed_rank_rejects", "right_95", "mean_p_left", "mean_p_rope", "mean_p_right"]
-        return runs, simulate.summarise(runs, "delta0")[columns]
+        return runs, studies.summarise(runs, "delta0")[columns]
     delta0 = 0.0 if study == "equivalent" else 0.005
-    runs = simulate.equivalence_study(delta0=delta0, reps=reps, seed=seed, **({"qs": qs} if qs else {}),
+    runs = studies.equivalence_study(delta0=delta0, reps=reps, seed=seed, **({"qs": qs} if qs else {}),
                                       **fit_kwargs)
-    return runs, simulate.summarise(runs, "q")[EQUIVALENCE_COLUMNS]
+    return runs, studies.summarise(runs, "q")[EQUIVALENCE_COLUMNS]
 
 
 def plot(study, summary):
@@ -94,7 +95,7 @@ def main(argv=None):
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--warmup", type=int, default=1000)
-    parser.add_argument("--n-instances", type=int, default=simulate.N_INSTANCES,
+    parser.add_argument("--n-instances", type=int, default=studies.N_INSTANCES,
                         help="instances per simulated data set (the paper does not say; the authors' results file "
                         "of the Cauchy studies records 500, which also matches Table MSE)")
     parser.add_argument("--mixture-sd", type=float, default=0.01, help="sd of the MSE study's mixture components")

@@ -2,6 +2,7 @@
 
 Every function takes a seed or a ``numpy.random.Generator``; the same seed gives the same tables.  Per-replicate
 results are returned as tidy DataFrames (one row per replicate) and reduced by :func:`summarise`.
+``examples/reproduce_paper/studies.py`` runs them at full scale; ``tests/test_paper_studies.py`` at small scale.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
 
-from mlflow_bayescompare import hierarchical_test
+from ..hierarchical.engine import hierarchical_test
+
+__all__ = ["ROPE", "THETA_F", "N_INSTANCES", "CAUCHY_SCALE", "known_delta_cv", "mixture_deltas", "cauchy_deltas",
+           "analyse", "simulate_cell", "mse_study", "equivalence_study", "power_study", "summarise"]
 
 ROPE = 0.01  # Sec. "The region of practical equivalence"
 THETA_F = 0.9  # Appendix: P(f0 | c0) of the reference feature

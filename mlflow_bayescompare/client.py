@@ -1,0 +1,126 @@
+"""A Python client of the server app's JSON API (``mlflow server --app-name bayescompare``): start a comparison, a
+matrix or a ranking as a job, read its status, wait for its result.
+
+    from mlflow_bayescompare.client import BayesCompareClient, JobFailed
+
+    api = BayesCompareClient("http://127.0.0.1:5000")  # MLflow's address, with its --static-prefix if it has one
+    run_id = api.start("comparison", {"experiment_name": "cv", "metric": "accuracy", "model_a": "rf",
+                                      "model_b": "svm", "rope": 0.01, "seed": 1})
+    try:
+        state = api.wait(run_id, timeout=900)
+    except JobFailed as exc:
+        print(exc.state["error"])
+    else:
+        print(state["verdict"], state["p_a_better"], state["p_rope"], state["p_b_better"])
+
+A job's fields are the command line's options with ``_`` for ``-`` (README, *JSON API*); a status is the JSON of
+``GET …/api/comparisons/get``.  Behind MLflow's basic-auth, give ``auth=(user, password)``: the credentials travel
+in the ``Authorization`` header and appear in no message.  The client takes the CSRF token once (``GET …/api/csrf``
+sets the cookie and names the header that must repeat it, the double submit every POST needs) and keeps both in its
+:attr:`BayesCompareClient.session`, which also serves the routes it does not wrap (the list, the choices, reports).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import requests
+
+from .console import redact_uri
+from .errors import BayesCompareError
+
+__all__ = ["BayesCompareClient", "RequestRefused", "JobFailed", "JobTimeout", "KINDS"]
+
+#: the route that starts each kind of job, under ``…/bayescompare/api``
+KINDS = {"comparison": "comparisons", "matrix": "matrix", "ranking": "rankings"}
+
+
+class RequestRefused(BayesCompareError):
+    """The server refused a request (``status``: its HTTP status; ``errors``: every problem it listed) or could not
+    be reached (``status`` None)."""
+
+    def __init__(self, message: str, status: int | None = None, errors: list[str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.errors = errors or [message]
+
+
+class JobFailed(BayesCompareError):
+    """A job ended FAILED; ``state`` is its last status, ``state["error"]`` the reason."""
+
+    def __init__(self, message: str, state: dict[str, Any]):
+        super().__init__(message)
+        self.state = state
+
+
+class JobTimeout(BayesCompareError, TimeoutError):
+    """A job still RUNNING when :meth:`BayesCompareClient.wait` gave up; ``state`` is its last status."""
+
+    def __init__(self, message: str, state: dict[str, Any]):
+        super().__init__(message)
+        self.state = state
+
+
+class BayesCompareClient:
+    """The JSON API of the bayescompare app served at ``url`` (MLflow's base URL, static prefix included)."""
+
+    def __init__(self, url: str, auth: tuple[str, str] | None = None, *, timeout: float = 60):
+        self.url = url.rstrip("/")
+        self.timeout = timeout  # seconds per HTTP request
+        self.session = requests.Session()
+        self.session.auth = auth
+        csrf = self._call("GET", "csrf", "read the CSRF token", 200)
+        self.session.headers[csrf["header"]] = csrf["csrf_token"]
+
+    def start(self, kind: str, body: dict[str, Any]) -> str:
+        """Start a job of ``kind`` (comparison, matrix or ranking) with the fields ``body``; its run id.  Raises
+        :class:`RequestRefused` with the server's reasons when the request is refused (nothing is then written)."""
+        if kind not in KINDS:
+            raise ValueError(f"unknown kind of job {kind!r}: one of {', '.join(KINDS)}")
+        return self._call("POST", KINDS[kind], f"start a {kind}", 202, json=body)["run_id"]
+
+    def status(self, run_id: str) -> dict[str, Any]:
+        """The job's status now: ``status`` (RUNNING, FINISHED or FAILED), ``stage``, ``kind``, the probabilities,
+        ``verdict``, ``error``, ``run_url``, ``report_url`` …"""
+        return self._call("GET", "comparisons/get", f"status of run {run_id}", 200, params={"run_id": run_id})
+
+    def wait(self, run_id: str, timeout: float = 600, poll: float = 1.0) -> dict[str, Any]:
+        """Poll every ``poll`` seconds until the job has FINISHED and return its status; raises :class:`JobFailed`
+        when it FAILED, :class:`JobTimeout` when it is still RUNNING after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            state = self.status(run_id)
+            kind = state.get("kind") or "job"
+            if state["status"] == "FINISHED":
+                return state
+            if state["status"] == "FAILED":
+                raise JobFailed(f"{kind} {run_id} FAILED: {state.get('error') or 'no reason recorded'}", state)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise JobTimeout(f"{kind} {run_id} still RUNNING (stage {state.get('stage')}) after {timeout:g} s",
+                                 state)
+            time.sleep(min(poll, left))
+
+    def _call(self, method: str, route: str, what: str, expected: int, **kwargs) -> dict[str, Any]:
+        """One request to ``…/bayescompare/api/<route>``; its JSON when the status is ``expected``."""
+        url = f"{self.url}/bayescompare/api/{route}"
+        try:
+            resp = self.session.request(method, url, timeout=self.timeout, **kwargs)
+        except requests.RequestException as exc:
+            raise RequestRefused(f"{what}: cannot reach {redact_uri(self.url)}: {redact_uri(str(exc))}") from None
+        try:
+            body = resp.json()
+        except ValueError:
+            body = None
+        if resp.status_code == expected and isinstance(body, dict):
+            return body
+        if isinstance(body, dict) and "error" in body:
+            raise RequestRefused(f"{what}: HTTP {resp.status_code}: {body['error']}", resp.status_code,
+                                 body.get("errors"))
+        text = " ".join(resp.text.split())  # MLflow's own answer (basic-auth's 401), or a page of another server
+        if not text or text.startswith("<") or len(text) > 300:
+            text = resp.reason or "no answer"
+        hint = (f"; is {redact_uri(self.url)} an `mlflow server --app-name bayescompare` (with its static prefix)?"
+                if resp.status_code == 404 or resp.ok else "")
+        raise RequestRefused(f"{what}: HTTP {resp.status_code}: {text}{hint}", resp.status_code)

@@ -1,0 +1,346 @@
+"""Simulation-based calibration (SBC; Talts, Betancourt, Simpson, Vehtari & Gelman 2018) of both Stan programs.
+
+For each replicate: draw the parameters from the prior, simulate data from the model, fit the program to the data,
+and take the rank of each true value among L thinned posterior draws (0..L).  If the program and its sampler are
+correct, every such rank is uniform on {0, ..., L}, whatever the prior and the data.  The ranks are binned and
+tested for uniformity with a chi-squared test (:func:`chi2_p`), and drawn as histograms (:func:`plot`).
+
+* ``hierarchical`` (``stan/hierarchical.stan``, Corani et al. 2017): the paper's prior bounds are derived from the
+  data, which makes its prior improper for simulation, so FIXED bounds are given as data (scaled units):
+  δ0 ~ U(-1, 1), σ0 ~ U(0, 1), σ_i ~ U(0, 1), ν = 1 + ν', ν' ~ Gamma(α, β) (shape, rate), α ~ U(0.5, 5),
+  β ~ U(0.05, 0.15) (the paper's, ``nu_prior = 0``); δ_i ~ t_ν(δ0, σ0); x_i ~ MVN(δ_i 1, σ_i² M),
+  M = (1 - ρ) I + ρ 1 1', ρ = 1/10, n_i = 10 k_i (k_i runs of 10-fold CV, k_i uniform on 1..10).  With σ_i
+  bounded by 1 the incomplete-gamma factor of the integrated likelihood matters, so ``exact_sigma_bound = 1``
+  (tests/test_calibration.py checks that the likelihood is then exact).  Ranked: δ0, σ0, ν, α, β and δ_1.
+  Each configuration forces one form of δ_i for every replicate (``centred`` or ``noncentred``,
+  ``prepare.delta_form``); ``alternate`` switches form from one replicate to the next, ``auto`` takes the
+  package's own choice (``prepare.weakly_informed``).  A simulation whose mean(x̄_i) falls outside δ0's bounds
+  is counted and drawn again (unless ``calibrate(skip_outside=False)``), as in the recorded runs, made before the
+  program's reparameterisation of δ0 was fixed for such data (see :func:`inside`).  Dropping simulations on a
+  property of the data alone keeps the ranks uniform.
+* ``bbt`` (``stan/bbt.stan``, Wainer 2023): σ ~ LogNormal(0, 0.5) (the package's default hyper-prior),
+  β_k ~ N(0, σ) iid; the program samples the strengths in the sum-to-zero subspace (their mean never meets the
+  data and is integrated out), so the identified quantities are ranked: σ and the centred strengths
+  β_k - mean(β).  Each of the K(K-1)/2 pairs plays ``Config.games`` games, W_ij ~ Binomial(games,
+  inv_logit(β_i - β_j)); the Stan data come from ``ranking.handle_ties`` and ``ranking.stan_data``.
+
+Draws (:func:`calibrate`): ``chains`` chains of ``warmup`` + ``draws``; L (``kept``) draws spread evenly over them
+are kept (thinning, as Talts et al. recommend, against the autocorrelation that makes the histogram U-shaped).  The
+bulk ESS of every ranked quantity is recorded, and :func:`report` counts the fits with fewer effective draws than L.
+``benchmarks/bench_calibration.py`` runs it from the command line; benchmarks/README.md has the recorded runs.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from scipy import special, stats
+
+from ..errors import SamplingError
+from ..hierarchical import prepare
+from ..options import RankOptions
+from ..ranking import engine as ranking
+from ..sampling import convergence, sampler
+
+__all__ = ["PRIOR", "FORMS", "HIERARCHICAL_PARAMS", "BBT_OPTIONS", "simulate_hierarchical", "hierarchical_data",
+           "hierarchical_posterior", "bbt_names", "simulate_bbt", "bbt_data", "bbt_posterior", "thin", "bulk_ess",
+           "binned", "chi2_p", "Config", "Calibration", "replicate_seed", "inside", "pick_form", "calibrate", "plot",
+           "report"]
+
+#: the fixed prior of the hierarchical program (scaled units), given to Stan as data
+PRIOR = {"delta0_low": -1.0, "delta0_high": 1.0, "sigma0_high": 1.0, "sigma_high": 1.0,
+         "alpha_low": 0.5, "alpha_high": 5.0, "beta_low": 0.05, "beta_high": 0.15}
+FOLDS = 10  # ρ = 1/FOLDS; n_i = FOLDS * runs_i
+MAX_RUNS = 10
+FORMS = ("centred", "noncentred")
+HIERARCHICAL_PARAMS = ("delta0", "sigma0", "nu", "alpha", "beta", "delta_1")
+BBT_OPTIONS = RankOptions()  # lognormal hyper-prior, scale 0.5, ties spread (none are simulated)
+
+
+# ------------------------------------------------------------------------------------------------ simulation
+
+
+def simulate_hierarchical(rng: np.random.Generator, q: int) -> tuple[dict, dict]:
+    """Parameters drawn from the prior and the Stan data (without the δ_i form) of data simulated from them."""
+    p = PRIOR
+    delta0 = rng.uniform(p["delta0_low"], p["delta0_high"])
+    sigma0 = rng.uniform(0, p["sigma0_high"])
+    alpha = rng.uniform(p["alpha_low"], p["alpha_high"])
+    beta = rng.uniform(p["beta_low"], p["beta_high"])
+    nu = 1 + rng.gamma(alpha, 1 / beta)  # numpy's gamma takes the scale, 1 / rate
+    delta = delta0 + sigma0 * rng.standard_t(nu, q)
+    sigma = rng.uniform(0, p["sigma_high"], q)
+    rho = 1 / FOLDS
+    n = FOLDS * rng.integers(1, MAX_RUNS + 1, q)
+    xbar, ssd = np.empty(q), np.empty(q)
+    for i in range(q):
+        # x ~ MVN(δ 1, σ² M), M = (1 - ρ) I + ρ 1 1': independent noise plus one shared term
+        x = delta[i] + sigma[i] * (np.sqrt(1 - rho) * rng.standard_normal(n[i]) + np.sqrt(rho) * rng.standard_normal())
+        xbar[i], ssd[i] = x.mean(), np.sum((x - x.mean()) ** 2)
+    truth = {"delta0": delta0, "sigma0": sigma0, "nu": nu, "alpha": alpha, "beta": beta, "delta_1": delta[0]}
+    data = {"q": q, "n": n.tolist(), "rho": [rho] * q, "xbar": xbar.tolist(), "ssd": ssd.tolist(), **PRIOR,
+            "exact_sigma_bound": 1, "nu_prior": 0}
+    return truth, data
+
+
+def hierarchical_data(data: dict, form: str) -> dict:
+    return {**data, **prepare.delta_form(data["q"], noncentred=form == "noncentred")}
+
+
+def hierarchical_posterior(stan_data: dict, **settings) -> tuple[dict[str, np.ndarray], sampler.Fit]:
+    """(chains, draws) posterior draws of :data:`HIERARCHICAL_PARAMS`."""
+    posterior = sampler.sample(stan_data, **settings)
+    d = posterior.draws
+    draws = {"delta0": d["delta0"], "sigma0": d["sigma0"], "nu": 1 + d["nu_minus_one"], "alpha": d["gamma_alpha"],
+             "beta": d["gamma_beta"], "delta_1": d["delta"][..., 0]}
+    return draws, posterior
+
+
+def bbt_names(models: int) -> list[str]:
+    return ["sigma"] + [f"beta_{k + 1}" for k in range(models)]
+
+
+def simulate_bbt(rng: np.random.Generator, models: int, games: int) -> tuple[dict, dict]:
+    """σ and the strengths from the prior, every pair's wins from the Bradley-Terry likelihood, and the Stan data
+    (without the form)."""
+    sigma = rng.lognormal(0, BBT_OPTIONS.hyper_scale)
+    beta = rng.normal(0, sigma, models)
+    i, j = np.triu_indices(models, 1)
+    wins = rng.binomial(games, special.expit(beta[i] - beta[j]))
+    names = [f"m{k + 1}" for k in range(models)]
+    table = pd.DataFrame({"model_a": np.asarray(names)[i], "model_b": np.asarray(names)[j], "wins_a": wins,
+                          "wins_b": games - wins, "ties": 0})
+    data = ranking.stan_data(names, ranking.handle_ties(table, BBT_OPTIONS.ties), BBT_OPTIONS, centred=True)
+    centred = beta - beta.mean()  # the identified strengths
+    truth = {"sigma": sigma, **{f"beta_{k + 1}": centred[k] for k in range(models)}}
+    return truth, data
+
+
+def bbt_data(data: dict, form: str) -> dict:
+    return {**data, "centred": int(form == "centred")}
+
+
+def bbt_posterior(stan_data: dict, **settings) -> tuple[dict[str, np.ndarray], sampler.Run]:
+    run = sampler.run("bbt", stan_data, **settings)
+    beta = run.draws["beta"]
+    draws = {"sigma": run.draws["sigma"].reshape(beta.shape[:2])}
+    draws.update({f"beta_{k + 1}": beta[..., k] for k in range(beta.shape[-1])})
+    return draws, run
+
+
+# ------------------------------------------------------------------------------------------------ ranks
+
+
+def thin(draws: np.ndarray, kept: int) -> np.ndarray:
+    """``kept`` draws spread evenly over the chains (chain after chain)."""
+    flat = draws.reshape(-1)
+    if kept > flat.size:
+        raise ValueError(f"cannot keep {kept} of {flat.size} draws")
+    return flat[np.linspace(0, flat.size - 1, kept).round().astype(int)]
+
+
+def bulk_ess(draws: np.ndarray) -> float:
+    """The bulk ESS of one quantity's ``(chains, draws)`` draws."""
+    return float(convergence.ess_bulk(np.asarray(draws, dtype=float)[None])[0])
+
+
+def binned(ranks: np.ndarray, kept: int, bins: int) -> np.ndarray:
+    """Counts of the ranks 0..kept in ``bins`` bins of equal width (kept + 1 must be a multiple of bins)."""
+    if (kept + 1) % bins:
+        raise ValueError(f"{kept + 1} rank values do not split into {bins} equal bins")
+    return np.bincount(np.asarray(ranks) * bins // (kept + 1), minlength=bins)
+
+
+def chi2_p(ranks: np.ndarray, kept: int, bins: int) -> float:
+    """p-value of the chi-squared test of uniformity of the binned ranks."""
+    return float(stats.chisquare(binned(ranks, kept, bins)).pvalue)
+
+
+# ------------------------------------------------------------------------------------------------ one configuration
+
+
+@dataclass
+class Config:
+    program: str  # hierarchical or bbt
+    form: str  # centred, noncentred or alternate
+    q: int = 10  # datasets (hierarchical)
+    models: int = 5  # models (bbt)
+    games: int = 20  # games per pair (bbt)
+
+    @property
+    def label(self) -> str:
+        size = f"q{self.q}" if self.program == "hierarchical" else f"K{self.models}_games{self.games}"
+        return f"{self.program}_{size}_{self.form}"
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        return HIERARCHICAL_PARAMS if self.program == "hierarchical" else tuple(bbt_names(self.models))
+
+
+@dataclass
+class Calibration:
+    config: Config
+    kept: int
+    ranks: dict[str, list[int]]
+    ess: dict[str, list[float]]
+    truths: dict[str, list[float]] = field(default_factory=dict)  # per replicate, to re-rank other values
+    thinned: dict[str, list[np.ndarray]] = field(default_factory=dict)  # the L kept draws per replicate
+    divergent_fits: int = 0
+    divergences: int = 0
+    seconds: float = 0.0
+    sampling_seconds: float = 0.0
+    fit_divergences: list[int] = field(default_factory=list)  # per fitted replicate
+    fit_seconds: list[float] = field(default_factory=list)  # sampling seconds per fitted replicate
+    outside: int = 0  # hierarchical: simulations whose mean(x̄_i) fell outside δ0's bounds (see inside())
+    noncentred: int = 0  # fits in the non-centred form
+
+    @property
+    def replicates(self) -> int:
+        return len(next(iter(self.ranks.values())))
+
+    def pvalues(self, bins: int) -> dict[str, float]:
+        return {name: chi2_p(np.asarray(r), self.kept, bins) for name, r in self.ranks.items()}
+
+    def table(self, bins: int) -> pd.DataFrame:
+        rows = []
+        for name, p in self.pvalues(bins).items():
+            counts = binned(np.asarray(self.ranks[name]), self.kept, bins)
+            ess = np.asarray(self.ess[name])
+            rows.append({"parameter": name, "chi2_p": p, "min_bin": counts.min(), "max_bin": counts.max(),
+                         "first_bin": counts[0], "last_bin": counts[-1], "median_ess": float(np.median(ess)),
+                         "fits_ess_below_L": int(np.sum(ess < self.kept))})
+        return pd.DataFrame(rows)
+
+
+def replicate_seed(seed: int, config: Config, replicate: int) -> np.random.SeedSequence:
+    """A seed per (seed, configuration, replicate): the configurations of one program and size share their
+    simulated data across forms (the same replicates, fitted in each form)."""
+    size = config.q if config.program == "hierarchical" else config.models * 1000 + config.games
+    return np.random.SeedSequence([seed, 0 if config.program == "hierarchical" else 1, size, replicate])
+
+
+def inside(data: dict) -> bool:
+    """Whether mean(x̄_i) lies inside δ0's prior bounds.  hierarchical.stan centres its logit reparameterisation
+    of δ0 there; before it kept that centre inside the bounds, data from outside made δ0's sampled coordinate ~1e5
+    times too narrow and the chains got stuck (benchmarks/README.md).  The recorded runs skip such data (the
+    default of :func:`calibrate`'s ``skip_outside``).  With the paper's bounds, ±max|x|, the mean is always inside."""
+    centre = float(np.mean(data["xbar"]))
+    return data["delta0_low"] < centre < data["delta0_high"]
+
+
+def pick_form(form: str, replicate: int, data: dict) -> str:
+    """The form of δ_i (or of the strengths) for one replicate: as asked, alternating, or ``auto``: the package's
+    own choice from the data (``prepare.weakly_informed``; ``ranking._centred_first``)."""
+    if form == "alternate":
+        return FORMS[replicate % 2]
+    if form != "auto":
+        return form
+    if "xbar" in data:
+        arrays = [np.asarray(data[k], dtype=float) for k in ("xbar", "ssd", "n", "rho")]
+        return "noncentred" if prepare.weakly_informed(*arrays) else "centred"
+    table = pd.DataFrame({"model_a": data["first"], "model_b": data["second"], "wins_a_post": data["wins_first"],
+                          "wins_b_post": data["wins_second"]})
+    return "centred" if ranking._centred_first(list(range(1, data["K"] + 1)), table, BBT_OPTIONS) else "noncentred"
+
+
+def calibrate(config: Config, replicates: int, *, seed: int = 1, chains: int = 2, warmup: int = 500,
+              draws: int = 500, kept: int = 99, backend: str = "auto", skip_outside: bool = True,
+              progress=None) -> Calibration:
+    """SBC of one configuration: simulations until ``replicates`` of them are fitted, each once.  With
+    ``skip_outside``, simulated data whose mean(x̄_i) falls outside δ0's bounds are counted and not fitted (see
+    :func:`inside`): a choice made on the data alone, which keeps every rank uniform (the rank is uniform given
+    the data, whatever the data)."""
+    result = Calibration(config, kept, {p: [] for p in config.params}, {p: [] for p in config.params})
+    start = time.perf_counter()
+    r = -1
+    while result.replicates < replicates:
+        r += 1
+        sequence = replicate_seed(seed, config, r)
+        rng = np.random.default_rng(sequence)
+        stan_seed = int(sequence.generate_state(1)[0] % (2**31 - 2)) + 1
+        settings = dict(chains=chains, draws=draws, warmup=warmup, seed=stan_seed, backend=backend)
+        try:
+            if config.program == "hierarchical":
+                truth, data = simulate_hierarchical(rng, config.q)
+                if not inside(data):
+                    result.outside += 1
+                    if skip_outside:
+                        continue
+                form = pick_form(config.form, r, data)
+                posterior, raw = hierarchical_posterior(hierarchical_data(data, form), **settings)
+            else:
+                truth, data = simulate_bbt(rng, config.models, config.games)
+                form = pick_form(config.form, r, data)
+                posterior, raw = bbt_posterior(bbt_data(data, form), **settings)
+        except SamplingError as exc:  # name the replicate, so that it can be simulated again and looked at
+            raise SamplingError(f"{config.label}, replicate {r} (seed {seed}): {exc}") from exc
+        result.noncentred += form == "noncentred"
+        result.sampling_seconds += raw.seconds
+        divergent = int(raw.sampler["divergent__"].sum())
+        result.fit_divergences.append(divergent)
+        result.fit_seconds.append(raw.seconds)
+        result.divergences += divergent
+        result.divergent_fits += divergent > 0
+        for name in config.params:
+            kept_draws = thin(posterior[name], kept)
+            result.ranks[name].append(int(np.sum(kept_draws < truth[name])))
+            result.ess[name].append(bulk_ess(posterior[name]))
+            result.truths.setdefault(name, []).append(float(truth[name]))
+            result.thinned.setdefault(name, []).append(kept_draws)
+        if progress:
+            progress(result, replicates, time.perf_counter() - start)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+# ------------------------------------------------------------------------------------------------ output
+
+
+def plot(calibration: Calibration, bins: int, path: Path) -> Path:
+    """The rank histograms of one configuration, with the expected count and its 99% band (Talts et al.), as a PNG
+    at ``path``."""
+    params = list(calibration.ranks)
+    n = calibration.replicates
+    cols = min(len(params), 3)
+    rows = -(-len(params) // cols)
+    fig = Figure(figsize=(4 * cols, 3 * rows))
+    axes = fig.subplots(rows, cols, squeeze=False)
+    low, high = stats.binom.ppf([0.005, 0.995], n, 1 / bins)
+    pvalues = calibration.pvalues(bins)
+    for ax, name in zip(axes.ravel(), params):
+        counts = binned(np.asarray(calibration.ranks[name]), calibration.kept, bins)
+        ax.axhspan(low, high, color="0.85", zorder=0)
+        ax.axhline(n / bins, color="0.4", lw=1)
+        ax.bar(np.arange(bins), counts, width=0.9, color="tab:blue", zorder=1)
+        ax.set_title(f"{name}: χ² p = {pvalues[name]:.3g}", fontsize=10)
+        ax.set_xticks([0, bins - 1], ["0", f"{calibration.kept}"])
+        ax.set_xlabel("rank of the true value (binned)", fontsize=8)
+    for ax in axes.ravel()[len(params):]:
+        ax.axis("off")
+    fig.suptitle(f"SBC {calibration.config.label}: {n} replicates, L = {calibration.kept}, {bins} bins "
+                 "(grey: 99% band of a uniform bin)", fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    return path
+
+
+def report(calibration: Calibration, bins: int) -> str:
+    """One configuration's run and its table of p-values, bins and ESS per parameter, as printed."""
+    c = calibration
+    table = c.table(bins)
+    lines = [f"{c.config.label}: {c.replicates} replicates ({c.noncentred} non-centred), L = {c.kept}, {bins} bins; "
+             f"{c.seconds:.0f} s (sampling {c.sampling_seconds:.0f} s); {c.divergent_fits} fits with divergences "
+             f"({c.divergences} in total)" + (f"; {c.outside} simulations with mean(xbar) outside δ0's bounds"
+                                              if c.config.program == "hierarchical" else "")]
+    lines.append(f"  {'parameter':10} {'chi2 p':>8} {'min bin':>8} {'max bin':>8} {'first':>6} {'last':>6} "
+                 f"{'med ESS':>8} {'ESS<L':>6}")
+    for row in table.itertuples():
+        lines.append(f"  {row.parameter:10} {row.chi2_p:8.3f} {row.min_bin:8d} {row.max_bin:8d} {row.first_bin:6d} "
+                     f"{row.last_bin:6d} {row.median_ess:8.0f} {row.fits_ess_below_L:6d}")
+    return "\n".join(lines)
