@@ -33,7 +33,7 @@ from .optionspec import Option, OptionsBase, option, required_option
 __all__ = [
     "Option", "SourceOptions", "SamplerOptions", "FitOptions", "PairOptions", "ModelsOptions", "RankOptions",
     "parse_fields", "click_options", "checked_click_option", "build", "from_keywords", "defaults", "public_name",
-    "draw_seed", "PRIORS", "PRIOR_ALIASES", "BACKENDS", "LAYOUTS", "TESTS", "CLAIMS", "WARMUP", "MATRIX_PAIR_WARMUP",
+    "draw_seed", "PRIORS", "PRIOR_ALIASES", "BACKENDS", "LAYOUTS", "TESTS", "WARMUP", "MATRIX_PAIR_WARMUP",
 ]
 
 #: ν priors of the hierarchical test (paper, Table "prior-nu"), in the order of the Stan program's ``nu_prior`` flag
