@@ -23,6 +23,7 @@ from .options import (FitOptions, ModelsOptions, PairOptions, RankOptions, Sampl
                       checked_click_option, click_options, parse_fields)
 from .progress import TerminalProgress
 from .result import TEST_NAMES, json_safe
+from .tracking import mlflow_internals
 
 __all__ = ["main"]
 
@@ -78,7 +79,7 @@ def _stop_on_sigterm() -> None:
 def _run_options(fn):
     """The command line's own options: the store, logging and output."""
     for option in reversed([
-        click.option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", show_envvar=True,
+        click.option("--tracking-uri", envvar=mlflow_internals.TRACKING_URI_ENV, show_envvar=True,
                      help="MLflow tracking URI (default: MLflow's default, sqlite:///mlflow.db)."),
         click.option("--no-log", is_flag=True, help="Print the result only; log nothing to MLflow."),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout, nothing else."),
@@ -158,7 +159,7 @@ def rank(tracking_uri, no_log, as_json, require_best, **fields) -> None:
 
 
 @main.command(epilog=EXIT_CODES)
-@click.option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", show_envvar=True,
+@click.option("--tracking-uri", envvar=mlflow_internals.TRACKING_URI_ENV, show_envvar=True,
               help="Where to log (default: sqlite:///mlflow.db in the current directory).")
 @click.option("--datasets", type=click.IntRange(2, len(SETTINGS)), default=12, show_default=True,
               help="Friedman settings (datasets) to generate.")

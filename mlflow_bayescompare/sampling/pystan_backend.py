@@ -13,7 +13,7 @@ read, not run).  What is used beyond their public API:
   at its default; started here before the chain threads exist, replaced after a crash or Ctrl-C, shut down at the
   exit of a process that sampled;
 * ``httpstan.services_stub._make_lazy_function_wrapper``: the picklable call of a model's service function;
-* ``ProcessPoolExecutor._processes`` (the standard library's): the sampler processes, killed on Ctrl-C;
+* the sampler pool's processes (:func:`.pools.pool_processes`, the standard library's insides), killed on Ctrl-C;
 * ``httpstan.services.arguments`` (``function_arguments``, ``lookup_default``, ``Method``) and
   ``httpstan.models.import_services_extension_module``: a service's arguments and CmdStan's defaults;
 * the writers' wire format (``stan_services.cpp``, ``socket_writer.hpp``): one connection to a Unix socket per
@@ -51,6 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from . import programs
+from .pools import pool_processes
 from ..errors import SamplingError
 from ..progress import Progress
 
@@ -440,7 +441,7 @@ def kill_samplers() -> None:
     """SIGKILL httpstan's sampler processes, taking no lock, so that a signal handler may call it; their pool is
     then broken, and :func:`stop_samplers` replaces it."""
     services = sys.modules.get("httpstan.services_stub")
-    for proc in list((getattr(getattr(services, "executor", None), "_processes", None) or {}).values()):
+    for proc in pool_processes(getattr(services, "executor", None)).values():
         with contextlib.suppress(Exception):
             proc.kill()
 

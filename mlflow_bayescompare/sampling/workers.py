@@ -19,6 +19,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, Callable, Hashable, Iterable, Iterator
 
 from ..progress import Progress, notify
+from .pools import pool_processes
 
 __all__ = ["run_all", "started", "worker_count"]
 
@@ -80,7 +81,7 @@ def run_all(fn: Callable[..., Any], tasks: Iterable[tuple[Hashable, tuple]], *, 
 
 def _abandon(pool: ProcessPoolExecutor) -> None:
     """Cancel what has not started and SIGTERM the workers (each stops its pystan sampler processes first)."""
-    processes = list((getattr(pool, "_processes", None) or {}).values())
+    processes = list(pool_processes(pool).values())
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in processes:
         with contextlib.suppress(Exception):

@@ -7,11 +7,10 @@ uvicorn, the Flask (WSGI) app under gunicorn/waitress, the shape of MLflow's ``m
 
 from __future__ import annotations
 
-import os
-
 from flask import Flask
 from mlflow.server import app as mlflow_flask_app
 
+from ..tracking import mlflow_internals
 from . import context, lifecycle, permissions, routes
 
 __all__ = ["create_app", "create_app_with_auth"]
@@ -24,7 +23,7 @@ def _register(app: Flask) -> None:
 
 
 def _server_app(app: Flask):
-    if os.environ.get("_MLFLOW_SGI_NAME") == "uvicorn":
+    if mlflow_internals.served_by_uvicorn():
         from mlflow.server.fastapi_app import create_fastapi_app
 
         return create_fastapi_app(app)

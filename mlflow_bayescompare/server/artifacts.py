@@ -1,6 +1,6 @@
-"""Reading a finished job run's artifacts the way MLflow's ``/get-artifact`` reads them (MLflow-internal: the
-proxied artifact root or the run's own repository): its ``report.html`` to serve inline, and the ranking table of
-a ranking or matrix run for the JSON API."""
+"""Reading a finished job run's artifacts the way MLflow's ``/get-artifact`` reads them (the proxied artifact
+root or the run's own repository: :func:`.mlflow_internals.run_artifact_location`): its ``report.html`` to serve
+inline, and the ranking table of a ranking or matrix run for the JSON API."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 from mlflow.exceptions import MlflowException
 
+from ..tracking import mlflow_internals
 from .requests import ApiError
 
 __all__ = ["MAX_REPORT_BYTES", "read_report", "read_ranking", "RANKING_COLUMNS"]
@@ -48,15 +49,8 @@ def read_ranking(run) -> list[dict] | None:
 
 
 def _download(run, path: str, destination: str) -> str:
-    from mlflow.server import handlers
-
-    uri = run.info.artifact_uri
-    if handlers._is_servable_proxied_run_artifact_root(uri):
-        repo = handlers._get_artifact_repo_mlflow_artifacts()
-        path = handlers._get_proxied_run_artifact_destination_path(proxied_artifact_root=uri, relative_path=path)
-    else:
-        repo = handlers._get_artifact_repo(run)
+    repo, located = mlflow_internals.run_artifact_location(run, path)
     try:
-        return repo.download_artifacts(path, dst_path=destination)
+        return repo.download_artifacts(located, dst_path=destination)
     except (OSError, MlflowException) as exc:
         raise ApiError(404, f"the run has no {Path(path).name} artifact") from exc

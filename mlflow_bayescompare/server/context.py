@@ -7,6 +7,7 @@ from typing import Any
 from flask import request
 
 from ..console import redact_uri
+from ..tracking import mlflow_internals
 from .jobs import JobRunner, Settings
 
 __all__ = ["settings", "store_client", "runner", "started_runner", "prefix", "base_path", "loopback_uri",
@@ -43,9 +44,7 @@ def started_runner() -> JobRunner | None:
 
 def prefix() -> str:
     """MLflow's ``--static-prefix`` ('' without one)."""
-    from mlflow.server.handlers import _add_static_prefix
-
-    return _add_static_prefix("")
+    return mlflow_internals.static_prefix()
 
 
 def base_path() -> str:

@@ -35,6 +35,8 @@ from mlflow.entities import RunTag
 
 from ..tracking import tags as T
 from ..options import FitOptions, RankOptions, SourceOptions
+from ..sampling.pools import pool_processes
+from ..tracking import mlflow_internals
 from ..tracking.runlog import fail_if_running
 from .locks import job_slot
 from .owners import owner_tags
@@ -79,9 +81,7 @@ class Settings:
 
     @classmethod
     def from_env(cls) -> Settings:
-        from mlflow.server import BACKEND_STORE_URI_ENV_VAR
-
-        backend = os.environ.get(BACKEND_STORE_URI_ENV_VAR) or None
+        backend = mlflow_internals.backend_store_uri()
         state = os.environ.get("MLFLOW_BAYESCOMPARE_STATE_DIR")
         if not state:
             digest = hashlib.sha256((backend or "default").encode()).hexdigest()[:12]
@@ -169,7 +169,7 @@ class JobRunner:
             pool = self._get_pool()
             future = pool.submit(run_job, spec)
             self._pending[spec.run_id] = (spec, future)
-            self._groups.setdefault(self._generation, set()).update(_processes(pool))
+            self._groups.setdefault(self._generation, set()).update(pool_processes(pool))
             generation = self._generation
             if self._watchdog is None:
                 self._watchdog = threading.Thread(target=self._watch, name="bayescompare-jobs", daemon=True)
@@ -181,7 +181,7 @@ class JobRunner:
         which the pool would notice its death; once they are gone, the pool reports it (:meth:`_done`)."""
         while self._stopping is None:
             time.sleep(every)
-            for process in list(_processes(self._pool).values()):
+            for process in pool_processes(self._pool).values():
                 if process.exitcode is not None:
                     with contextlib.suppress(OSError):
                         os.killpg(process.pid, signal.SIGKILL)
@@ -248,7 +248,7 @@ class JobRunner:
             for generation in list(self._groups) if generations is None else generations:
                 groups |= self._groups.pop(generation, set())
             if generations is None:
-                groups |= set(_processes(self._pool))
+                groups |= set(pool_processes(self._pool))
         for group in groups:
             with contextlib.suppress(OSError):
                 os.killpg(group, signal.SIGKILL)
@@ -264,11 +264,6 @@ def _stage(store, run_id: str) -> str:
 def _stopped(why: str, stage: str) -> str:
     return (f"the bayescompare server was stopped ({why}) while the comparison was {stage}; "
             "start the comparison again")
-
-
-def _processes(pool: ProcessPoolExecutor | None) -> dict:
-    """The pool's processes by pid (ProcessPoolExecutor's own table)."""
-    return dict(getattr(pool, "_processes", None) or {})
 
 
 def _job_process_started() -> None:
@@ -300,7 +295,7 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
 
     from ..compare import compare_matrix, compare_runs, rank_runs
 
-    with _credentials(spec.credentials):
+    with mlflow_internals.as_user(spec.credentials):  # a job process runs one job at a time: the environment is its
         client = MlflowClient(spec.tracking_uri)
         try:
             with job_slot(Path(spec.state_dir), spec.slots):
@@ -319,21 +314,3 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
                 fail_if_running(client, spec.run_id, message)
             return {"ok": False, "error": message}
 
-
-@contextlib.contextmanager
-def _credentials(credentials: dict[str, str] | None):
-    """The requesting user's basic-auth credentials for the job's calls to the server (job processes run one job
-    at a time, so the environment is theirs)."""
-    keys = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
-    saved = {k: os.environ.get(k) for k in keys}
-    if credentials:
-        os.environ["MLFLOW_TRACKING_USERNAME"] = credentials["username"]
-        os.environ["MLFLOW_TRACKING_PASSWORD"] = credentials["password"]
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v

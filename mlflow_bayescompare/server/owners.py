@@ -17,6 +17,7 @@ from pathlib import Path
 
 from mlflow.entities import ViewType
 
+from ..tracking import mlflow_internals
 from ..tracking import tags as T
 from ..tracking.runlog import fail_if_running
 
@@ -36,7 +37,7 @@ def machine_boot_id() -> str:
 
 def server_boot_id() -> str:
     """The id MLflow gives one `mlflow server` start (shared by its workers), else one per process."""
-    return os.environ.get("_MLFLOW_SERVER_BOOT_ID") or _PROCESS_BOOT_ID
+    return mlflow_internals.server_boot_id() or _PROCESS_BOOT_ID
 
 
 def process_start(pid: int) -> str:

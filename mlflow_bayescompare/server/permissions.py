@@ -11,7 +11,7 @@ read for a request before its permission is known:
 * a job needs read on its source experiments and update on its target (an existing one; a new one must be
   creatable); runs, scores and the target are touched only once that is known.
 
-MLflow's own table (``BEFORE_REQUEST_VALIDATORS``, keyed by exact path and method) gets every route, so that
+MLflow's own validator table (keyed by exact path and method) gets every route, so that
 MLflow's default ``MLFLOW_BASIC_AUTH_FAIL_CLOSED=true`` lets signed-in users through to this hook
 (:func:`register_with_mlflow_auth`).  Without basic-auth every check passes.
 """
@@ -26,6 +26,7 @@ from flask import g, request
 from mlflow.entities import ViewType
 from mlflow.exceptions import MlflowException
 
+from ..tracking import mlflow_internals
 from ..tracking import tags as T
 from ..errors import InputError
 from ..options import SourceOptions
@@ -140,7 +141,7 @@ def current_user() -> str | None:
     """The signed-in user (None without basic-auth)."""
     if not auth_enabled():
         return None
-    user = getattr(g, "mlflow_authenticated_user", None)
+    user = mlflow_internals.authenticated_user()
     if user is None and request.authorization is not None:
         user = request.authorization.username
     return user
@@ -172,9 +173,7 @@ def can(experiment_id: str, what: str = "read") -> bool:
         return False
     if _is_admin():
         return True
-    from mlflow.server import auth
-
-    permission = auth._get_experiment_permission(str(experiment_id), user)
+    permission = mlflow_internals.experiment_permission(experiment_id, user)
     return bool(permission.can_update if what == "update" else permission.can_read)
 
 
@@ -281,9 +280,7 @@ def create_target(target: Target) -> str:
     it is new, and granting its creator MANAGE as MLflow's own create-experiment does."""
     if target.experiment_id is not None:
         return target.experiment_id
-    from mlflow.server.handlers import _get_tracking_store
-
-    experiment_id = _get_tracking_store().create_experiment(target.name)
+    experiment_id = mlflow_internals.tracking_store().create_experiment(target.name)
     user = current_user()
     if user and auth_enabled():
         from mlflow.server import auth
@@ -316,10 +313,8 @@ def register_with_mlflow_auth(routes: Iterable[tuple[str, str]]) -> None:
     """Give MLflow's basic-auth a validator for every ``(path, method)`` of the plugin, so that under its default
     ``MLFLOW_BASIC_AUTH_FAIL_CLOSED=true`` a signed-in non-admin reaches :func:`authorize`, which applies
     :data:`RULES` (a validator can only answer 403, and "may not read" must look like "does not exist")."""
-    from mlflow.server import auth
-
     for path, method in routes:
-        auth.BEFORE_REQUEST_VALIDATORS[(path, method)] = _checked_by_the_plugin
+        mlflow_internals.register_auth_validator(path, method, _checked_by_the_plugin)
 
 
 def _checked_by_the_plugin() -> bool:

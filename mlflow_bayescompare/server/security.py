@@ -10,12 +10,13 @@ the cookie nor set the header, so it cannot forge the request.
 from __future__ import annotations
 
 import hmac
-import os
 import re
 import secrets
 from urllib.parse import urlsplit
 
 from flask import Request, Response
+
+from ..tracking import mlflow_internals
 
 __all__ = ["COOKIE", "HEADER", "PAGE_CSP", "REPORT_CSP", "token_for", "set_cookie", "csrf_problem"]
 
@@ -46,8 +47,7 @@ def set_cookie(response: Response, token: str, path: str, secure: bool) -> None:
 
 
 def _allowed_origins() -> list[str]:
-    raw = os.environ.get("MLFLOW_SERVER_CORS_ALLOWED_ORIGINS", "")
-    return [o.strip().rstrip("/") for o in raw.split(",") if o.strip() and o.strip() != "*"]
+    return [o.rstrip("/") for o in mlflow_internals.cors_allowed_origins() if o != "*"]
 
 
 def csrf_problem(request: Request) -> str | None:

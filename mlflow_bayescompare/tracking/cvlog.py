@@ -9,6 +9,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunStatus
 
 from ..errors import InputError
+from . import mlflow_internals
 
 
 def log_cv_scores(model: str, dataset: str, scores, *, metric: str = "accuracy", folds: int, repeats: int = 1,
@@ -24,9 +25,7 @@ def log_cv_scores(model: str, dataset: str, scores, *, metric: str = "accuracy",
     values = _validated(model, dataset, scores, metric, folds, repeats)
     client = client or MlflowClient()
     if experiment_id is None:
-        from mlflow.tracking.fluent import _get_experiment_id
-
-        experiment_id = _get_experiment_id()
+        experiment_id = mlflow_internals.active_experiment_id()
     all_tags = {**(tags or {}), "model": str(model), "dataset": str(dataset)}
     run = client.create_run(str(experiment_id), tags=all_tags, run_name=run_name or f"{model} on {dataset}")
     run_id = run.info.run_id

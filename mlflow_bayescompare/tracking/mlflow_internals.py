@@ -1,0 +1,142 @@
+"""MLflow's insides, in this one module: every private name of MLflow's the package uses, and every MLflow
+environment variable it reads or sets.  The rest of the package calls the functions here.
+
+Checked with MLflow 3.17.2 and 3.11.1, the floor (``mlflow>=3.11``: the first to search runs by ``tags.x IS NULL``;
+CI runs the MLflow tests there, ``.ci/floors``).  Only the standard library is imported at module level, MLflow
+(and its Flask) inside the functions, so that importing this module costs nothing.  Used beyond MLflow's public API:
+
+* ``mlflow.server.handlers``: ``_add_static_prefix`` (the server's ``--static-prefix``), ``_get_tracking_store``
+  (the server's own store), and how ``/get-artifact`` finds a run's artifact:
+  ``_is_servable_proxied_run_artifact_root``, ``_get_artifact_repo_mlflow_artifacts``,
+  ``_get_proxied_run_artifact_destination_path``, ``_get_artifact_repo``;
+* ``mlflow.server.auth``: ``_get_experiment_permission`` and the validator table ``BEFORE_REQUEST_VALIDATORS``,
+  keyed by exact path and method (from MLflow 3.16, whose ``MLFLOW_BASIC_AUTH_FAIL_CLOSED`` defaults to true, a
+  signed-in non-admin is refused a route missing there);
+* ``flask.g.mlflow_authenticated_user``: the user MLflow's basic-auth signed in (from MLflow 3.14; before, the
+  caller reads the request's basic-auth header);
+* ``mlflow.tracking.fluent._get_experiment_id``: the active experiment;
+* the environment ``mlflow server`` gives its workers: ``_MLFLOW_SGI_NAME`` (uvicorn, gunicorn or waitress),
+  ``_MLFLOW_SERVER_BOOT_ID`` (one id per start, shared by the workers; from MLflow 3.16), and
+  ``mlflow.server.BACKEND_STORE_URI_ENV_VAR`` (the backend store);
+* MLflow's public environment variables: ``MLFLOW_TRACKING_URI`` (the CLI's ``--tracking-uri``),
+  ``MLFLOW_TRACKING_USERNAME`` / ``MLFLOW_TRACKING_PASSWORD`` (set for a job's calls: :func:`as_user`) and
+  ``MLFLOW_SERVER_CORS_ALLOWED_ORIGINS`` (read).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Callable, Iterator
+
+__all__ = ["TRACKING_URI_ENV", "active_experiment_id", "as_user", "authenticated_user", "backend_store_uri",
+           "cors_allowed_origins", "experiment_permission", "register_auth_validator", "run_artifact_location",
+           "served_by_uvicorn", "server_boot_id", "static_prefix", "tracking_store"]
+
+#: the environment variable of MLflow's tracking URI
+TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
+_CREDENTIALS_ENV = {"username": "MLFLOW_TRACKING_USERNAME", "password": "MLFLOW_TRACKING_PASSWORD"}
+
+
+# --------------------------------------------------------------------------------------------------- client side
+
+
+def active_experiment_id() -> str | None:
+    """The experiment ``mlflow`` logs into by default: the one set active, else from the environment."""
+    from mlflow.tracking.fluent import _get_experiment_id
+
+    return _get_experiment_id()
+
+
+@contextlib.contextmanager
+def as_user(credentials: dict[str, str] | None) -> Iterator[None]:
+    """MLflow clients created in the block send these basic-auth ``username`` and ``password`` (none given: the
+    environment as it is); the environment is restored afterwards."""
+    saved = {name: os.environ.get(name) for name in _CREDENTIALS_ENV.values()}
+    if credentials:
+        for key, name in _CREDENTIALS_ENV.items():
+            os.environ[name] = credentials[key]
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+# --------------------------------------------------------------------------------------------------- the server
+
+
+def served_by_uvicorn() -> bool:
+    """Does ``mlflow server`` run the app under uvicorn (an ASGI app), rather than gunicorn or waitress?"""
+    return os.environ.get("_MLFLOW_SGI_NAME") == "uvicorn"
+
+
+def server_boot_id() -> str | None:
+    """The id of this ``mlflow server`` start (its workers share it); None outside ``mlflow server``, or before
+    MLflow 3.16."""
+    return os.environ.get("_MLFLOW_SERVER_BOOT_ID") or None
+
+
+def backend_store_uri() -> str | None:
+    """The ``--backend-store-uri`` of ``mlflow server``; None outside it."""
+    from mlflow.server import BACKEND_STORE_URI_ENV_VAR
+
+    return os.environ.get(BACKEND_STORE_URI_ENV_VAR) or None
+
+
+def cors_allowed_origins() -> list[str]:
+    """The origins of ``MLFLOW_SERVER_CORS_ALLOWED_ORIGINS``, as written (comma-separated)."""
+    return [o.strip() for o in os.environ.get("MLFLOW_SERVER_CORS_ALLOWED_ORIGINS", "").split(",") if o.strip()]
+
+
+def static_prefix() -> str:
+    """The server's ``--static-prefix`` ('' without one)."""
+    from mlflow.server.handlers import _add_static_prefix
+
+    return _add_static_prefix("")
+
+
+def tracking_store():
+    """The server's own tracking store."""
+    from mlflow.server.handlers import _get_tracking_store
+
+    return _get_tracking_store()
+
+
+def run_artifact_location(run, path: str) -> tuple:
+    """``(artifact repository, path in it)`` of the run's artifact ``path``, as ``/get-artifact`` finds it: under
+    the proxied artifact root (``--artifacts-destination``), or in the run's own repository."""
+    from mlflow.server import handlers
+
+    uri = run.info.artifact_uri
+    if handlers._is_servable_proxied_run_artifact_root(uri):
+        return (handlers._get_artifact_repo_mlflow_artifacts(),
+                handlers._get_proxied_run_artifact_destination_path(proxied_artifact_root=uri, relative_path=path))
+    return handlers._get_artifact_repo(run), path
+
+
+# --------------------------------------------------------------------------------------------------- basic-auth
+
+
+def authenticated_user() -> str | None:
+    """The user MLflow's basic-auth signed in for the current request (None before it did)."""
+    from flask import g
+
+    return getattr(g, "mlflow_authenticated_user", None)
+
+
+def experiment_permission(experiment_id: str, user: str):
+    """``user``'s permission on the experiment (``can_read``, ``can_update``, ...), defaults applied."""
+    from mlflow.server import auth
+
+    return auth._get_experiment_permission(str(experiment_id), user)
+
+
+def register_auth_validator(path: str, method: str, validator: Callable[[], bool]) -> None:
+    """Make ``validator`` MLflow's basic-auth check of requests for ``method`` on ``path`` (exactly)."""
+    from mlflow.server import auth
+
+    auth.BEFORE_REQUEST_VALIDATORS[(path, method)] = validator
