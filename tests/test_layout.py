@@ -34,7 +34,7 @@ FAMILIES = ("hierarchical", "signed_rank", "correlated_t", "ranking")
 #: each module's layer, by its dotted name under the package (the first matching prefix wins)
 LAYERS = [
     (0, ("errors", "claims", "optionspec", "optionparse", "options", "versions", "progress", "console", "result",
-         "tracking.tags", "tracking.uiroutes", "tracking.mlflow_internals", "scores.tidy_checks",
+         "tracking.tags", "tracking.uiroutes", "tracking.mlflow_internals", "scores.tidy_checks", "sampling.pools",
          "sampling.convergence")),
     (1, ("tracking.collect", "tracking.fetch", "tracking.cvlog", "scores", "sampling", "posterior_summary", "baselines",
          "figures", "report_html")),

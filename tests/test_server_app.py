@@ -268,6 +268,7 @@ def test_matrix_refused_with_every_pair_problem_as_the_python_api_and_nothing_wr
                        jobs=2, **FAST)
     assert str(raised.value) == resp.json()["error"]
     assert {r.info.run_id for r in server.client.search_runs([eid])} == runs
+    server.client.delete_experiment(eid)  # the page tests open on the experiment with the newest scores
 
 
 def test_experiments_and_choices(server):
