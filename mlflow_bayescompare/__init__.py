@@ -8,10 +8,10 @@ from .correlated_t.engine import correlated_t_test
 from .correlated_t.result import CorrelatedTTestResult
 from .errors import BayesCompareError, InputError, SamplingError
 from .hierarchical.engine import hierarchical_test
+from .hierarchical.result import HierarchicalResult
 from .options import FitOptions, ModelsOptions, PairOptions, RankOptions, SourceOptions
 from .ranking.engine import rank_models
 from .ranking.result import RankingResult
-from .hierarchical.result import HierarchicalResult
 from .signed_rank.engine import SignedRankResult, signed_rank_test
 from .tracking.cvlog import log_cv_scores
 

@@ -4,8 +4,9 @@ threshold, and the report of it (JSON and text) that the command line, the Pytho
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import InputError
 

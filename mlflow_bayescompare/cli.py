@@ -17,10 +17,19 @@ import click
 
 from . import claims
 from .console import install_cli_handler, redact_uri, ui_address
-from .errors import BayesCompareError, InputError
 from .demo import SETTINGS
-from .options import (FitOptions, ModelsOptions, PairOptions, RankOptions, SamplerOptions, SourceOptions,
-                      checked_click_option, click_options, parse_fields)
+from .errors import BayesCompareError, InputError
+from .options import (
+    FitOptions,
+    ModelsOptions,
+    PairOptions,
+    RankOptions,
+    SamplerOptions,
+    SourceOptions,
+    checked_click_option,
+    click_options,
+    parse_fields,
+)
 from .progress import TerminalProgress
 from .result import TEST_NAMES, json_safe
 from .tracking import mlflow_internals

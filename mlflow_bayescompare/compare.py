@@ -12,26 +12,34 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from mlflow import MlflowClient
 
 from . import claims, preflight
-from .sampling import sampler
-from .tracking import runlog
-from .tracking.bundle import comparison_bundle, matrix_bundle, ranking_bundle, signed_rank_bundle
 from .hierarchical.engine import hierarchical_test
 from .matrix import MatrixSummary, summarise
-from .options import (MATRIX_PAIR_WARMUP, WARMUP, FitOptions, ModelsOptions, PairOptions, RankOptions, SourceOptions,
-                      from_keywords)
+from .options import (
+    MATRIX_PAIR_WARMUP,
+    WARMUP,
+    FitOptions,
+    ModelsOptions,
+    PairOptions,
+    RankOptions,
+    SourceOptions,
+    from_keywords,
+)
 from .preflight import signed_rank_applies
-from .ranking.engine import rank_scores
-from .signed_rank.engine import signed_rank_test
 from .progress import Progress, notify
-from .sampling import workers
+from .ranking.engine import rank_scores
+from .sampling import sampler, workers
+from .signed_rank.engine import signed_rank_test
+from .tracking import runlog
+from .tracking.bundle import comparison_bundle, matrix_bundle, ranking_bundle, signed_rank_bundle
 
 __all__ = ["compare_runs", "compare_matrix", "rank_runs", "require", "Outcome",
            "ComparisonOutcome", "MatrixOutcome", "RankingOutcome"]
@@ -120,7 +128,8 @@ def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[
 
     Reads the runs (layout steps/keys/children/means, auto-detected), pairs the folds and runs the hierarchical
     test, or on runs that hold one score each (or with ``test="signed-rank"``) the Bayesian signed-rank test on the
-    per-dataset means; with ``log=True``, it logs a comparison run into the target experiment (default: the first source experiment).
+    per-dataset means; with ``log=True``, it logs a comparison run into the target experiment (default: the first
+    source experiment).
     ``options`` are fields of :class:`~.options.SourceOptions` (``metric``, ``layout``, ``filter_string`` …) and
     :class:`~.options.FitOptions` (``rope``, ``chains``, ``seed`` …).  ``run_id`` names a RUNNING comparison run to
     fill (the server's job record): its stage tag follows the work and it ends FAILED, with the error, if anything
@@ -159,7 +168,8 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
     A pair's run holds its numbers, tables and posterior; with ``pair_reports=True`` (a field of
     :class:`~.options.ModelsOptions`) also the figures, HTML report and PSIS-LOO model check of a comparison run.
     Pairs warm up for :data:`~.options.MATRIX_PAIR_WARMUP` iterations per chain unless ``warmup`` is given (and
-    a pair whose chains then disagree again for :data:`~.options.WARMUP`: :func:`~.hierarchical.engine.hierarchical_test`).
+    a pair whose chains then disagree again for :data:`~.options.WARMUP`:
+    :func:`~.hierarchical.engine.hierarchical_test`).
     Pairs are fitted, and their runs' content built, in up to ``jobs`` processes (default: one per CPU; they are
     spawned, so a script calling this with several jobs needs the ``if __name__ == "__main__":`` guard).
     ``run_id`` names a RUNNING parent run to fill (the server's job record).  Other arguments as

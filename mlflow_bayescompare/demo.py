@@ -13,8 +13,8 @@ from __future__ import annotations
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 

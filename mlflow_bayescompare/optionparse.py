@@ -5,7 +5,8 @@ all from the specs of :mod:`.optionspec`."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from .errors import InputError
 from .optionspec import Option

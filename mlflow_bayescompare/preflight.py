@@ -12,8 +12,9 @@ data as its workers take them (:meth:`Checked.pairs`), so that the first fits st
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from .errors import InputError
 from .hierarchical.prepare import correlations

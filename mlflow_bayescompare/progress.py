@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from .console import PREFIX, log
 
@@ -22,7 +22,7 @@ STAGES = ("queued", "fetching", "compiling", "sampling", "reporting", "logging",
 Progress = Callable[..., None]  # progress(stage: str, detail: str | None = None)
 
 
-def notify(progress: Optional[Progress], stage: str, detail: str | None = None) -> None:
+def notify(progress: Progress | None, stage: str, detail: str | None = None) -> None:
     """Tell ``progress`` (if any) that the work has reached ``stage``."""
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}: one of {', '.join(STAGES)}")

@@ -18,8 +18,7 @@ import time
 import numpy as np
 from scipy import stats
 
-from .. import baselines
-from .. import posterior_summary
+from .. import baselines, posterior_summary
 from ..console import log
 from ..errors import InputError
 from ..options import FitOptions, build

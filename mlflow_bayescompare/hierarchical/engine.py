@@ -1,7 +1,8 @@
 """``hierarchical_test``: the Bayesian hierarchical correlated t-test of Corani et al. (2017), end to end.
 
 Pipeline: inputs → :mod:`.tensor` (paired differences) → :mod:`.prepare` (scaling, bounds) → :mod:`.sampler`
-(Stan) → :mod:`.summary` and :mod:`..posterior_summary` (probabilities, shrinkage, odds, verdict, diagnostics) → :class:`.HierarchicalResult`.
+(Stan) → :mod:`.summary` and :mod:`..posterior_summary` (probabilities, shrinkage, odds, verdict, diagnostics) →
+:class:`.HierarchicalResult`.
 """
 
 from __future__ import annotations
@@ -12,17 +13,16 @@ import numpy as np
 import pandas as pd
 
 from .. import baselines, posterior_summary
-from . import prepare, summary
-from ..sampling import sampler
-from ..sampling import programs
 from ..console import log
 from ..errors import InputError
 from ..options import WARMUP, FitOptions, build
 from ..progress import Progress
 from ..result import Orientation, divergent_transitions
-from .result import HierarchicalResult
+from ..sampling import programs, sampler
 from ..scores.tensor import CVTensor, from_arrays, from_tidy
 from ..versions import versions
+from . import prepare, summary
+from .result import HierarchicalResult
 
 __all__ = ["hierarchical_test", "as_tensor", "SENSITIVITY_ROPES", "SENSITIVITY_PRIORS"]
 
@@ -273,7 +273,8 @@ def _sensitivity(fitter: _Fitter, main: HierarchicalResult) -> pd.DataFrame:
         if "nu" in draws:
             scaled["nu_minus_one"] = draws["nu"] - 1
         for rope in SENSITIVITY_ROPES:
-            probs = orientation.orient(*posterior_summary.winner_fractions(summary.next_dataset_areas(scaled, rope / scale)))
+            areas = summary.next_dataset_areas(scaled, rope / scale)
+            probs = orientation.orient(*posterior_summary.winner_fractions(areas))
             odds = posterior_summary.posterior_odds(probs, draws["delta0"].size)
             decision, _ = posterior_summary.verdict(probs, odds, main.model_a, main.model_b, threshold)
             rows.append({"prior": prior, "rope": rope, "p_a_better": probs["a_better"], "p_rope": probs["rope"],

@@ -1,4 +1,4 @@
-"""Text reports of a :class:`~mlflow_bayescompare.hierarchical.result.HierarchicalResult`: Markdown and a self-contained HTML page.
+"""Text reports of a :class:`~.hierarchical.result.HierarchicalResult`: Markdown and a self-contained HTML page.
 
 The Markdown is meant for MLflow's run description (``mlflow.note.content``, rendered by showdown's GitHub flavour
 + sanitize-html); the HTML (:mod:`.report_html`) for ``report.html``.  Both are built from the same blocks
@@ -20,9 +20,9 @@ import pandas as pd
 from .. import report_html
 from ..report_html import Link, Question, Table, md_escape
 from ..result import OUTCOMES, outcome_label
+from ..tracking.uiroutes import experiment_route, run_route
 from .result import HierarchicalResult
 from .summary import PARETO_K_LIMIT
-from ..tracking.uiroutes import experiment_route, run_route
 
 __all__ = ["ReportContext", "blocks", "render_markdown", "render_html", "format_probability",
            "MAX_RUN_LINKS"]

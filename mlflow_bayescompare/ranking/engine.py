@@ -14,13 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..sampling import sampler
 from ..console import log
 from ..errors import InputError
 from ..options import ModelsOptions, RankOptions, build
 from ..progress import Progress, notify
-from .result import RankingResult, summarise
 from ..result import divergent_transitions
+from ..sampling import sampler
+from .result import RankingResult, summarise
 
 __all__ = ["rank_models", "rank_scores", "rank_wins", "Scores", "read_scores", "outcomes", "win_table", "handle_ties",
            "stan_data", "HYPER_PRIOR_CODES", "NU_SCALE", "MAX_LISTED"]

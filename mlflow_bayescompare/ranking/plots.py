@@ -18,13 +18,14 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..figures import INK
-from .result import RankingResult
 from ..result import COLORS
+from .result import RankingResult
 
 MODEL_COLOR = COLORS["a_better"]
 GRID_COLOR = COLORS["rope"]
 
-__all__ = ["all_figures", "critical_difference", "pwin_matrix", "p_best", "indistinct_groups", "MODEL_COLOR", "GRID_COLOR"]
+__all__ = ["all_figures", "critical_difference", "pwin_matrix", "p_best", "indistinct_groups", "MODEL_COLOR",
+           "GRID_COLOR"]
 
 
 def all_figures(res: RankingResult) -> dict[str, Figure]:

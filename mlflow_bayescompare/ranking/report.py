@@ -6,9 +6,8 @@ from __future__ import annotations
 import base64
 import html
 
+from ..report_html import SUMMARY, md_escape
 from .result import RankingResult
-from ..report_html import md_escape
-from ..report_html import SUMMARY
 
 __all__ = ["render_markdown", "render_html", "headline"]
 

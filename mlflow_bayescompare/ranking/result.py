@@ -16,11 +16,11 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from ..sampling import sampler
 from .. import posterior_summary
 from ..console import log
 from ..options import RankOptions
 from ..result import json_safe, jsonable
+from ..sampling import sampler
 from ..versions import versions
 
 __all__ = ["RankingResult", "summarise", "pair_table", "rank_table", "ppc_table", "replicate_wins",

@@ -14,9 +14,9 @@ import time
 
 import numpy as np
 
-from . import programs
 from ..errors import SamplingError
 from ..progress import Progress
+from . import programs
 
 __all__ = ["compile_program", "sample"]
 

@@ -12,7 +12,7 @@ element of every parameter is one row of the same arrays.  Arrays below are ``(e
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 from scipy import fft, special, stats

@@ -84,6 +84,7 @@ def pystan_available() -> bool:
     """pystan and httpstan import (they are installed only where httpstan publishes wheels)."""
     try:
         import httpstan  # noqa: F401
+
         import stan  # noqa: F401
 
         return True

@@ -50,10 +50,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import programs
-from .pools import pool_processes
 from ..errors import SamplingError
 from ..progress import Progress
+from . import programs
+from .pools import pool_processes
 
 __all__ = ["SERVICE", "COMPILED_LIST", "SUPERSEDED_DAYS", "compile_program", "build", "sample", "run_chains",
            "quiet", "stop_samplers", "kill_samplers", "shutdown", "forget_superseded"]
@@ -143,6 +143,7 @@ def compile_main() -> None:
 def build(program: str, data: dict, seed: int | None = None):
     """pystan's ``stan.model.Model`` of ``program`` bound to ``data``, compiling the program first if needed."""
     import httpstan.cache
+
     import stan
 
     compile_program(program)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import programs
 from ..progress import Progress, notify
+from . import programs
 
 __all__ = ["Run", "Fit", "HIERARCHICAL_DRAWS", "MAX_TREEDEPTH", "run", "sample", "compile_program", "backend_module"]
 

@@ -15,8 +15,9 @@ import multiprocessing.util
 import os
 import signal
 import threading
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from typing import Any, Callable, Hashable, Iterable, Iterator
+from typing import Any
 
 from ..progress import Progress, notify
 from .pools import pool_processes

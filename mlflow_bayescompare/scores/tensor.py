@@ -10,8 +10,17 @@ import pandas as pd
 
 from ..console import log
 from ..errors import InputError
-from .tidy_checks import (Problem, Rows, check_duplicate_runs, check_duplicate_scores, check_nonfinite,
-                          check_one_model, check_types, find_problems, ranges)
+from .tidy_checks import (
+    Problem,
+    Rows,
+    check_duplicate_runs,
+    check_duplicate_scores,
+    check_nonfinite,
+    check_one_model,
+    check_types,
+    find_problems,
+    ranges,
+)
 
 __all__ = ["TABLE_COLUMNS", "MEANS_COLUMNS", "CVTensor", "DatasetMeans", "from_arrays", "from_tidy", "dataset_means",
            "means_from_tidy", "FOLDS_ONE"]

@@ -12,9 +12,9 @@ import dataclasses
 import json
 
 from .. import preflight
+from ..result import json_safe
 from ..tracking import tags as T
 from ..tracking.bundle import fit_tag, models_run_name, run_name
-from ..result import json_safe
 from ..tracking.runlog import fail_if_running, start_run
 from . import context, permissions
 from .jobs import JobSpec

@@ -24,19 +24,20 @@ import signal
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from mlflow.entities import RunTag
 
-from ..tracking import tags as T
 from ..options import FitOptions, RankOptions, SourceOptions
 from ..sampling.pools import pool_processes
 from ..tracking import mlflow_internals
+from ..tracking import tags as T
 from ..tracking.runlog import fail_if_running
 from .locks import job_slot
 from .owners import owner_tags

@@ -17,7 +17,7 @@ import multiprocessing
 import os
 import signal
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from .jobs import JobRunner, Settings
 from .locks import try_lock
@@ -81,8 +81,8 @@ def _compile_programs() -> None:
     """In the compile process: compile every Stan program, the hierarchical test's first.  The backends compile a
     program once per host (a job that needs it meanwhile waits for this compile, with the stage ``compiling``)."""
     from ..console import install_cli_handler, log
-    from ..sampling.sampler import compile_program
     from ..sampling.programs import PROGRAMS
+    from ..sampling.sampler import compile_program
 
     install_cli_handler()  # its lines go to the server's log
     for program in sorted(PROGRAMS, key=lambda name: name != "hierarchical"):

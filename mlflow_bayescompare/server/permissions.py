@@ -19,20 +19,28 @@ MLflow's default ``MLFLOW_BASIC_AUTH_FAIL_CLOSED=true`` lets signed-in users thr
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from flask import g, request
 from mlflow.entities import ViewType
 from mlflow.exceptions import MlflowException
 
-from ..tracking import mlflow_internals
-from ..tracking import tags as T
 from ..errors import InputError
 from ..options import SourceOptions
+from ..tracking import mlflow_internals
+from ..tracking import tags as T
 from . import context, security
-from .requests import ApiError, JobRequest, experiment_id_arg, is_experiment_id, job_body_request, no_such_run, \
-    run_id_arg
+from .requests import (
+    ApiError,
+    JobRequest,
+    experiment_id_arg,
+    is_experiment_id,
+    job_body_request,
+    no_such_run,
+    run_id_arg,
+)
 
 __all__ = ["Need", "RULES", "Granted", "Target", "authorize", "granted", "enable_basic_auth", "auth_enabled",
            "register_with_mlflow_auth", "can", "readable_experiments", "current_user", "credentials",

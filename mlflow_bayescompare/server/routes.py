@@ -8,20 +8,20 @@ checked by one ``before_request`` hook before the handler runs; the handlers the
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable
 
 from flask import Blueprint, Response, request, send_from_directory
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from mlflow.exceptions import MlflowException
 
-from ..tracking import tags as T
-from ..tracking.collect import discover
 from ..errors import BayesCompareError, InputError
 from ..progress import STAGES
 from ..report_html import embedded
+from ..tracking import tags as T
+from ..tracking.collect import discover
 from ..tracking.runlog import fail_if_running
 from . import context, permissions, security
 from .accept import accept

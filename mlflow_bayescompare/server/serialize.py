@@ -10,9 +10,9 @@ from typing import Any
 from flask import Response
 
 from ..claims import CLAIMS, report
-from ..tracking import tags as T
 from ..options import LAYOUTS, PRIORS, FitOptions, SourceOptions, defaults
 from ..result import COLORS, json_safe
+from ..tracking import tags as T
 from ..tracking.uiroutes import run_route
 from .context import base_path, prefix
 from .jobs import Settings

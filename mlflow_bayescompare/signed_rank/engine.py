@@ -27,8 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from .. import baselines
-from .. import posterior_summary
+from .. import baselines, posterior_summary
 from ..console import log
 from ..errors import InputError
 from ..options import FitOptions, build

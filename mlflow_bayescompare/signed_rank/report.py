@@ -1,4 +1,4 @@
-"""Text reports of a :class:`~.signed_rank.engine.SignedRankResult`: the run description (markdown) and a self-contained HTML
+"""Text reports of a :class:`~.engine.SignedRankResult`: the run description (markdown) and a self-contained HTML
 page with the probability simplex.  The same probabilities, odds and verdict as the hierarchical test's report, in
 the same order and words; per dataset, the two means and their difference."""
 
@@ -52,7 +52,8 @@ def render_html(res, metric: str, simplex_png: bytes) -> str:
     image = base64.b64encode(simplex_png).decode("ascii")
     datasets = plain_table(["dataset", res.model_a, res.model_b, "difference"], _dataset_rows(res))
     body = (f"<h1>{html.escape(res.model_a)} vs {html.escape(res.model_b)} · {html.escape(metric)}</h1>"
-            f"<p>{html.escape(_subtitle(res, metric))}</p><div class=\"card {SUMMARY}\"><b>{html.escape(res.verdict)}</b>"
+            f"<p>{html.escape(_subtitle(res, metric))}</p>"
+            f"<div class=\"card {SUMMARY}\"><b>{html.escape(res.verdict)}</b>"
             f"{plain_table(['outcome', 'probability'], _probability_rows(res))}</div>{warnings}"
             f'<div class="card"><img alt="simplex" style="width:560px" src="data:image/png;base64,{image}"></div>'
             f'<div class="card">{datasets}</div><footer>{html.escape(REFERENCE)}</footer>')

@@ -12,7 +12,7 @@ import multiprocessing
 import warnings
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from itertools import product
 
 import numpy as np
@@ -71,7 +71,7 @@ def sample(setting, n, rng):
     return generate(setting, n, int(rng.integers(2**31)), rng)
 
 
-@lru_cache(maxsize=None)
+@cache
 def median(setting):
     """The class boundary: the median of y on 10,000 independently generated instances (Sec. "Friedman")."""
     return float(np.median(sample(setting, 10_000, np.random.default_rng(SETTINGS.index(setting)))[1]))

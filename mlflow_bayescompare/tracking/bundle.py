@@ -11,16 +11,17 @@ import json
 import math
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH, MAX_TAG_VAL_LENGTH
 
-from . import tags as T
 from ..options import WARMUP
 from ..result import divergent_transitions, jsonable
 from ..versions import stan_version
+from . import tags as T
 
 __all__ = ["Bundle", "comparison_bundle", "matrix_bundle", "ranking_bundle", "ranking_metrics", "signed_rank_bundle",
            "correlated_t_bundle", "comparison_tags", "comparison_params",
@@ -213,8 +214,8 @@ def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: st
     """The parent run of a matrix comparison: the matrices of P(row better than column) and P(rope) (plot and
     CSV) and the ranking: the Bayesian Bradley-Terry ``ranking`` of all models when given (its tables and plots,
     as a ranking run holds them), else the pairs' summary.  ``results`` are the pairs' results."""
-    from ..matrix import matrix_figure, ranking_markdown
     from ..figures import figure_png
+    from ..matrix import matrix_figure, ranking_markdown
 
     root, tmp = _directory(directory, "bayescompare-matrix-")
     try:
@@ -291,9 +292,10 @@ def ranking_bundle(result, *, metric: str, experiment_ids: Sequence[str], layout
     """The run of a ranking (the BBT model of several models): the ranking, pairs, wins and posterior predictive
     tables, the critical-difference diagram, the P(win) matrix and P(best) (PNG and SVG), the reports, the posterior
     and the Stan program with its data.  Per model, the metrics ``p_best.<model>`` and ``mean_rank.<model>``."""
-    from ..ranking import plots as ranking_plots, report as ranking_report
-    from ..sampling.programs import PROGRAMS
     from ..figures import write_png_and_svg
+    from ..ranking import plots as ranking_plots
+    from ..ranking import report as ranking_report
+    from ..sampling.programs import PROGRAMS
 
     root, tmp = _directory(directory, "bayescompare-ranking-")
     try:
@@ -343,9 +345,9 @@ def signed_rank_bundle(result, means, *, metric: str, experiment_ids: Sequence[s
     """The comparison run of a Bayesian signed-rank test on per-dataset means (``means``, a
     :class:`~.tensor.DatasetMeans`): its reports, the probability simplex, the means and the summary
     (``figures=False``: without the simplex and report.html, as :func:`comparison_bundle`)."""
-    from ..signed_rank import report as signed_rank_report
     from ..figures import write_png_and_svg
     from ..hierarchical.plots import plot_simplex
+    from ..signed_rank import report as signed_rank_report
 
     root, tmp = _directory(directory, "bayescompare-")
     try:
@@ -378,7 +380,8 @@ def correlated_t_bundle(result, *, metric: str, experiment_ids: Sequence[str], l
     """The comparison run of a Bayesian correlated t-test on the per-fold scores of one dataset: its reports, the
     posterior of the mean difference (``plots/posterior``), the per-fold scores (``cv_differences.csv``) and the
     summary (``figures=False``: without the figure and report.html, as :func:`comparison_bundle`)."""
-    from ..correlated_t import plots as correlated_t_plots, report as correlated_t_report
+    from ..correlated_t import plots as correlated_t_plots
+    from ..correlated_t import report as correlated_t_report
     from ..figures import write_png_and_svg
 
     root, tmp = _directory(directory, "bayescompare-")

@@ -12,13 +12,13 @@ from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 from mlflow.utils.search_utils import SearchUtils
 
-from . import tags as T
 from ..console import redact_uri
 from ..errors import BayesCompareError, InputError
-from .fetch import fetch_histories
 from ..options import LAYOUTS
 from ..progress import Progress, notify
 from ..scores.tensor import FOLDS_ONE, CVTensor, DatasetMeans, dataset_means, from_tidy, means_from_tidy
+from . import tags as T
+from .fetch import fetch_histories
 
 # fetch_histories moved to .fetch; it is re-exported here for the callers that import it from collect
 __all__ = ["SCORE_COLUMNS", "CollectedScores", "resolve_experiments", "discover",

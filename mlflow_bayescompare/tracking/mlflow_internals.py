@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 __all__ = ["TRACKING_URI_ENV", "active_experiment_id", "as_user", "authenticated_user", "backend_store_uri",
            "cors_allowed_origins", "experiment_permission", "register_auth_validator", "run_artifact_location",

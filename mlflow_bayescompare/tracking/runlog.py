@@ -7,16 +7,16 @@ failure never leaves a FINISHED run with half its artifacts; a run created befor
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from mlflow.entities import Metric, Param, RunStatus, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.utils.time import get_current_time_millis
 
-from . import tags as T
-from .bundle import Bundle, fit_tag
 from ..errors import BayesCompareError
 from ..progress import STAGES, Progress
+from . import tags as T
+from .bundle import Bundle, fit_tag
 
 __all__ = ["log_bundle", "write_bundle", "start_run", "set_stage", "stage_recorder", "fail_run",
            "fail_if_running", "resolve_target"]
