@@ -33,7 +33,8 @@ def start_server(backend: str, workdir: Path, workers: int) -> tuple[subprocess.
         port = s.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
     cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
-           "--backend-store-uri", backend, "--artifacts-destination", str(workdir / "artifacts"), "--workers", str(workers)]
+           "--backend-store-uri", backend, "--artifacts-destination", str(workdir / "artifacts"),
+           "--workers", str(workers)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(workdir / "server.log", "wb"),
                             start_new_session=True)
     for _ in range(300):

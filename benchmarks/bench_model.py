@@ -11,8 +11,8 @@ zero-variance patch, prior bounds) and then sampled, one after the other, by
   per dataset, and the q x n matrix ``diff`` with the per-dataset terms written out with every draw), sampled as
   baycomp samples it: one pystan call for all chains, pystan's defaults;
 * **full**: ``benchmarks/full_covariance.stan``, the same model with those terms kept inside the model block (only
-  the parameters written out) and the closed-form M⁻¹, sampled through ``pystan_backend.run_chains`` like ours: a faster,
-  stricter yardstick that isolates what the model formulation buys.
+  the parameters written out) and the closed-form M⁻¹, sampled through ``pystan_backend.run_chains`` like ours: a
+  faster, stricter yardstick that isolates what the model formulation buys.
 
 The speed targets are checked against **authors**, the formulation the issue's 3–12 minutes per pair describe; the
 same lines are printed against **full** for information.  Every program is compiled before any timing, and the
@@ -49,14 +49,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 from proc_cpu import descendants, ticks
 
-from mlflow_bayescompare.sampling import programs, sampler
-from mlflow_bayescompare.hierarchical import prepare
-from mlflow_bayescompare.sampling import pystan_backend
 from mlflow_bayescompare import posterior_summary
-from mlflow_bayescompare.hierarchical import summary
+from mlflow_bayescompare.hierarchical import prepare, summary
+from mlflow_bayescompare.sampling import programs, pystan_backend, sampler
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "tests" / "data" / "uci_classification.csv"

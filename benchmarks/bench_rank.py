@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from mlflow_bayescompare.sampling import sampler
 from mlflow_bayescompare.ranking.engine import rank_models
+from mlflow_bayescompare.sampling import sampler
 
 TARGET_SECONDS = 5.0
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "wainer_ll.csv"

@@ -41,8 +41,8 @@ import numpy as np
 import requests
 from mlflow import MlflowClient
 
-from mlflow_bayescompare.tracking.collect import collect_scores
 from mlflow_bayescompare.compare import compare_matrix
+from mlflow_bayescompare.tracking.collect import collect_scores
 from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 
 PG_ENV = "MLFLOW_BAYESCOMPARE_PG_URI"
@@ -228,11 +228,12 @@ def main() -> int:
             "best": str(out.ranking["model"].iloc[0]),
         }
         checked = "fits and model checks" if args.pair_reports else "fits"
+        reports = "full reports" if args.pair_reports else "pair runs"
         work = f"{checked}, nothing logged" if args.no_log else \
-            f"{checked}, {'full reports' if args.pair_reports else 'pair runs'} and logging of {pairs} child runs + parent"
+            f"{checked}, {reports} and logging of {pairs} child runs + parent"
         print(f"matrix: {pairs} pairs in {matrix_s:.1f} s wall with {args.jobs} jobs -> {matrix_s / pairs:.2f} s "
-              f"per pair (fetch, {work}); {used['chains']} chains x ({used['warmup']} + {used['draws']}); Stan sampling per "
-              f"pair: mean {np.mean(sampling):.2f} s, max {np.max(sampling):.2f} s", flush=True)
+              f"per pair (fetch, {work}); {used['chains']} chains x ({used['warmup']} + {used['draws']}); "
+              f"Stan sampling per pair: mean {np.mean(sampling):.2f} s, max {np.max(sampling):.2f} s", flush=True)
         print("  of which " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in steps), flush=True)
         print(f"parent run {out.run_id}: {status}, {summary['child_runs_finished']}/{pairs} child runs FINISHED; "
               f"best: {summary['best']}; R-hat max {rhat:.4f}, divergences {divergences}")

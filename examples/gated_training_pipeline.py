@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 
 import numpy as np
 from mlflow import MlflowClient
-from functools import partial
-
 from sklearn.datasets import load_breast_cancer, load_iris, load_wine, make_classification
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
@@ -29,8 +28,8 @@ from sklearn.model_selection import RepeatedStratifiedKFold, cross_validate
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from mlflow_bayescompare.compare import compare_runs, require
 from mlflow_bayescompare import log_cv_scores
+from mlflow_bayescompare.compare import compare_runs, require
 
 DATASETS = {
     "iris": partial(load_iris, return_X_y=True),

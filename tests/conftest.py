@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 from mlflow.tracking._tracking_service import utils as tracking_utils
-from servers import Server, create_pg_database, drop_pg_database, pg_base_uri, pg_skip_reason
+from servers import Server, create_pg_database, drop_pg_database, require_pg
 
 DATA = Path(__file__).parent / "data"
 
@@ -67,9 +67,7 @@ def mlflow_server(request, tmp_path_factory):
     through env MLFLOW_BAYESCOMPARE_PG_URI, dropped afterwards)."""
     tmp = tmp_path_factory.mktemp(f"server-{request.param}")
     if request.param == "postgres":
-        if not pg_base_uri():
-            pytest.skip(pg_skip_reason())
-        backend = create_pg_database()
+        backend = create_pg_database(require_pg())
     else:
         backend = f"sqlite:///{tmp / 'mlflow.db'}"
     try:

@@ -1,7 +1,8 @@
 """Start real ``mlflow server`` processes on 127.0.0.1 for the tests, on sqlite or a fresh PostgreSQL database, and
 headless Chromium for the page tests.  Shared by ``conftest.py`` and the server tests, which talk to the JSON API
 through :class:`mlflow_bayescompare.client.BayesCompareClient` (:meth:`Server.api`); nothing here depends on pytest,
-so failures are plain ``RuntimeError``s."""
+so failures are plain ``RuntimeError``s; and what a test does when a service it needs is missing (:func:`unavailable`:
+skip, or fail in CI), the one place that imports pytest."""
 
 from __future__ import annotations
 
@@ -15,18 +16,55 @@ import time
 import urllib.parse
 import uuid
 from pathlib import Path
+from typing import NoReturn
 
 import requests
 
 from mlflow_bayescompare.client import BayesCompareClient
 
 PG_ENV = "MLFLOW_BAYESCOMPARE_PG_URI"
+REQUIRE_ENV = "MLFLOW_BAYESCOMPARE_REQUIRE_SERVICES"
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# ------------------------------------------------------------------------------------------------ missing services
+
+
+def unavailable(reason: str) -> NoReturn:
+    """Skip the calling test (or module) because a service, browser or test dependency is missing; with
+    ``MLFLOW_BAYESCOMPARE_REQUIRE_SERVICES=1`` (``.ci/run``) fail it instead, for the same reason, so that a run
+    cannot pass while leaving those tests out."""
+    import pytest
+
+    if os.environ.get(REQUIRE_ENV) == "1":
+        pytest.fail(f"{reason} ({REQUIRE_ENV}=1: a missing service fails the test)", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+
+def require_module(name: str, reason: str):
+    """The module ``name`` (a package of the ``test`` extra), or :func:`unavailable` for ``reason``."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        unavailable(reason)
+
+
+def require_pg() -> str:
+    """The admin URI of :func:`pg_base_uri`, or :func:`unavailable` when it is not set."""
+    return pg_base_uri() or unavailable(pg_skip_reason())
+
+
+def require_chromium() -> str:
+    """The Chromium of :func:`chromium_executable`, or :func:`unavailable` when it or playwright is missing."""
+    return chromium_executable() or unavailable(
+        "no Chromium with playwright (set MLFLOW_BAYESCOMPARE_CHROMIUM, pip install playwright)")
 
 
 # ------------------------------------------------------------------------------------------------ PostgreSQL

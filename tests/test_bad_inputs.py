@@ -365,9 +365,9 @@ def test_names_with_quotes_unicode_and_html_end_to_end(tracking_uri, client, exp
 
 
 def test_thousands_of_unrelated_runs(tracking_uri, client, experiment_id, grid):
-    _bulk_unrelated_runs(client, experiment_id, 3000)
+    """Its time is benchmarks/bench_inputs.py's ``cli compare``."""
+    bulk_unrelated_runs(client, experiment_id, 3000)
     assert len(client.search_runs([experiment_id], max_results=5000)) == 3000 + len(grid)
-    start = time.monotonic()
     result = cli(tracking_uri, experiment_id, "--json", "--no-log")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
@@ -379,13 +379,12 @@ def test_thousands_of_unrelated_runs(tracking_uri, client, experiment_id, grid):
     assert (report["p_a_better"], report["p_rope"], report["p_b_better"]) == (
         reference.p_a_better, reference.p_rope, reference.p_b_better)
     assert report["p_a_better"] > 0.8  # rf is 0.03 better on each of only four datasets: 0.92 here
-    assert time.monotonic() - start < 120
     # comparing with one of the unrelated models (100 runs, no cv_folds, no accuracy) is refused, naming runs
     result = cli(tracking_uri, experiment_id, "--model-b", "other-7")
     assert_refused(result, client, experiment_id, 2, "the number of folds is unknown for 100 run(s)")
 
 
-def _bulk_unrelated_runs(client, experiment_id, n):
+def bulk_unrelated_runs(client, experiment_id, n):
     """``n`` runs of other models and projects (tags, a loss metric), written in one transaction of the store
     (``create_run`` would take ~50 ms each on sqlite)."""
     from mlflow.store.tracking.dbmodels.models import SqlMetric, SqlRun, SqlTag
@@ -395,9 +394,10 @@ def _bulk_unrelated_runs(client, experiment_id, n):
     with store.ManagedSessionMaker(read_only=False) as session:
         for i in range(n):
             rid = uuid.uuid4().hex
-            session.add(SqlRun(run_uuid=rid, name=f"noise-{i}", source_type="LOCAL", source_name="", entry_point_name="",
-                               user_id="test", status="FINISHED", start_time=now, end_time=now, source_version="",
-                               lifecycle_stage="active", artifact_uri=f"/tmp/{rid}", experiment_id=int(experiment_id)))
+            session.add(SqlRun(run_uuid=rid, name=f"noise-{i}", source_type="LOCAL", source_name="",
+                               entry_point_name="", user_id="test", status="FINISHED", start_time=now, end_time=now,
+                               source_version="", lifecycle_stage="active", artifact_uri=f"/tmp/{rid}",
+                               experiment_id=int(experiment_id)))
             tags = {"team": "other"} if i % 3 else {"model": f"other-{i % 10}", "dataset": f"ds-{i}"}
             session.add_all([SqlTag(key=k, value=v, run_uuid=rid) for k, v in tags.items()])
             session.add(SqlMetric(key="loss", value=float(i), timestamp=now, step=0, is_nan=False, run_uuid=rid))

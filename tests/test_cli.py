@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from mlflow import MlflowClient
 from uci_runs import artifact_paths, log_uci, uci_scores
 
-from mlflow_bayescompare.tracking.bundle import COMPARISON_ARTIFACTS
 from mlflow_bayescompare.cli import main
+from mlflow_bayescompare.tracking.bundle import COMPARISON_ARTIFACTS
 
 FAST = ["--chains", "2", "--draws", "500", "--seed", "1"]
 
@@ -165,7 +165,8 @@ def test_demo_end_to_end_in_a_fresh_directory(tmp_path, monkeypatch):
     experiment = client.get_experiment_by_name("bayescompare-demo")
     [run] = client.search_runs([experiment.experiment_id], "tags.`bayescompare.kind` = 'comparison'")
     assert run.info.status == "FINISHED" and run.data.metrics["n_datasets"] == 6
-    assert f"http://127.0.0.1:5000/#/experiments/{experiment.experiment_id}/runs/{run.info.run_id}?workflowType=machine_learning" in result.stdout
+    run_url = f"http://127.0.0.1:5000/#/experiments/{experiment.experiment_id}/runs/{run.info.run_id}"
+    assert f"{run_url}?workflowType=machine_learning" in result.stdout
     assert run.data.metrics["sampling_seconds"] < 60 and "compile_seconds" in run.data.metrics
     cv_run = client.search_runs([experiment.experiment_id], "tags.model = 'lda'")[0]
     assert cv_run.data.metrics["accuracy_mean"] == pytest.approx(

@@ -9,9 +9,9 @@ import pytest
 from uci_runs import DATASETS, artifact_paths, log_uci
 
 from mlflow_bayescompare import InputError
+from mlflow_bayescompare.compare import compare_matrix, compare_runs, require
 from mlflow_bayescompare.tracking import runlog
 from mlflow_bayescompare.tracking.bundle import NO_REPORT_NOTE, PAIR_SUMMARY_ARTIFACTS
-from mlflow_bayescompare.compare import compare_matrix, compare_runs, require
 
 FAST = dict(chains=2, draws=500, seed=1)
 

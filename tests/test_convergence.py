@@ -10,9 +10,11 @@ import warnings
 import arviz as az
 import numpy as np
 import pytest
+from scipy import stats
 
-from mlflow_bayescompare.sampling import convergence
 from mlflow_bayescompare import hierarchical_test, posterior_summary
+from mlflow_bayescompare.hierarchical import summary
+from mlflow_bayescompare.sampling import convergence
 
 
 def _ar1(phi: float, chains: int, draws: int, rows: int, seed: int, shift: float = 0.0) -> np.ndarray:
@@ -71,3 +73,16 @@ def test_a_hierarchical_fit_gets_arvizs_diagnostics_and_hdis():
     assert res.diagnostics["ess_bulk_min"] == pytest.approx(want_bulk, rel=1e-9)
     assert res.diagnostics["ess_tail_min"] == pytest.approx(want_tail, rel=1e-9)
     np.testing.assert_allclose(res.shrinkage[["hdi_low", "hdi_high"]].to_numpy(), want_hdi, rtol=1e-12)
+
+
+def test_reported_hdis_are_95_percent_intervals():
+    """The level the reports print (95%), against truths that do not read summary's constant: the closed form on
+    normal draws (the central interval ±z_0.975, whose width an HDI of 10^6 draws gets within 0.01) for
+    δ0, σ0 and ν's summaries, and arviz at 0.95 for the per-dataset shrinkage table."""
+    draws = np.random.default_rng(5).standard_normal(1_000_000)
+    row = posterior_summary.describe(draws)
+    assert row["hdi_high"] - row["hdi_low"] == pytest.approx(2 * stats.norm.ppf(0.975), abs=0.01)
+    assert (row["hdi_high"] + row["hdi_low"]) / 2 == pytest.approx(0, abs=0.02)
+    delta = np.random.default_rng(6).gamma(2.0, size=(4, 1000, 3))  # (chains, draws, datasets), skewed
+    table = summary.shrinkage_table(delta, rope=0.01)
+    np.testing.assert_allclose(table[["hdi_low", "hdi_high"]].to_numpy(), az.hdi(delta, hdi_prob=0.95), rtol=1e-12)

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from servers import require_module
 
-from mlflow_bayescompare.sampling import sampler
 from mlflow_bayescompare import hierarchical_test
 from mlflow_bayescompare.hierarchical.engine import RETRY_ADAPT_DELTA, _Fitter, as_tensor
 from mlflow_bayescompare.options import FitOptions
+from mlflow_bayescompare.sampling import sampler
 
 
 def _demo_diffs(seed: int = 1, settings: int = 12) -> tuple[list[str], list[np.ndarray]]:
     """LDA − CART accuracies of ``mlflow-bayescompare demo`` at ``seed``, datasets in the collector's order (by name)
     as ``compare_runs`` hands them to the engine: the same Stan data, so the same draws."""
-    pytest.importorskip("sklearn")
+    require_module("sklearn", "the demo's data need scikit-learn (pip install scikit-learn)")
     from mlflow_bayescompare.demo import SETTINGS, friedman_classification, paired_cv
 
     rows = []

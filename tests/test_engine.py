@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 from scipy import optimize, special, stats
 
-from mlflow_bayescompare import InputError, hierarchical_test, posterior_summary
-from mlflow_bayescompare import baselines
+from mlflow_bayescompare import InputError, baselines, hierarchical_test, posterior_summary
 from mlflow_bayescompare.hierarchical import prepare
 from mlflow_bayescompare.sampling import programs, pystan_backend, sampler
 

@@ -78,8 +78,8 @@ def test_gated_training_pipeline(tmp_path):
     metrics = comparison.data.metrics
     holds = metrics["p_a_better"] + metrics["p_rope"] >= 0.95  # claim "not-worse" at the default threshold
     assert done.returncode == (0 if holds else 1)
-    assert done.stdout.rstrip().endswith(("PROMOTE: claim 'not-worse' holds at 0.95" if holds else
-                                          "KEEP PRODUCTION: claim 'not-worse' does not hold at 0.95"))
+    assert done.stdout.rstrip().endswith("PROMOTE: claim 'not-worse' holds at 0.95" if holds else
+                                         "KEEP PRODUCTION: claim 'not-worse' does not hold at 0.95")
     assert f"P(candidate better) {metrics['p_a_better']:.3f}" in done.stdout
     assert (metrics["n_datasets"], comparison.data.params["seed"]) == (4, "3")
     # the candidate's logged scores are the random forest's own on the seed's splits

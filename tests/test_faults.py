@@ -21,11 +21,11 @@ from mlflow import MlflowClient
 from mlflow.entities import RunStatus
 from servers import Server, free_port, group_alive
 
-from mlflow_bayescompare.sampling import sampler
 from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.client import JobFailed
-from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 from mlflow_bayescompare.errors import SamplingError
+from mlflow_bayescompare.sampling import sampler
+from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 
 FAST = ["--chains", "2", "--draws", "200", "--seed", "1"]
 #: MLflow's client retries: few and quick, so that the tests do not wait for the default 7 retries × backoff 2
@@ -343,8 +343,8 @@ def test_a_process_stopped_while_forking_its_samplers_exits_and_leaves_none(hand
     pipes (a matrix's CLI then hung at exit: test_ctrl_c_or_sigterm… hung 2 runs in 5 under load), and waited
     forever for the lock the pool's ``submit`` held.  Now the stop waits for the fork to end, then kills every
     sampler."""
-    proc = subprocess.Popen([sys.executable, "-c", _STOPPED_WHILE_FORKING.format(handler=handler)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen([sys.executable, "-c", _STOPPED_WHILE_FORKING.format(handler=handler)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=120)
     except subprocess.TimeoutExpired:
@@ -362,8 +362,8 @@ def test_a_process_stopped_while_forking_its_samplers_exits_and_leaves_none(hand
 
 def test_ctrl_c_during_a_server_job_ends_the_run_failed(uci_store):
     """The server path creates the run first (stage tags); an interrupt of the work ends it FAILED."""
-    from mlflow_bayescompare.tracking import runlog
     from mlflow_bayescompare.compare import compare_runs
+    from mlflow_bayescompare.tracking import runlog
 
     uri, client, eid = uci_store
     run_id = runlog.start_run(client, eid, name="hnb vs nbc · accuracy", tags={"bayescompare.kind": "comparison"})

@@ -239,9 +239,10 @@ def test_every_prior_and_form_of_delta_is_the_papers_model(datasets, prior, form
 
 
 def test_integrated_log_lik_of_the_model_check_against_quadrature():
-    # hierarchical.summary.integrated_log_lik (PSIS-LOO of a dataset left out: δ_i integrated out by stratified importance
-    # sampling, 2 × 64 quantile nodes) against ∫ Q_i(δ)^{-(n_i-1)/2} t_ν(δ; δ0, σ0) dδ by quadrature, Q_i the quadratic form of the Stan
-    # program's header (σ_i integrated out); compared between draws, as the constant of each dataset cancels
+    # hierarchical.summary.integrated_log_lik (PSIS-LOO of a dataset left out: δ_i integrated out by stratified
+    # importance sampling, 2 × 64 quantile nodes) against ∫ Q_i(δ)^{-(n_i-1)/2} t_ν(δ; δ0, σ0) dδ by quadrature, Q_i the
+    # quadratic form of the Stan program's header (σ_i integrated out); compared between draws, as the constant of
+    # each dataset cancels
     from mlflow_bayescompare.hierarchical.summary import integrated_log_lik
 
     rng = np.random.default_rng(12)

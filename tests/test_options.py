@@ -18,8 +18,15 @@ from click.testing import CliRunner
 from mlflow_bayescompare import console, options
 from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.errors import InputError
-from mlflow_bayescompare.options import (FitOptions, ModelsOptions, PairOptions, RankOptions, SamplerOptions,
-                                         SourceOptions, parse_fields)
+from mlflow_bayescompare.options import (
+    FitOptions,
+    ModelsOptions,
+    PairOptions,
+    RankOptions,
+    SamplerOptions,
+    SourceOptions,
+    parse_fields,
+)
 from mlflow_bayescompare.progress import TerminalProgress, notify
 
 ALL = [SourceOptions, FitOptions, PairOptions]

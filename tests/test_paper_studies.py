@@ -8,8 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlflow_bayescompare.simulation import friedman
-from mlflow_bayescompare.simulation import studies
+from mlflow_bayescompare.simulation import friedman, studies
 
 FIT = dict(chains=2, draws=500, warmup=500)
 

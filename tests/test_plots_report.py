@@ -18,10 +18,10 @@ from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
+from mlflow_bayescompare.figures import figure_png, save
 from mlflow_bayescompare.hierarchical import plots, report
 from mlflow_bayescompare.hierarchical.engine import hierarchical_test
 from mlflow_bayescompare.hierarchical.report import ReportContext
-from mlflow_bayescompare.figures import figure_png, save
 from mlflow_bayescompare.report_html import md_escape
 from mlflow_bayescompare.result import COLORS, OUTCOMES
 
@@ -339,7 +339,8 @@ def test_html_links_relative_to_mlflow_ui(res, pngs):
                         comparison_experiment_id="7")
     hrefs = re.findall(r'href="([^"]*)"', report.render_html(res, pngs, ctx))
     assert len(hrefs) == 2 * len(res.shrinkage) + 2
-    assert {"../#/experiments/7?workflowType=machine_learning", "../#/experiments/7/runs/c0ffee?workflowType=machine_learning",
+    assert {"../#/experiments/7?workflowType=machine_learning",
+            "../#/experiments/7/runs/c0ffee?workflowType=machine_learning",
             f"../#/experiments/7/runs/{0:032x}?workflowType=machine_learning"} <= set(hrefs)
     assert all(h.startswith("../#/") for h in hrefs)
 

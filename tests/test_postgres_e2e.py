@@ -19,13 +19,13 @@ import numpy as np
 import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
-from servers import Server, create_pg_database, drop_pg_database, pg_base_uri, pg_skip_reason
+from servers import Server, create_pg_database, drop_pg_database, require_pg
 
 from mlflow_bayescompare import hierarchical_test
-from mlflow_bayescompare.tracking.bundle import COMPARISON_ARTIFACTS
-from mlflow_bayescompare.tracking.collect import collect_scores
 from mlflow_bayescompare.client import RequestRefused
 from mlflow_bayescompare.compare import compare_runs
+from mlflow_bayescompare.tracking.bundle import COMPARISON_ARTIFACTS
+from mlflow_bayescompare.tracking.collect import collect_scores
 from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 
 pytestmark = [pytest.mark.postgres, pytest.mark.server]
@@ -92,9 +92,7 @@ def _reference(per_dataset: int) -> tuple[float, float, float]:
 @pytest.fixture(scope="module")
 def pg(tmp_path_factory):
     """A bayescompare server on a fresh PostgreSQL database, with one experiment per layout."""
-    if not pg_base_uri():
-        pytest.skip(pg_skip_reason())
-    backend = create_pg_database()
+    backend = create_pg_database(require_pg())
     assert backend.startswith("postgresql+psycopg2://")
     tmp = tmp_path_factory.mktemp("pg-e2e")
     try:

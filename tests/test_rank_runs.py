@@ -18,8 +18,8 @@ from uci_runs import DATASETS, artifact_paths, log_means, log_uci, uci_scores
 from mlflow_bayescompare import InputError, rank_models
 from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.compare import compare_matrix, rank_runs
-from mlflow_bayescompare.sampling.programs import PROGRAMS
 from mlflow_bayescompare.result import jsonable
+from mlflow_bayescompare.sampling.programs import PROGRAMS
 
 FAST = dict(chains=2, draws=400, warmup=400, seed=3)
 MODELS = ("nbc", "hnb", "j48", "j48gr")

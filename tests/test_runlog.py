@@ -10,10 +10,10 @@ import pytest
 from mlflow import MlflowClient
 from uci_runs import artifact_paths, uci_scores
 
-from mlflow_bayescompare.tracking import bundle as bundles
 from mlflow_bayescompare import hierarchical_test
-from mlflow_bayescompare.tracking import runlog
 from mlflow_bayescompare.scores.tensor import from_tidy
+from mlflow_bayescompare.tracking import bundle as bundles
+from mlflow_bayescompare.tracking import runlog
 
 TAGS = {
     "bayescompare.kind", "bayescompare.model_a", "bayescompare.model_b", "bayescompare.metric",
@@ -23,10 +23,10 @@ TAGS = {
 PARAMS = {"rope", "rho", "folds", "prior", "chains", "draws", "warmup", "seed", "backend", "threshold",
           "greater_is_better", "test", "sensitivity", "std_upper_bound", "alpha_bounds", "beta_bounds", "layout",
           "version.mlflow", "version.mlflow-bayescompare", "version.stan"}
-METRICS = {"p_a_better", "p_rope", "p_b_better", "p_delta0_a_better", "p_delta0_rope", "p_delta0_b_better", "odds_a_better_vs_b_better", "odds_a_better_vs_rope",
-           "odds_rope_vs_b_better", "delta0_mean", "delta0_hdi_low", "delta0_hdi_high", "sigma0_mean", "nu_median",
-           "signed_rank_p", "n_datasets", "rhat_max", "ess_bulk_min", "divergences", "sampling_seconds",
-           "compile_seconds"}
+METRICS = {"p_a_better", "p_rope", "p_b_better", "p_delta0_a_better", "p_delta0_rope", "p_delta0_b_better",
+           "odds_a_better_vs_b_better", "odds_a_better_vs_rope", "odds_rope_vs_b_better", "delta0_mean",
+           "delta0_hdi_low", "delta0_hdi_high", "sigma0_mean", "nu_median", "signed_rank_p", "n_datasets", "rhat_max",
+           "ess_bulk_min", "divergences", "sampling_seconds", "compile_seconds"}
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +108,7 @@ def test_failure_while_logging_leaves_a_failed_run(client, fitted, tmp_path):
     blocker.write_text("a file where the artifact directory should be")
     broken = client.create_experiment("broken", artifact_location=(blocker / "artifacts").as_uri())
 
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 - any error of the store; the test is the run it leaves
         _log(client, broken, fitted)
 
     [run] = client.search_runs([broken])
@@ -122,7 +122,7 @@ def test_failure_while_computing_creates_no_run(client, experiment_id, fitted):
     result, tensor = fitted
     broken = type(tensor)(tensor.model_a, tensor.model_b, tensor.datasets, tensor.diffs, tensor.folds, table=None)
 
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 - any error; the test is that no run is left
         _log(client, experiment_id, (result, broken))
 
     assert client.search_runs([experiment_id]) == []

@@ -17,7 +17,7 @@ import pytest
 import requests
 from mlflow import MlflowClient
 from mlflow.entities import RunStatus
-from servers import Server, chromium_executable, chromium_page
+from servers import Server, chromium_page, require_chromium, require_module
 
 from mlflow_bayescompare.client import BayesCompareClient, RequestRefused
 from mlflow_bayescompare.tracking import tags as T
@@ -86,8 +86,7 @@ def _body(srv, **extra):
 def test_no_script_runs_from_any_user_controlled_field(server):
     """Experiment, model and dataset names, tag values (verdict, metric) and error messages, in the page rendered by
     the server, in the dropdowns, the result, the ranking table, the history and the form's error line."""
-    if chromium_executable() is None:
-        pytest.skip("no Chromium with playwright (set MLFLOW_BAYESCOMPARE_CHROMIUM, pip install playwright)")
+    require_chromium()
     api = server.api()
     run_id = api.start("comparison", _body(server))
     assert api.wait(run_id)["status"] == "FINISHED"
@@ -240,7 +239,7 @@ def auth_server(tmp_path_factory):
     """``bayescompare-auth`` under ``--static-prefix /mlflow`` with MLflow's defaults (fail-closed), no permission by
     default; alice (not an admin) may read ``e-read``, edit ``e-edit`` and nothing of ``e-none``, whose runs hold a
     model and a param value she must not learn."""
-    pytest.importorskip("flask_wtf", reason="MLflow's basic-auth needs Flask-WTF (pip install 'mlflow[auth]')")
+    require_module("flask_wtf", "MLflow's basic-auth needs Flask-WTF (pip install 'mlflow[auth]')")
     tmp = tmp_path_factory.mktemp("auth")
     config = tmp / "auth.ini"
     config.write_text("[mlflow]\ndefault_permission = NO_PERMISSIONS\nauth_cache_ttl_seconds = 600\n"
@@ -417,6 +416,7 @@ def test_a_non_admin_compares_with_their_own_permissions(auth_server):
     assert matrix["status"] == "FINISHED" and len(matrix["pairs"]) == 3, matrix
     listed = s.get(f"{url}/bayescompare/api/experiments", timeout=30).json()["experiments"]
     assert {"experiment_id": matrix["experiment_id"], "name": name} in listed  # its creator may read it (MANAGE)
-    assert re.fullmatch(r"/mlflow/#/experiments/\d+/runs/[0-9a-f]{32}\?workflowType=machine_learning", matrix["run_url"])
+    assert re.fullmatch(r"/mlflow/#/experiments/\d+/runs/[0-9a-f]{32}\?workflowType=machine_learning",
+                        matrix["run_url"])
     assert alice.status(run_id)["report_url"] == f"/mlflow/bayescompare/report?run_id={run_id}"
     assert urllib.parse.urlsplit(url).path == "/mlflow"

@@ -22,17 +22,16 @@ import pytest
 import requests
 from mlflow import MlflowClient
 from mlflow.entities import Metric, RunTag
-from servers import (Server, chromium_executable, chromium_page, create_pg_database, drop_pg_database, pg_base_uri,
-                     pg_skip_reason)
+from servers import Server, chromium_page, create_pg_database, drop_pg_database, require_chromium, require_pg
 
 from mlflow_bayescompare import claims
 from mlflow_bayescompare.client import JobFailed
-from mlflow_bayescompare.errors import InputError
-from mlflow_bayescompare.tracking import tags as T
 from mlflow_bayescompare.compare import compare_matrix, compare_runs, rank_runs, require
-from mlflow_bayescompare.tracking.cvlog import log_cv_scores
+from mlflow_bayescompare.errors import InputError
 from mlflow_bayescompare.result import COLORS
 from mlflow_bayescompare.server.owners import owner_tags
+from mlflow_bayescompare.tracking import tags as T
+from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 
 pytestmark = pytest.mark.server
 
@@ -70,9 +69,7 @@ def _log_means(client: MlflowClient, name: str, datasets: int = 6) -> str:
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def server(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp(f"bc-{request.param}")
-    if request.param == "postgres" and not pg_base_uri():
-        pytest.skip(pg_skip_reason())
-    backend = create_pg_database() if request.param == "postgres" else f"sqlite:///{tmp / 'mlflow.db'}"
+    backend = create_pg_database(require_pg()) if request.param == "postgres" else f"sqlite:///{tmp / 'mlflow.db'}"
     srv = Server(tmp, backend, extra=["--workers", "2"])
     srv.client = MlflowClient(srv.url)
     srv.means_id = _log_means(srv.client, f"means-{uuid.uuid4().hex[:8]}")
@@ -296,8 +293,7 @@ def test_stock_mlflow_ui_and_rest_api_still_answer(server):
 
 
 def _browser():
-    if chromium_executable() is None:
-        pytest.skip("no Chromium with playwright (set MLFLOW_BAYESCOMPARE_CHROMIUM, pip install playwright)")
+    require_chromium()
     return chromium_page()
 
 

@@ -11,15 +11,16 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from servers import require_module
 
-from mlflow_bayescompare.hierarchical import plots
 from mlflow_bayescompare.errors import InputError
-from mlflow_bayescompare.signed_rank.engine import PRIOR_STRENGTH, SignedRankResult, signed_rank_test, walsh_regions
+from mlflow_bayescompare.hierarchical import plots
 from mlflow_bayescompare.report_html import md_escape
 from mlflow_bayescompare.scores.tensor import from_arrays
 from mlflow_bayescompare.signed_rank import report
+from mlflow_bayescompare.signed_rank.engine import PRIOR_STRENGTH, SignedRankResult, signed_rank_test, walsh_regions
 
-baycomp = pytest.importorskip("baycomp")
+baycomp = require_module("baycomp", "baycomp is the test's oracle (pip install baycomp)")
 
 NAMES = {1: "nbc", 2: "aode", 3: "hnb", 4: "j48", 5: "j48gr"}
 ROPE = 0.01

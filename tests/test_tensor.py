@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 
 import numpy as np
 import pandas as pd
@@ -256,9 +255,8 @@ def test_drop_incomplete_still_raises_on_duplicates():
         from_tidy(df, "rf", "svm", drop_incomplete=True)
 
 
-def test_fast_on_100_datasets_100_folds_10_models():
+def test_100_datasets_100_folds_10_models():
+    """Its time is benchmarks/bench_inputs.py's ``from_tidy``."""
     df = tidy(models=[f"m{i}" for i in range(10)], datasets=[f"d{i}" for i in range(100)], folds=10, repeats=10)
-    start = time.perf_counter()
     t = from_tidy(df, "m3", "m7", folds=10, time_col="start_time")
-    assert time.perf_counter() - start < 3
     assert len(t.datasets) == 100 and all(len(d) == 100 for d in t.diffs)

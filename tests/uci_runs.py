@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-
 from mlflow.entities import Metric
 
 from mlflow_bayescompare.tracking.cvlog import log_cv_scores
