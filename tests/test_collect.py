@@ -13,6 +13,7 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param
 from mlflow.store.tracking.dbmodels.models import SqlRun, SqlTag
+from sqlalchemy.orm import Session
 
 from mlflow_bayescompare.errors import BayesCompareError, InputError
 from mlflow_bayescompare.scores.tensor import from_tidy
@@ -97,7 +98,7 @@ def add_unrelated_runs(client, eid, n):
     """Insert ``n`` runs straight into the sqlite store (fast): untagged, other models, other tag sets."""
     store = client._tracking_client.store
     now = int(time.time() * 1000)
-    with store.ManagedSessionMaker(read_only=False) as session:
+    with Session(store.engine) as session, session.begin():
         for i in range(n):
             rid = uuid.uuid4().hex
             session.add(SqlRun(run_uuid=rid, name=f"noise-{i}", experiment_id=int(eid), user_id="t", status="FINISHED",

@@ -244,9 +244,9 @@ def auth_server(tmp_path_factory):
     config = tmp / "auth.ini"
     config.write_text("[mlflow]\ndefault_permission = NO_PERMISSIONS\nauth_cache_ttl_seconds = 600\n"
                       f"database_uri = sqlite:///{tmp / 'auth.db'}\nadmin_username = {ADMIN[0]}\n"
+                      f"admin_password = {ADMIN[1]}\n"
                       "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n")
-    env = {"MLFLOW_AUTH_CONFIG_PATH": str(config), "MLFLOW_AUTH_ADMIN_PASSWORD": ADMIN[1],
-           "MLFLOW_FLASK_SERVER_SECRET_KEY": uuid.uuid4().hex}
+    env = {"MLFLOW_AUTH_CONFIG_PATH": str(config), "MLFLOW_FLASK_SERVER_SECRET_KEY": uuid.uuid4().hex}
     srv = Server(tmp, f"sqlite:///{tmp / 'mlflow.db'}", app="bayescompare-auth", env=env, prefix="/mlflow",
                  extra=["--workers", "1"])
     srv.env.pop("MLFLOW_BASIC_AUTH_FAIL_CLOSED", None)

@@ -1,9 +1,11 @@
 """MLflow's insides, in this one module: every private name of MLflow's the package uses, and every MLflow
 environment variable it reads or sets.  The rest of the package calls the functions here.
 
-Checked with MLflow 3.17.2 and 3.11.1, the floor (``mlflow>=3.11``: the first to search runs by ``tags.x IS NULL``;
-CI runs the MLflow tests there, ``.ci/floors``).  Only the standard library is imported at module level, MLflow
-(and its Flask) inside the functions, so that importing this module costs nothing.  Used beyond MLflow's public API:
+Checked with MLflow 3.17.2 and 3.13.0, the floor: the first MLflow to search runs by ``tags.x IS NULL`` (3.11), to
+serve its REST API under ``--static-prefix`` (3.12) and whose basic-auth store has ``grant_user_permission`` (3.13,
+used when a job creates its target experiment); CI runs the MLflow tests there (``.ci/floors``).  Only the
+standard library is imported at module level, MLflow (and its Flask) inside the functions, so that importing this
+module costs nothing.  Used beyond MLflow's public API:
 
 * ``mlflow.server.handlers``: ``_add_static_prefix`` (the server's ``--static-prefix``), ``_get_tracking_store``
   (the server's own store), and how ``/get-artifact`` finds a run's artifact:
