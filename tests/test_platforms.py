@@ -96,6 +96,7 @@ def _resolve(wheel: Path, tag: str, report: Path) -> subprocess.CompletedProcess
     return subprocess.run(command, capture_output=True, text=True, env=_pip_env(), timeout=600)
 
 
+@pytest.mark.timeout(1200)  # its own limits: 300 s to build the wheel, 600 s for pip
 def test_every_platform_installs_from_wheels_with_pystan_where_httpstan_has_wheels(wheel, tmp_path):
     reports = {tag: tmp_path / f"{tag}.json" for tag in PLATFORMS}
     with ThreadPoolExecutor(len(PLATFORMS)) as pool:

@@ -653,6 +653,7 @@ def test_stale_running_runs_are_marked_failed_at_startup(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.browser
+@pytest.mark.timeout(1800)  # its own waits add up to about 900 s
 def test_stan_programs_compile_at_startup_and_a_job_waits_for_it(tmp_path):
     """A server on a machine where nothing is compiled yet (a fresh cache): it compiles the Stan programs in the
     background as it starts; a comparison asked for meanwhile shows the stage "compiling" on the page, waits for that
