@@ -345,34 +345,14 @@ def signed_rank_bundle(result, means, *, metric: str, experiment_ids: Sequence[s
     """The comparison run of a Bayesian signed-rank test on per-dataset means (``means``, a
     :class:`~.tensor.DatasetMeans`): its reports, the probability simplex, the means and the summary
     (``figures=False``: without the simplex and report.html, as :func:`comparison_bundle`)."""
-    from ..figures import write_png_and_svg
     from ..hierarchical.plots import plot_simplex
     from ..signed_rank import report as signed_rank_report
 
-    root, tmp = _directory(directory, "bayescompare-")
-    try:
-        markdown = signed_rank_report.render_markdown(result, metric)
-        if figures:
-            png = write_png_and_svg({"simplex": plot_simplex(result)}, root / "plots")["simplex"]
-            (root / "report.html").write_text(signed_rank_report.render_html(result, metric, png), encoding="utf-8")
-        else:
-            markdown = _noting_no_report(markdown)
-        (root / "report.md").write_text(markdown, encoding="utf-8")
-        (root / "summary.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
-        means.table.to_csv(root / "dataset_means.csv", index=False)
-        run_tags = {**comparison_tags(result, metric=metric, experiment_ids=experiment_ids, figures=figures),
-                    T.NOTE: fit_tag(markdown)}
-        metrics = {"p_a_better": result.p_a_better, "p_rope": result.p_rope, "p_b_better": result.p_b_better,
-                   "signed_rank_p": result.signed_rank_p, "n_datasets": len(result.datasets),
-                   **{k: result.diagnostics.get(k) for k in ("mc_se_max", "sampling_seconds")},
-                   **{"odds_" + k.replace("/", "_vs_"): v for k, v in result.odds.items()}}
-        return Bundle(run_name(result.model_a, result.model_b, metric), run_tags,
-                      comparison_params(result, layout=layout),
-                      {k: float(v) for k, v in metrics.items() if _finite(v)}, root, tmp)
-    except BaseException:
-        if tmp is not None:
-            tmp.cleanup()
-        raise
+    metrics = {"signed_rank_p": result.signed_rank_p, "n_datasets": len(result.datasets),
+               **{k: result.diagnostics.get(k) for k in ("mc_se_max", "sampling_seconds")}}
+    return _one_figure_bundle(result, signed_rank_report, "simplex", lambda: plot_simplex(result),
+                              {"dataset_means.csv": means.table}, metrics, metric=metric,
+                              experiment_ids=experiment_ids, layout=layout, directory=directory, figures=figures)
 
 
 def correlated_t_bundle(result, *, metric: str, experiment_ids: Sequence[str], layout: str | None = None,
@@ -382,28 +362,40 @@ def correlated_t_bundle(result, *, metric: str, experiment_ids: Sequence[str], l
     summary (``figures=False``: without the figure and report.html, as :func:`comparison_bundle`)."""
     from ..correlated_t import plots as correlated_t_plots
     from ..correlated_t import report as correlated_t_report
+
+    metrics = {"mean_difference": result.loc, "mean_difference_hdi_low": result.mean_difference["hdi_low"],
+               "mean_difference_hdi_high": result.mean_difference["hdi_high"], "posterior_scale": result.scale,
+               "rho": result.rho, "nadeau_bengio_p": result.nadeau_bengio_p, "n_differences": result.n}
+    return _one_figure_bundle(result, correlated_t_report, "posterior",
+                              lambda: correlated_t_plots.plot_posterior(result), {"cv_differences.csv": result.scores},
+                              metrics, metric=metric, experiment_ids=experiment_ids, layout=layout,
+                              directory=directory, figures=figures)
+
+
+def _one_figure_bundle(result, report, figure_name: str, draw, tables: dict, test_metrics: dict, *, metric: str,
+                       experiment_ids: Sequence[str], layout: str | None, directory: Path | None,
+                       figures: bool) -> Bundle:
+    """The run of a two-model test whose report shows one figure (``draw()``, saved as ``plots/<figure_name>``):
+    ``report.md``, ``report.html`` (unless ``figures=False``), ``summary.json``, the ``tables`` by file name, and
+    the probabilities, odds and ``test_metrics`` as metrics."""
     from ..figures import write_png_and_svg
 
     root, tmp = _directory(directory, "bayescompare-")
     try:
-        markdown = correlated_t_report.render_markdown(result, metric)
+        markdown = report.render_markdown(result, metric)
         if figures:
-            png = write_png_and_svg({"posterior": correlated_t_plots.plot_posterior(result)},
-                                    root / "plots")["posterior"]
-            (root / "report.html").write_text(correlated_t_report.render_html(result, metric, png),
-                                              encoding="utf-8")
+            png = write_png_and_svg({figure_name: draw()}, root / "plots")[figure_name]
+            (root / "report.html").write_text(report.render_html(result, metric, png), encoding="utf-8")
         else:
             markdown = _noting_no_report(markdown)
         (root / "report.md").write_text(markdown, encoding="utf-8")
         (root / "summary.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
-        result.scores.to_csv(root / "cv_differences.csv", index=False)
+        for name, table in tables.items():
+            table.to_csv(root / name, index=False)
         run_tags = {**comparison_tags(result, metric=metric, experiment_ids=experiment_ids, figures=figures),
                     T.NOTE: fit_tag(markdown)}
         metrics = {"p_a_better": result.p_a_better, "p_rope": result.p_rope, "p_b_better": result.p_b_better,
-                   "mean_difference": result.loc, "mean_difference_hdi_low": result.mean_difference["hdi_low"],
-                   "mean_difference_hdi_high": result.mean_difference["hdi_high"], "posterior_scale": result.scale,
-                   "rho": result.rho, "nadeau_bengio_p": result.nadeau_bengio_p, "n_differences": result.n,
-                   **{"odds_" + k.replace("/", "_vs_"): v for k, v in result.odds.items()}}
+                   **test_metrics, **{"odds_" + k.replace("/", "_vs_"): v for k, v in result.odds.items()}}
         return Bundle(run_name(result.model_a, result.model_b, metric), run_tags,
                       comparison_params(result, layout=layout),
                       {k: float(v) for k, v in metrics.items() if _finite(v)}, root, tmp)
