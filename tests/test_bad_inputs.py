@@ -337,6 +337,7 @@ def test_filter_with_quotes_is_applied_or_matches_nothing(tracking_uri, client, 
 NAMES = ("o'neil \"quoted\"", "модель-ü-模型", "<img src=x onerror=alert(1)>&amp;")
 
 
+@pytest.mark.slow
 def test_names_with_quotes_unicode_and_html_end_to_end(tracking_uri, client, experiment_id, tmp_path):
     for i, m in enumerate(NAMES):
         for d in ("d'one", "<b>two</b>", "три"):
@@ -406,6 +407,7 @@ def bulk_unrelated_runs(client, experiment_id, n):
 # ------------------------------------------------------------------------------------------- degenerate data
 
 
+@pytest.mark.slow
 def test_one_dataset_runs_with_a_warning(tracking_uri, client, experiment_id):
     for m in ("rf", "svm"):
         log_steps(client, experiment_id, m, "iris", scores(m, "iris"))
@@ -416,6 +418,7 @@ def test_one_dataset_runs_with_a_warning(tracking_uri, client, experiment_id):
     assert any("one dataset only" in w for w in report["diagnostics"]["warnings"])
 
 
+@pytest.mark.slow
 def test_rope_wider_than_every_difference_warns(tracking_uri, client, experiment_id, grid, tmp_path):
     result = cli(tracking_uri, experiment_id, "--rope", "0.5", "--json")
     assert result.exit_code == 0, result.output
@@ -438,6 +441,7 @@ def test_percent_scores_with_a_fraction_rope_warn(tracking_uri, client, experime
     assert any("0-100 scale" in w for w in report["diagnostics"]["warnings"])
 
 
+@pytest.mark.slow
 def test_all_differences_zero(tracking_uri, client, experiment_id):
     for d in DATASETS:
         values = scores("rf", d)

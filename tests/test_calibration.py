@@ -82,6 +82,7 @@ def test_prior_draws_follow_the_programs_prior():
 
 
 @pytest.mark.parametrize("program", ["hierarchical", "bbt"])
+@pytest.mark.slow
 def test_ranks_are_uniform(program, tmp_path):
     # the hierarchical program in the form the package picks from the data (forced non-centred on data that pin
     # the δ_i down, a fit takes up to a minute); BBT in both forms by turns (each form is calibrated, so is the

@@ -38,6 +38,7 @@ def _comparison_runs(client, experiment_id):
     return client.search_runs([experiment_id], "tags.`bayescompare.kind` = 'comparison'")
 
 
+@pytest.mark.slow
 def test_json_output_is_one_object(tracking_uri, uci_experiment, client):
     result = _compare(tracking_uri, uci_experiment, "--model-a", "hnb", "--model-b", "nbc", "--json")
 
@@ -93,6 +94,7 @@ def test_bad_input_exits_2_with_a_message(tracking_uri, uci_experiment, args, me
     assert "Traceback" not in result.output
 
 
+@pytest.mark.slow
 def test_strict_fails_and_tags_the_run_on_sampler_problems(tracking_uri, uci_experiment, client):
     # 2 chains of 10 draws cannot reach R-hat <= 1.01
     argv = ["compare", "--tracking-uri", tracking_uri, "--experiment-id", uci_experiment, "--metric", "accuracy",
@@ -111,6 +113,7 @@ def test_help_documents_exit_codes():
         assert result.exit_code == 0 and "Exit codes:" in result.output and "2  bad input" in result.output
 
 
+@pytest.mark.slow
 def test_matrix_command(tracking_uri, uci_experiment, client, tmp_path):
     argv = ["matrix", "--tracking-uri", tracking_uri, "--experiment-name", "cv", "--metric", "accuracy",
             "--models", "nbc,hnb,j48", "--jobs", "1", "--json", "--pair-reports", *FAST]
@@ -138,6 +141,7 @@ def test_rank_has_no_pair_reports_option(tracking_uri):
     assert result.exit_code == 2 and "No such option" in result.output and "--pair-reports" in result.output
 
 
+@pytest.mark.slow
 def test_compare_as_a_subprocess_honours_the_environment(tracking_uri, uci_experiment):
     env = {**os.environ, "MLFLOW_TRACKING_URI": tracking_uri}
     argv = [sys.executable, "-m", "mlflow_bayescompare.cli", "compare", "--experiment-name", "cv", "--metric",
@@ -150,6 +154,7 @@ def test_compare_as_a_subprocess_honours_the_environment(tracking_uri, uci_exper
     assert MlflowClient(tracking_uri).get_run(report["run_id"]).info.status == "FINISHED"
 
 
+@pytest.mark.slow
 def test_demo_end_to_end_in_a_fresh_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
@@ -175,6 +180,7 @@ def test_demo_end_to_end_in_a_fresh_directory(tmp_path, monkeypatch):
 
 
 @pytest.mark.server
+@pytest.mark.slow
 def test_compare_against_a_server(server_client, server_experiment_id):
     log_uci(server_client, server_experiment_id, models=("nbc", "hnb"))
     result = _compare(server_client.tracking_uri, server_experiment_id, "--model-a", "hnb", "--model-b", "nbc",
@@ -239,6 +245,7 @@ def test_sensitivity_in_text_and_json(tracking_uri, uci_experiment):
                       f"{row['p_b_better']:.3f}", row["decision"]] for row in table]
 
 
+@pytest.mark.slow
 def test_mlproject_compare_entry_point(tracking_uri, uci_experiment, client, tmp_path):
     """The README's ``mlflow run . -e compare --env-manager local`` against a sqlite store, with the source runs in
     experiment "cv": the comparison run is logged next to them with the parameters given (the same result as the
@@ -323,6 +330,7 @@ def proxy_without_bulk_endpoint(target: str):
 
 
 @pytest.mark.server
+@pytest.mark.slow
 def test_a_server_without_the_bulk_endpoint_is_read_by_threads(server_client, server_experiment_id):
     """The collector reads metric histories through the server's bulk endpoint, else (a 404) one request per run
     in a thread pool: both give the same scores, which are the ones logged, and a comparison through a server

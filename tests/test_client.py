@@ -19,7 +19,7 @@ from mlflow_bayescompare.server.owners import owner_tags
 from mlflow_bayescompare.tracking import tags as T
 from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.slow]  # slow: each test needs the server this module starts
 
 FAST = {"chains": 2, "draws": 200}
 SECRET = "pa55-w0rd-not-shown"

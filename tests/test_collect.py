@@ -326,12 +326,14 @@ def test_unreachable_server_names_uri(monkeypatch):
 
 @pytest.mark.server
 @pytest.mark.parametrize("layout, writer, method", [("steps", log_steps, "bulk"), ("keys", log_keys, "search")])
+@pytest.mark.slow
 def test_layouts_on_server(server_client, server_experiment_id, paper, layout, writer, method):
     writer(server_client, server_experiment_id, paper)
     check(collect_scores(server_client, [server_experiment_id], "accuracy", ["nbc", "aode"]), paper, layout, method)
 
 
 @pytest.mark.server
+@pytest.mark.slow
 def test_children_on_server(server_client, server_experiment_id, paper):
     small = paper[(paper.dataset != "uci3") & (paper.g < 3)]  # each child run costs requests: keep it small
     log_children(server_client, server_experiment_id, small)
@@ -345,6 +347,7 @@ def test_children_on_server(server_client, server_experiment_id, paper):
 
 
 @pytest.mark.server
+@pytest.mark.slow
 def test_bulk_chunks_and_methods_agree(server_client, server_experiment_id, paper, monkeypatch):
     log_steps(server_client, server_experiment_id, paper)
     runs = [r.info.run_id for r in server_client.search_runs([server_experiment_id])]
@@ -360,6 +363,7 @@ def test_bulk_chunks_and_methods_agree(server_client, server_experiment_id, pape
 
 
 @pytest.mark.server
+@pytest.mark.slow
 def test_resolve_on_server(server_client, server_experiment_id):
     name = server_client.get_experiment(server_experiment_id).name
     assert resolve_experiments(server_client, names=[name]) == [server_experiment_id]

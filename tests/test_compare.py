@@ -22,6 +22,7 @@ def uci_experiment(client, experiment_id):
     return experiment_id, log_uci(client, experiment_id)
 
 
+@pytest.mark.slow
 def test_compare_runs_logs_a_comparison_run(client, tracking_uri, uci_experiment, tmp_path):
     experiment_id, runs = uci_experiment
 
@@ -80,6 +81,7 @@ def test_prestarted_run_fails_with_the_input_error(client, tracking_uri, uci_exp
     assert "svm" in run.data.tags["bayescompare.error"]
 
 
+@pytest.mark.slow
 def test_compare_matrix_logs_parent_and_children(client, tracking_uri, uci_experiment, tmp_path):
     experiment_id, _ = uci_experiment
 

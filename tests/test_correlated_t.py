@@ -96,6 +96,7 @@ def grid_search_scores() -> dict[str, np.ndarray]:
     return {name: np.array([results[f"split{i}_test_score"][j] for i in range(100)]) for j, name in enumerate(names)}
 
 
+@pytest.mark.slow  # a 10 x 10 CV grid search of scikit-learn
 def test_reproduces_scikit_learns_grid_search_example(grid_search_scores):
     """The numbers the example prints, as scikit-learn's rendered gallery shows them
     (scikit-learn.github.io, dev/_sources/auto_examples/model_selection/plot_grid_search_stats.rst.txt):

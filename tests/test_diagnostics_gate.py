@@ -16,6 +16,8 @@ from mlflow_bayescompare.result import divergent_transitions
 
 BAD_MIXING = ["--chains", "2", "--draws", "10", "--seed", "3"]
 
+pytestmark = pytest.mark.slow  # each test logs the UCI runs and samples through the CLI: 5-15 s
+
 
 @pytest.fixture
 def uci_experiment(client, experiment_id):

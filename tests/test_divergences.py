@@ -33,6 +33,7 @@ def _demo_diffs(seed: int = 1, settings: int = 12) -> tuple[list[str], list[np.n
     return [name for name, _ in rows], [diff for _, diff in rows]
 
 
+@pytest.mark.slow
 def test_the_demo_samples_cleanly_at_its_default_seed():
     """The demo's comparison at seed 1 with the default sampler settings (4 chains × 1000 draws after 1000 warm-up):
     no divergence left, and the diagnostics say what was tried."""

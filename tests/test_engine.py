@@ -137,6 +137,7 @@ def paper_accuracies():
     return {names[c]: g["Percent.correct"].to_numpy().reshape(54, 100) for c, g in df.groupby("ClassifierID")}
 
 
+@pytest.mark.slow
 def test_sensitivity_table(paper_accuracies):
     """hnb vs j48 on the paper's 54 datasets: the sensitivity table's rope-0.01 rows for the hierarchical prior and
     for Gamma(2, 0.1) reproduce both columns of the paper's Table "posterior-hier-jua" (left/rope/right 0.03/0.10/
@@ -308,6 +309,7 @@ def test_compiled_models_of_earlier_programs_go_once_unused(tmp_path, monkeypatc
             httpstan.cache.delete_model_directory(name)
 
 
+@pytest.mark.slow
 def test_pystan_build_leaves_the_working_directory_clean(tmp_path, monkeypatch):
     """httpstan's compile leaves setuptools' ``build/`` folder in the working directory; the package compiles from
     its cache directory instead.  A tiny program with a text of its own is really compiled (into caches under
@@ -342,6 +344,7 @@ def test_pystan_build_leaves_the_working_directory_clean(tmp_path, monkeypatch):
     assert sampler.compile_program("tiny", backend="pystan") == 0
 
 
+@pytest.mark.slow
 def test_a_script_without_the_main_guard_compiles(tmp_path):
     """The compile runs in a process started afresh: a multiprocessing child re-runs the caller's ``__main__``, so a
     script calling the package at top level, without the ``if __name__ == "__main__":`` guard, waited forever on

@@ -24,6 +24,8 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 PAPER = EXAMPLES / "reproduce_paper"
 TINY_MCMC = ["--chains", "2", "--draws", "30", "--warmup", "30"]
 
+pytestmark = pytest.mark.slow  # each example runs as a script, end to end: a minute or more
+
 
 def run_script(argv, cwd, timeout=600, **env):
     done = subprocess.run([sys.executable, *map(str, argv)], cwd=cwd, capture_output=True, text=True,

@@ -80,6 +80,7 @@ def _comparison_runs(client, eid):
 
 
 @pytest.mark.parametrize("where", [["--experiment-name", "cv"], ["--experiment-id", "1"]])
+@pytest.mark.slow
 def test_unreachable_server_retries_then_names_the_uri(where):
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     start = time.monotonic()
@@ -94,6 +95,7 @@ def test_unreachable_server_retries_then_names_the_uri(where):
     assert elapsed > 1 + 2  # the two backoff sleeps of factor 1
 
 
+@pytest.mark.slow
 def test_unreachable_server_matrix_and_env_uri():
     url = f"http://127.0.0.1:{free_port()}"
     code, out, err = _finish(_cli("matrix", "--experiment-name", "cv", "--metric", "accuracy", "--models",
@@ -168,6 +170,7 @@ def broken_artifact_server(tmp_path_factory):
 
 
 @pytest.mark.server
+@pytest.mark.slow
 def test_artifact_upload_fails_run_ends_failed_with_the_error(broken_artifact_server, monkeypatch):
     srv = broken_artifact_server
     for key, value in QUICK_RETRIES.items():
@@ -191,6 +194,7 @@ def test_artifact_upload_fails_run_ends_failed_with_the_error(broken_artifact_se
 
 
 @pytest.mark.server
+@pytest.mark.slow
 def test_artifact_upload_fails_through_the_json_api(broken_artifact_server):
     srv = broken_artifact_server
     api = srv.api()
@@ -260,6 +264,7 @@ def uci_store(tmp_path):
     (["matrix", "--models", "hnb,nbc,j48", "--jobs", "2"], "ctrl-c"),
     (["matrix", "--models", "hnb,nbc,j48", "--jobs", "2"], "sigterm"),
 ])
+@pytest.mark.slow
 def test_ctrl_c_or_sigterm_during_sampling_leaves_no_running_run(uci_store, command, stop):
     """Ctrl-C reaches the terminal's whole foreground group; SIGTERM (``kill``, ``timeout``, a scheduler) only the
     CLI's own process, which must then stop its matrix workers and their samplers itself."""
@@ -337,6 +342,7 @@ hierarchical_test(diffs=np.random.default_rng(1).normal(0.01, 0.02, (5, 10)), fo
 
 
 @pytest.mark.parametrize("handler", ["worker", "command"])
+@pytest.mark.slow
 def test_a_process_stopped_while_forking_its_samplers_exits_and_leaves_none(handler):
     """The SIGTERM that stops a matrix worker (or a command) can land while httpstan forks the sampler processes.
     Its handler used to run there: it missed the process just forked, which outlived the worker holding the pool's
@@ -360,6 +366,7 @@ def test_a_process_stopped_while_forking_its_samplers_exits_and_leaves_none(hand
     assert not alive, "a sampler process outlived its worker"
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_server_job_ends_the_run_failed(uci_store):
     """The server path creates the run first (stage tags); an interrupt of the work ends it FAILED."""
     from mlflow_bayescompare.compare import compare_runs
@@ -437,6 +444,7 @@ def _error(srv, run_id: str) -> tuple[str, str, str]:
 
 
 @pytest.mark.server
+@pytest.mark.slow
 def test_server_stopped_mid_sampling_ends_its_run_failed_with_the_reason(tmp_path):
     """SIGTERM to the server (as a service manager stops it): the job's run ends FAILED saying so, its processes
     end with it, and the restart's sweep keeps that reason."""
@@ -459,6 +467,7 @@ def test_server_stopped_mid_sampling_ends_its_run_failed_with_the_reason(tmp_pat
 
 
 @pytest.mark.server
+@pytest.mark.slow
 def test_job_process_killed_then_server_crashed_and_restarted(tmp_path):
     """SIGKILL of a job's process mid-sampling: its run ends FAILED at once with that reason (its Stan samplers
     killed too) and the server goes on comparing.  Then the whole server is SIGKILLed mid-sampling (a crash): its

@@ -238,6 +238,7 @@ def test_every_prior_and_form_of_delta_is_the_papers_model(datasets, prior, form
         assert ours[k] - ours[0] == pytest.approx(paper[k] - paper[0], abs=1e-8), (prior, form, k)
 
 
+@pytest.mark.slow
 def test_integrated_log_lik_of_the_model_check_against_quadrature():
     # hierarchical.summary.integrated_log_lik (PSIS-LOO of a dataset left out: δ_i integrated out by stratified
     # importance sampling, 2 × 64 quantile nodes) against ∫ Q_i(δ)^{-(n_i-1)/2} t_ν(δ; δ0, σ0) dδ by quadrature, Q_i the

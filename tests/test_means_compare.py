@@ -53,6 +53,7 @@ def _direct(means, a, b, seed):
                             model_a=a, model_b=b, seed=seed)
 
 
+@pytest.mark.slow
 def test_matrix_on_means_only_runs_compares_every_pair_by_the_signed_rank_test(client, tracking_uri,
                                                                               experiment_id):
     means = log_means(client, experiment_id, ("nbc", "hnb", "j48"))

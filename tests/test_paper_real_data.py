@@ -32,6 +32,7 @@ def accuracies():
 
 
 @pytest.mark.parametrize("pair", list(PAPER), ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.mark.slow
 def test_reproduces_paper_table(accuracies, pair):
     a, b = pair
     (left, rope, right), signed_rank = PAPER[pair]

@@ -36,12 +36,14 @@ def test_known_delta_cv_is_seeded():
     np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.slow
 def test_shrinkage_beats_mle():
     """Table "MSE": the hierarchical shrinkage estimates have lower MSE than the CV means for every q."""
     summary = studies.summarise(studies.mse_study(qs=(5, 10, 50), reps=6, seed=1, **FIT), "q")
     assert (summary.mse_shrinkage < 0.8 * summary.mse_mle).all(), summary
 
 
+@pytest.mark.slow
 def test_equivalent_classifiers():
     """Sec. "Comparison of equivalent classifiers": P(rope) grows with q; never a 95% claim of a difference."""
     runs = studies.equivalence_study(delta0=0.0, qs=(10, 50), reps=8, seed=2, **FIT)
@@ -50,6 +52,7 @@ def test_equivalent_classifiers():
     assert not ((runs.p_left > 0.95) | (runs.p_right > 0.95)).any(), runs
 
 
+@pytest.mark.slow
 def test_equivalence_recognition_is_the_delta0_mass():
     """Sec. "Comparison of equivalent classifiers", q = 50, n = 500: equivalence is recognised in ~70% of runs.
     That is the rate of P(delta0 in rope) > 0.95, the statistic the authors' simulation driver stored (their results
@@ -67,6 +70,7 @@ def test_equivalence_recognition_is_the_delta0_mass():
     assert not ((runs.p_delta0_left > 0.95) | (runs.p_delta0_right > 0.95)).any(), runs
 
 
+@pytest.mark.slow
 def test_practically_equivalent_classifiers():
     """Sec. "Comparison of practically equivalent classifiers" (delta0 = 0.005, q = 50): the signed-rank test
     rejects more often than the hierarchical test claims a difference (which the paper never saw)."""
@@ -77,6 +81,7 @@ def test_practically_equivalent_classifiers():
     assert signed_rank_rejects >= hier_claims + 2 / len(runs), runs
 
 
+@pytest.mark.slow
 def test_friedman_experiment_is_seeded_and_independent_of_jobs():
     """Sec. "Friedman's functions", small: 9 settings (3 per function, 2 drawn per replicate), 2 replicates.
     The table is the same in one process or two, and the replicates use 2/3 of each function's settings."""

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.network
+pytestmark = [pytest.mark.network, pytest.mark.slow]  # pip resolves five platforms from PyPI: minutes
 
 ROOT = Path(__file__).resolve().parents[1]
 INDEX = "https://pypi.org/simple"

@@ -28,7 +28,7 @@ from mlflow_bayescompare.tracking.bundle import COMPARISON_ARTIFACTS
 from mlflow_bayescompare.tracking.collect import collect_scores
 from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 
-pytestmark = [pytest.mark.postgres, pytest.mark.server]
+pytestmark = [pytest.mark.postgres, pytest.mark.server, pytest.mark.slow]
 
 MODELS = ("rf", "svm", "knn")
 OFFSETS = {"rf": 0.03, "svm": 0.0, "knn": -0.01}

@@ -24,6 +24,8 @@ from mlflow_bayescompare.sampling.programs import PROGRAMS
 FAST = dict(chains=2, draws=400, warmup=400, seed=3)
 MODELS = ("nbc", "hnb", "j48", "j48gr")
 
+pytestmark = pytest.mark.slow  # rankings logged to a store and through the CLI: 3-8 s each
+
 
 @pytest.fixture
 def uci_experiment(client, experiment_id):

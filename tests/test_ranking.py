@@ -136,6 +136,7 @@ def _drawn_ticks(locations, labels, limits) -> list:
     return [label for at, label in zip(locations, labels) if min(limits) <= at <= max(limits)]
 
 
+@pytest.mark.slow
 def test_plots_stay_readable_with_sixteen_models(ll):
     """All of Wainer's 16 classifiers: on every figure the tick labels of each axis, and the P(win) matrix's cell
     texts, overlap none of their neighbours and stay inside the figure."""
@@ -235,6 +236,7 @@ def test_simulation_recovers_known_strengths():
     assert res.diagnostics["divergences"] == 0
 
 
+@pytest.mark.slow
 def test_simulation_p_best_and_p_win_are_calibrated():
     """Strengths drawn from the paper's prior, one game per pair, 40 replicates: posterior probabilities must be
     calibrated.  For P(best), E[P(true best model is best)] = E[sum_k P(k best)^2]; for P(win), the true

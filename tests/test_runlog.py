@@ -53,6 +53,7 @@ def _start(client, experiment_id, model_a, model_b, metric):
                                   "bayescompare.model_b": model_b, "bayescompare.metric": metric})
 
 
+@pytest.mark.slow
 def test_comparison_run_holds_everything(client, experiment_id, fitted, tmp_path):
     result, tensor = fitted
     run = client.get_run(_log(client, experiment_id, fitted))
@@ -180,6 +181,7 @@ def test_long_description_is_cut_at_a_line():
 
 
 @pytest.mark.server
+@pytest.mark.slow
 def test_comparison_run_on_a_server(server_client, server_experiment_id, fitted):
     run_id = _log(server_client, server_experiment_id, fitted)
     run = MlflowClient(server_client.tracking_uri).get_run(run_id)
@@ -187,6 +189,7 @@ def test_comparison_run_on_a_server(server_client, server_experiment_id, fitted)
     assert artifact_paths(server_client, run_id) == sorted(bundles.COMPARISON_ARTIFACTS)
 
 
+@pytest.mark.slow
 def test_a_bundle_beyond_one_batch_is_logged_whole(server_client, server_experiment_id, tmp_path):
     """More tags and params than one ``log_batch`` takes, and more entities than one call allows: every one
     arrives, in calls within MLflow's limits (a tracking server refuses a call beyond them)."""

@@ -23,7 +23,7 @@ from mlflow_bayescompare.client import BayesCompareClient, RequestRefused
 from mlflow_bayescompare.tracking import tags as T
 from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.slow]  # slow: each test needs the servers this module starts
 
 FAST = {"chains": 2, "draws": 200, "seed": 1}
 XSS = {

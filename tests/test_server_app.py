@@ -33,7 +33,7 @@ from mlflow_bayescompare.server.owners import owner_tags
 from mlflow_bayescompare.tracking import tags as T
 from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.slow]  # slow: each test needs the servers this module starts
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -651,7 +651,6 @@ def test_stale_running_runs_are_marked_failed_at_startup(tmp_path):
         srv.stop()
 
 
-@pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.timeout(1800)  # its own waits add up to about 900 s
 def test_stan_programs_compile_at_startup_and_a_job_waits_for_it(tmp_path):

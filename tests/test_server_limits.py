@@ -15,7 +15,7 @@ from servers import Server
 from mlflow_bayescompare.client import RequestRefused
 from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.slow]  # slow: each test needs the servers this module starts
 
 LIMITS = {"MLFLOW_BAYESCOMPARE_MAX_JOBS": "1", "MLFLOW_BAYESCOMPARE_MAX_QUEUE": "2",
           "MLFLOW_BAYESCOMPARE_MAX_CHAINS": "4", "MLFLOW_BAYESCOMPARE_MAX_DRAWS": "60000",
