@@ -115,8 +115,8 @@ class SamplerOptions(OptionsBase):
                                       "the pairs of a matrix).", "int", low=10, high=1_000_000, nullable=True)
     seed: int | None = option(None, "Seed of every random choice (for reproducible probabilities).", "int", low=0,
                                high=2**32 - 1, nullable=True)
-    backend: str = option("auto", "Stan backend: cmdstanpy when CmdStan is installed, else pystan.", "choice",
-                           choices=BACKENDS)
+    backend: str = option("auto", "Stan backend: pystan where it is installed, else cmdstanpy (with CmdStan).",
+                           "choice", choices=BACKENDS)
 
     def with_warmup(self, default: int = WARMUP) -> SamplerOptions:
         """These settings with the warm-up given, or ``default`` when none was."""

@@ -322,3 +322,15 @@ def test_one_prefix_and_no_credentials(caplog):
     assert address == "https://mlflow.example/#/experiments/3/runs/abc?workflowType=machine_learning" and serve is None
     address, serve = console.ui_address("sqlite:///mlflow.db", "3", "abc")
     assert address.startswith("http://127.0.0.1:5000/#/") and "--app-name bayescompare" in serve
+
+
+def test_auto_prefers_pystan_where_both_backends_are_present(tmp_path, monkeypatch):
+    """``auto`` picks the backend the suite runs (pystan) even when cmdstanpy also finds a CmdStan installation
+    (cmdstanpy's own check: a directory with a makefile, named by CMDSTAN); ``cmdstanpy`` still asks for CmdStan."""
+    from mlflow_bayescompare.sampling import programs
+
+    (tmp_path / "makefile").write_text("# a CmdStan tree as cmdstanpy recognises one\n")
+    monkeypatch.setenv("CMDSTAN", str(tmp_path))
+    assert programs.cmdstan_available() and programs.pystan_available()
+    assert programs.resolve_backend("auto") == "pystan"
+    assert programs.resolve_backend("cmdstanpy") == "cmdstanpy"

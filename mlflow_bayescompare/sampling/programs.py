@@ -101,11 +101,12 @@ def _install_cmdstan() -> str:
 
 def resolve_backend(backend: str = "auto") -> str:
     """The backend that samples for a backend option (:data:`~.options.BACKENDS`, as the options checked it):
-    ``auto`` → cmdstanpy when CmdStan is installed, else pystan when it is installed."""
-    if backend in ("auto", "cmdstanpy") and cmdstan_available():
-        return "cmdstanpy"
+    ``auto`` → pystan where it is installed (the backend the test suite runs), else cmdstanpy when CmdStan is
+    installed (Windows, Linux aarch64: where pystan has no wheels)."""
     if backend in ("auto", "pystan") and pystan_available():
         return "pystan"
+    if backend in ("auto", "cmdstanpy") and cmdstan_available():
+        return "cmdstanpy"
     install = f"install CmdStan with {_install_cmdstan()}, or set CMDSTAN to an existing installation"
     if backend == "cmdstanpy":
         raise InputError(f"backend 'cmdstanpy' needs a CmdStan installation (none found): {install}; backend "
