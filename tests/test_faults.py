@@ -25,6 +25,7 @@ from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.client import JobFailed
 from mlflow_bayescompare.errors import SamplingError
 from mlflow_bayescompare.sampling import sampler
+from mlflow_bayescompare.server.owners import owner
 from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 
 FAST = ["--chains", "2", "--draws", "200", "--seed", "1"]
@@ -184,7 +185,7 @@ def test_artifact_upload_fails_run_ends_failed_with_the_error(broken_artifact_se
     assert result.stdout == ""  # no JSON result: nothing claims success
     assert "Error: " in result.stderr and "Traceback" not in result.output
     [run] = [r for r in _comparison_runs(srv.client, srv.experiment_id)
-             if r.data.tags.get("bayescompare.model_a") == "rf" and "bayescompare.job.pid" not in r.data.tags]
+             if r.data.tags.get("bayescompare.model_a") == "rf" and not owner(r)]
     assert run.info.status == "FAILED"
     assert run.data.tags["bayescompare.stage"] == "failed"
     error = run.data.tags["bayescompare.error"]
@@ -427,7 +428,7 @@ def _sampling_job(srv, api, **fields) -> tuple[str, int]:
         assert time.monotonic() < deadline, api.status(run_id)
         time.sleep(0.2)
     time.sleep(1)
-    return run_id, int(srv.client.get_run(run_id).data.tags["bayescompare.job.pid"])
+    return run_id, owner(srv.client.get_run(run_id))["pid"]
 
 
 def _gone(pid: int, timeout: float = 15) -> bool:
@@ -500,7 +501,7 @@ def test_job_process_killed_then_server_crashed_and_restarted(tmp_path):
         state = failed.value.state
         assert (state["status"], state["error"]) == (
             "FAILED", f"marked FAILED by the bayescompare server: the process that ran it (pid {orphan_pid} on "
-                      f"{srv.client.get_run(orphan).data.tags['bayescompare.job.host']}) is gone; the server was "
+                      f"{owner(srv.client.get_run(orphan))['host']}) is gone; the server was "
                       "stopped or restarted while the comparison was sampling")
         assert _error(srv, killed) == ("FAILED", "failed", reason)
         again = api.start("comparison", {"experiment_id": [srv.experiment_id], "metric": "accuracy", "model_a": "rf",

@@ -408,7 +408,9 @@ def test_a_non_admin_compares_with_their_own_permissions(auth_server):
     assert [state[k] for k in ("p_a_better", "p_rope", "p_b_better")] == \
         [same[k] for k in ("p_a_better", "p_rope", "p_b_better")]
     with _as(ADMIN):
-        assert auth_server.admin.get_run(run_id).data.tags[T.USER] == "alice"
+        tags = auth_server.admin.get_run(run_id).data.tags
+    assert tags[T.USER] == "alice"
+    assert {k for k in tags if k.startswith("bayescompare.job")} == {T.JOB_OWNER, T.JOB_REQUEST}  # two, not seven
     assert s.get(f"{url}/bayescompare/report", params={"run_id": run_id}, timeout=30).status_code == 200
     name = f"alice-{uuid.uuid4().hex[:6]}"
     matrix = alice.wait(alice.start("matrix", {"experiment_id": [ids["e-read"]], "metric": "accuracy",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -621,8 +622,8 @@ def test_stale_running_runs_are_marked_failed_at_startup(tmp_path):
     gone = client.create_run(eid, tags={**tags, **owner_tags(dead.pid)}).info.run_id
     old = client.create_run(eid, tags=tags, start_time=int((time.time() - 3 * 86400) * 1000)).info.run_id
     alive = client.create_run(eid, tags={**tags, **owner_tags(os.getpid())}).info.run_id
-    other = client.create_run(eid, tags={T.KIND: "comparison", **owner_tags(dead.pid),
-                                         T.JOB_HOST: "another-host"}).info.run_id
+    other = client.create_run(eid, tags={T.KIND: "comparison", **owner_tags(dead.pid, host="another-host")}
+                              ).info.run_id
     plain = client.create_run(eid, tags={"model": "lda", **owner_tags(dead.pid)}).info.run_id
     recorded = client.create_run(eid, tags={**tags, **owner_tags(dead.pid), T.ERROR: "the job's own reason"})
     client.log_batch(alive, tags=[RunTag("note", "owned by the test process")])
@@ -636,7 +637,7 @@ def test_stale_running_runs_are_marked_failed_at_startup(tmp_path):
             time.sleep(0.5)
         errors = {r: client.get_run(r).data.tags[T.ERROR] for r in ended}
         assert errors[gone] == (f"marked FAILED by the bayescompare server: the process that ran it (pid {dead.pid} "
-                                f"on {owner_tags()[T.JOB_HOST]}) is gone; the server was stopped or restarted while "
+                                f"on {socket.gethostname()}) is gone; the server was stopped or restarted while "
                                 "the comparison was sampling")
         assert "beyond the grace period of 43200 s" in errors[old]
         assert errors[recorded.info.run_id] == "the job's own reason"  # a recorded reason is kept

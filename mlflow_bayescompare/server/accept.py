@@ -83,5 +83,5 @@ def _job_tags(job: JobRequest) -> dict[str, str]:
         tags[T.MODELS] = fit_tag(",".join(job.models))
     user = permissions.current_user()
     if user:
-        tags[T.JOB_USER] = tags[T.USER] = user
+        tags[T.USER] = user
     return tags

@@ -1,13 +1,15 @@
 """Who owns a job's run, and what to do with runs whose owner is gone.
 
 A job's run records the host, pid, process start time and boot ids of the process doing the work (the server
-worker while the job is queued, the job process once it runs) in ``bayescompare.job.*`` tags.  A run still RUNNING
-whose owner on this host is gone, or that outlived the grace period, can never finish: :func:`stale_reason` says
-why, and :func:`sweep_stale` (at start-up) ends every such run FAILED, keeping a reason already recorded.
+worker while the job is queued, the job process once it runs) as JSON in one tag, ``bayescompare.job``.  A run
+still RUNNING whose owner on this host is gone, or that outlived the grace period, can never finish:
+:func:`stale_reason` says why, and :func:`sweep_stale` (at start-up) ends every such run FAILED, keeping a reason
+already recorded.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
@@ -21,7 +23,7 @@ from ..tracking import mlflow_internals
 from ..tracking import tags as T
 from ..tracking.runlog import fail_if_running
 
-__all__ = ["machine_boot_id", "server_boot_id", "process_start", "owner_tags", "stale_reason", "sweep_stale"]
+__all__ = ["machine_boot_id", "server_boot_id", "process_start", "owner_tags", "owner", "stale_reason", "sweep_stale"]
 
 _logger = logging.getLogger(__name__)
 _PROCESS_BOOT_ID = uuid.uuid4().hex  # fallback when not started by `mlflow server`
@@ -51,16 +53,23 @@ def process_start(pid: int) -> str:
     return "" if fields[0] in ("Z", "X") else fields[19]  # field 3 the state, field 22 the start time
 
 
-def owner_tags(pid: int | None = None) -> dict[str, str]:
-    """The ``bayescompare.job.*`` tags naming ``pid`` (default: this process) as the owner of a job's run."""
+def owner_tags(pid: int | None = None, host: str | None = None) -> dict[str, str]:
+    """The ``bayescompare.job`` tag naming ``pid`` (default: this process) on ``host`` (default: this one) as the
+    owner of a job's run."""
     pid = os.getpid() if pid is None else pid
-    return {
-        T.JOB_HOST: socket.gethostname(),
-        T.JOB_PID: str(pid),
-        T.JOB_PID_START: process_start(pid),
-        T.JOB_MACHINE_BOOT: machine_boot_id(),
-        T.JOB_SERVER_BOOT: server_boot_id(),
-    }
+    return {T.JOB_OWNER: json.dumps({
+        "host": host or socket.gethostname(), "pid": pid, "pid_start": process_start(pid),
+        "machine_boot_id": machine_boot_id(), "server_boot_id": server_boot_id(),
+    })}
+
+
+def owner(run) -> dict:
+    """The owner recorded on ``run`` (:func:`owner_tags`), or ``{}`` when none is, or it is unreadable."""
+    try:
+        found = json.loads(run.data.tags.get(T.JOB_OWNER) or "{}")
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def _pid_alive(pid: int, start: str) -> bool:
@@ -87,22 +96,22 @@ def stale_reason(run, stale_after: int, now_ms: int | None = None) -> str | None
         return (f"marked FAILED by the bayescompare server: still RUNNING {age / 3600:.1f} h after it started, "
                 f"beyond the grace period of {stale_after} s (MLFLOW_BAYESCOMPARE_STALE_AFTER); the server "
                 "that ran it was probably stopped")
-    tags = run.data.tags
-    host, pid = tags.get(T.JOB_HOST), tags.get(T.JOB_PID)
+    recorded = owner(run)
+    host, pid = recorded.get("host"), recorded.get("pid")
     if not host or not pid or host != socket.gethostname():
         return None  # not ours to judge before the grace period ends
-    boot = tags.get(T.JOB_MACHINE_BOOT)
+    boot = recorded.get("machine_boot_id")
     if boot and machine_boot_id() and boot != machine_boot_id():
         return (f"marked FAILED by the bayescompare server: the machine {host} restarted since the job was accepted "
                 f"by process {pid}")
     try:
-        alive = _pid_alive(int(pid), tags.get(T.JOB_PID_START, ""))
-    except ValueError:
+        alive = _pid_alive(int(pid), str(recorded.get("pid_start") or ""))
+    except (TypeError, ValueError):
         return None
     if alive:
         return None
-    stage = tags.get(T.STAGE, "queued")
-    if tags.get(T.JOB_SERVER_BOOT) == server_boot_id():  # this server still runs: its job process alone is gone
+    stage = run.data.tags.get(T.STAGE, "queued")
+    if recorded.get("server_boot_id") == server_boot_id():  # this server still runs: its job process alone is gone
         return (f"marked FAILED by the bayescompare server: the process that ran it (pid {pid} on {host}) ended "
                 f"abruptly while the comparison was {stage} (killed, or out of memory)")
     return (f"marked FAILED by the bayescompare server: the process that ran it (pid {pid} on {host}) is gone; "

@@ -11,7 +11,7 @@ __all__ = [
     "KIND", "KINDS", "STAGE", "ERROR", "NOTE", "PARENT", "USER", "MODEL_A", "MODEL_B", "MODELS", "METRIC",
     "VERDICT", "DECISION", "DIAGNOSTICS", "TEST", "REPORT", "NO_REPORT", "BEST", "SOURCE_EXPERIMENTS", "STRICT",
     "REQUIRE",
-    "JOB_HOST", "JOB_PID", "JOB_PID_START", "JOB_MACHINE_BOOT", "JOB_SERVER_BOOT", "JOB_USER", "JOB_REQUEST",
+    "JOB_OWNER", "JOB_REQUEST",
 ]
 
 KIND = "bayescompare.kind"
@@ -33,13 +33,9 @@ SOURCE_EXPERIMENTS = "bayescompare.source_experiment_ids"
 STRICT = "bayescompare.strict"  # set by --strict when the sampler's output failed the gate
 REQUIRE = "bayescompare.require"  # "<claim>@<threshold>" asked of a server job
 
-# jobs run by the server app: who owns the work, to tell a live job from an orphan
-JOB_HOST = "bayescompare.job.host"
-JOB_PID = "bayescompare.job.pid"
-JOB_PID_START = "bayescompare.job.pid_start"
-JOB_MACHINE_BOOT = "bayescompare.job.machine_boot_id"
-JOB_SERVER_BOOT = "bayescompare.job.server_boot_id"
-JOB_USER = "bayescompare.job.user"
+# jobs run by the server app: the request, and who owns the work (to tell a live job from an orphan), as JSON in
+# one tag each, so that MLflow's Tags panel shows two lines of bookkeeping, not seven
+JOB_OWNER = "bayescompare.job"  # {"host", "pid", "pid_start", "machine_boot_id", "server_boot_id"} (server/owners.py)
 JOB_REQUEST = "bayescompare.job.request"
 
 # MLflow's own
