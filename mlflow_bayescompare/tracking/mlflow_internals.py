@@ -3,9 +3,10 @@ environment variable it reads or sets.  The rest of the package calls the functi
 
 Checked with MLflow 3.17.2 and 3.13.0, the floor: the first MLflow to search runs by ``tags.x IS NULL`` (3.11), to
 serve its REST API under ``--static-prefix`` (3.12) and whose basic-auth store has ``grant_user_permission`` (3.13,
-used when a job creates its target experiment); 137 of the MLflow-touching tests passed at the floors (mlflow 3.13,
-numpy 1.24, pandas 2.0) in a venv of their own, but CI does not run them there yet. Only the standard library is
-imported at module level, MLflow (and its Flask) inside the functions, so that importing this module costs nothing.
+used when a job creates its target experiment).  CI runs the MLflow-touching tests at the floors (mlflow 3.13, numpy
+1.24, pandas 2.0, ...: ``.ci/floors``) in a venv of their own, after the main suite at the newest.  Only the
+standard library is imported at module level, MLflow (and its Flask) inside the functions, so that importing this
+module costs nothing.
 Used beyond MLflow's public API:
 
 * ``mlflow.server.handlers``: ``_add_static_prefix`` (the server's ``--static-prefix``), ``_get_tracking_store``
