@@ -4,13 +4,13 @@ threshold, and the report of it (JSON and text) that the command line, the Pytho
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import InputError
 
-__all__ = ["CLAIMS", "BEST", "Report", "report", "probability", "best_claim"]
+__all__ = ["CLAIMS", "BEST", "Report", "report", "probability", "best_claim", "best_model"]
 
 #: a comparison's claims about model A: the outcomes of the posterior whose probabilities add up to each
 CLAIMS = {"a-better": ("p_a_better",), "not-worse": ("p_a_better", "p_rope"), "equivalent": ("p_rope",)}
@@ -55,17 +55,23 @@ def probability(outcome, claim: str) -> float:
     outcome or a mapping such as a run's metrics) or a ranking's ``best=<model>`` (``outcome`` has a ``ranking``
     table)."""
     if claim.startswith(BEST):
-        model = best_claim(claim)[len(BEST):]
         p_best = dict(zip(outcome.ranking["model"].astype(str), outcome.ranking["p_best"]))
-        if model not in p_best:
-            raise InputError(f"--require best={model}: no such model among {', '.join(p_best)}")
-        return float(p_best[model])
+        return float(p_best[best_model(claim, list(p_best))])
     if claim not in CLAIMS:
         raise InputError(f"unknown claim {claim!r}: choose one of {', '.join(CLAIMS)} (a comparison) or "
                          f"{BEST}<model> (a ranking)")
     if isinstance(outcome, Mapping):
         return sum(outcome[name] for name in CLAIMS[claim])
     return sum(getattr(outcome, name) for name in CLAIMS[claim])
+
+
+def best_model(claim: str, models: Sequence[str]) -> str:
+    """The model of the claim ``best=<model>``, one of ``models`` (those ranked); an :class:`InputError` naming them
+    when it is none."""
+    model = best_claim(claim)[len(BEST):]
+    if model not in models:
+        raise InputError(f"--require best={model}: no such model among {', '.join(models)}")
+    return model
 
 
 def best_claim(value: str) -> str:

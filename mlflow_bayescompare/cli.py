@@ -159,7 +159,7 @@ def rank(tracking_uri, no_log, as_json, require_best, **fields) -> None:
         wanted = claims.best_claim(require_best) if require_best is not None else None
         with TerminalProgress(sys.stderr) as progress:
             outcome = api.rank_runs(models=models.models, source=source, rank=options, log=not no_log,
-                                    tracking_uri=tracking_uri, progress=progress)
+                                    tracking_uri=tracking_uri, progress=progress, claim=wanted)
         report = outcome.to_dict()
         failures = _claimed(report, claims.report(outcome, wanted, options.threshold) if wanted else None)
         out(report, _ranking_text(outcome, tracking_uri))

@@ -214,16 +214,18 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
 def rank_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str] = (), *,
               models: Sequence[str] = (), source: SourceOptions | None = None, rank: RankOptions | None = None,
               log: bool = True, tracking_uri: str | None = None, run_id: str | None = None,
-              progress: Progress | None = None, **options) -> RankingOutcome:
+              progress: Progress | None = None, claim: str | None = None, **options) -> RankingOutcome:
     """Rank ``models`` (default: every model found, at least three) with the Bayesian Bradley-Terry model
     (:func:`~.ranking.engine.rank_models`) on the scores logged in the given experiments, per fold or as per-dataset
     means, and log a ranking run.  ``options`` are fields of :class:`~.options.SourceOptions` and
-    :class:`~.options.RankOptions`; the rest as :func:`compare_runs`."""
+    :class:`~.options.RankOptions`; ``claim`` (``best=<model>``), the claim :func:`require` will be asked, is
+    checked against the models before their scores are read or anything is written; the rest as :func:`compare_runs`."""
     source, rank = _options(experiment_names, experiment_ids, options, (SourceOptions, source), (RankOptions, rank))
     models = list(ModelsOptions(models=tuple(models)).models)
     client, progress, started = _begin(tracking_uri, run_id, progress)
     with _failing_run(client, run_id):
-        checked = preflight.check(client, preflight.plan(client, "ranking", source, rank, models, progress), progress)
+        planned = preflight.plan(client, "ranking", source, rank, models, progress, claim=claim)
+        checked = preflight.check(client, planned, progress)
         ids = checked.plan.experiment_ids
         result = rank_scores(checked.ranking, checked.rank, progress)
         outcome = RankingOutcome(result, source.metric, ids, layout=checked.layout)

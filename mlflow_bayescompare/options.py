@@ -199,6 +199,8 @@ class ModelsOptions(OptionsBase):
         super().__post_init__()
 
     def _cross_checks(self) -> list[str]:
+        if not isinstance(self.models, tuple):  # not a list of names: its own check said so
+            return []
         repeated = sorted({m for m in self.models if self.models.count(m) > 1})
         return [f"models listed more than once: {', '.join(repeated)}"] if repeated else []
 

@@ -123,7 +123,7 @@ def _clean(spec: Option, value: Any) -> tuple[Any, str | None]:
     if kind == "bool":
         return (value, None) if isinstance(value, bool) else (None, f"must be true or false; got {value!r}")
     if kind == "choice":
-        key = str(value).replace(" ", "").lower() if isinstance(value, str) else value
+        key = value.replace(" ", "").lower() if isinstance(value, str) else None
         key = spec.aliases.get(key, key)
         if key not in spec.choices:
             return None, f"must be one of {', '.join(spec.choices)}; got {value!r}"
@@ -158,9 +158,20 @@ def _clean_name(spec: Option, value: Any) -> tuple[str | None, str | None]:
         return None, "contains a NUL character"
     if len(value) > spec.max_length:
         return None, f"is longer than {spec.max_length} characters"
+    if not _is_text(value):
+        return None, f"is not text that UTF-8 can encode (it holds a lone surrogate); got {value[:60]!r}"
     if spec.required and not value.strip():
         return None, "must not be empty"
     return value, None
+
+
+def _is_text(value: str) -> bool:
+    """Whether ``value`` can be written as UTF-8 (what MLflow's stores and its REST API need)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _clean_numbers(spec: Option, value: Any) -> tuple[float | tuple[float, ...] | None, str | None]:

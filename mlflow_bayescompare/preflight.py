@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .claims import best_model
 from .errors import InputError
 from .hierarchical.prepare import correlations
 from .matrix import model_pairs
@@ -24,7 +25,13 @@ from .progress import Progress, notify
 from .ranking.engine import Scores, read_scores
 from .tracking.collect import CollectedScores, collect_scores, discover, resolve_experiments
 
-__all__ = ["Plan", "Checked", "plan", "check", "signed_rank_applies"]
+__all__ = ["Plan", "Checked", "plan", "check", "signed_rank_applies", "ROPE_LIMIT"]
+
+#: The widest rope of a two-model test, in multiples of the largest score's magnitude.  A difference of two scores
+#: is at most twice that magnitude, so a rope beyond it already makes equivalence certain (the test warns); one a
+#: million times wider can only be a mistake of units, and near the float range (a rope of 1e308) it overflows the
+#: arithmetic of the fit and its figures, which would fail after the request was accepted.
+ROPE_LIMIT = 1e6
 
 
 @dataclass(frozen=True)
@@ -81,13 +88,16 @@ class Checked:
 
 
 def plan(client, kind: str, source: SourceOptions, options: FitOptions | RankOptions, models: Sequence[str] = (),
-         progress: Progress | None = None) -> Plan:
+         progress: Progress | None = None, *, claim: str | None = None) -> Plan:
     """The source experiments' ids (the work is then ``fetching``) and the models: those given (a comparison's
-    two), else every model tagged in the experiments; a matrix's models make at least one pair."""
+    two), else every model tagged in the experiments; a matrix's models make at least one pair.  A ranking's
+    ``claim`` (``best=<model>``) must name one of its models."""
     ids = resolve_experiments(client, source.experiment_names, source.experiment_ids)
     notify(progress, "fetching")
     models = [str(m) for m in models] or discover(client, ids, model_tag=source.model_tag,
                                                   dataset_tag=source.dataset_tag)["models"]
+    if claim is not None:
+        best_model(claim, models)
     pairs = model_pairs(models) if kind == "matrix" else [tuple(models)] if kind == "comparison" else []
     return Plan(kind, source, options, ids, models, pairs)
 
@@ -103,6 +113,7 @@ def check(client, planned: Plan, progress: Progress | None = None, *, streamed: 
     if planned.kind == "ranking":
         rank = _rank_options(planned)
         return Checked(planned, collected, ranking=_ranking_scores(collected, planned, rank), rank=rank)
+    _check_rope(planned.options.rope, collected)
     checked = Checked(planned, collected, signed_rank_applies(planned.options.test, collected.layout))
     if not streamed:
         for _ in checked.pairs():
@@ -113,6 +124,15 @@ def check(client, planned: Plan, progress: Progress | None = None, *, streamed: 
 def signed_rank_applies(test: str, layout: str) -> bool:
     """Whether a comparison runs the signed-rank test: asked for, or ``auto`` on runs that hold one score each."""
     return test == "signed-rank" or (test == "auto" and layout == "means")
+
+
+def _check_rope(rope: float, collected: CollectedScores) -> None:
+    """A rope (in the scores' units) at most :data:`ROPE_LIMIT` times the largest score's magnitude."""
+    largest = float(collected.scores["score"].abs().max())
+    if 0 < largest and rope > ROPE_LIMIT * largest:
+        raise InputError(f"rope {rope:g} is more than {ROPE_LIMIT:g} times the largest '{collected.metric}' score "
+                         f"logged ({largest:.3g}): the rope is a half-width in the scores' units (e.g. 0.01 for "
+                         "an accuracy between 0 and 1)")
 
 
 def _pair_data(collected: CollectedScores, pair: tuple[str, str], source: SourceOptions, fit: FitOptions,

@@ -21,7 +21,9 @@ from mlflow.entities import Metric, Param, RunStatus
 
 from mlflow_bayescompare import InputError, hierarchical_test
 from mlflow_bayescompare.cli import main
-from mlflow_bayescompare.compare import compare_runs, require
+from mlflow_bayescompare.compare import compare_matrix, compare_runs, rank_runs, require
+from mlflow_bayescompare.tracking.collect import collect_scores
+from mlflow_bayescompare.tracking.keys import KEYS_ARTIFACT, named_keys
 
 FAST = ["--chains", "2", "--draws", "200", "--seed", "1"]
 DATASETS = ("iris", "wine", "glass", "yeast")
@@ -239,6 +241,57 @@ def test_folds_equal_one(tracking_uri, client, experiment_id, grid):
         hierarchical_test(np.ones((2, 10)), np.zeros((2, 10)), folds=1)
 
 
+def test_folds_contradicting_the_logged_cv_folds_are_refused(tracking_uri, client, experiment_id, grid):
+    """Runs logged with cv_folds=10: --folds 200 would read each run's 10 scores as part of one repeat of 200 folds
+    (with ρ = 1/200) and change the verdict; it is refused, naming both numbers and the runs' datasets and models."""
+    result = cli(tracking_uri, experiment_id, "--folds", "200")
+    assert_refused(result, client, experiment_id, 2, "--folds 200 (folds=200) contradicts the param cv_folds=10 "
+                   "logged by dataset 'glass' model 'rf', dataset 'glass' model 'svm', dataset 'iris' model 'rf' and "
+                   "5 more runs; leave --folds out")
+    with pytest.raises(InputError, match=r"--folds 1001 \(folds=1001\) contradicts the param cv_folds=10"):
+        compare_runs(experiment_ids=[experiment_id], metric="accuracy", model_a="rf", model_b="svm", folds=1001,
+                     tracking_uri=tracking_uri)
+    assert collect_scores(client, [experiment_id], "accuracy", folds=10).folds == dict.fromkeys(sorted(DATASETS), 10)
+
+
+def test_folds_that_split_no_dataset_into_whole_repeats_are_refused(tracking_uri, client, experiment_id):
+    """Runs without cv_folds, 100 scores each (10 repeats of 10 folds): --folds 200 and --folds 3 cannot split them
+    into whole repeats, and say so for each dataset; --folds 20 can (20 folds, 5 repeats) and is taken."""
+    for m in ("rf", "svm"):
+        for d in DATASETS[:2]:
+            log_steps(client, experiment_id, m, d, scores(m, d, n=100), folds=None, repeats=None)
+    for folds in ("200", "3"):
+        result = cli(tracking_uri, experiment_id, "--folds", folds)
+        assert_refused(result, client, experiment_id, 2, "dataset 'iris' (model '", "dataset 'wine' (model '",
+                       f"logs 100 fold scores: not a whole number of repeats of --folds {folds} (folds={folds})")
+    assert collect_scores(client, [experiment_id], "accuracy", folds=20).folds == {"iris": 20, "wine": 20}
+
+
+def test_a_rope_wider_than_any_score_could_need_is_refused_before_the_fit(tracking_uri, client, experiment_id, grid):
+    """rope 1e308 overflowed the fit's arithmetic after sampling; the pre-flight refuses a rope more than a million
+    times the largest score, in the scores' units."""
+    largest = max(scores(m, d).max() for m, d in grid)
+    result = cli(tracking_uri, experiment_id, "--rope", "1e308")
+    assert_refused(result, client, experiment_id, 2, "rope 1e+308 is more than 1e+06 times the largest 'accuracy' "
+                   f"score logged ({largest:.3g}): the rope is a half-width in the scores' units")
+
+
+RANK = ["rank", "--metric", "accuracy", "--chains", "2", "--draws", "200", "--seed", "1"]
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--require", "best=xgb"], "--require best=xgb: no such model among knn, rf, svm"),
+    (["--drop-incomplete", "--skip-missing"], "drop_incomplete and skip_missing exclude each other"),
+])
+def test_a_ranking_that_cannot_answer_is_refused_before_anything_is_written(tracking_uri, client, experiment_id,
+                                                                              args, fragment):
+    log_grid(client, experiment_id, models=MODELS)
+    result = CliRunner().invoke(main, [*RANK, "--tracking-uri", tracking_uri, "--experiment-id", experiment_id, *args])
+    assert result.exit_code == 2 and fragment in result.stderr, result.output
+    assert "Traceback" not in result.output
+    assert client.search_runs([experiment_id], "tags.`bayescompare.kind` IS NOT NULL") == []
+
+
 def test_layout_that_is_not_there(tracking_uri, client, experiment_id, grid):
     result = cli(tracking_uri, experiment_id, "--layout", "keys")
     assert_refused(result, client, experiment_id, 2, "metric 'accuracy' not found in the keys layout")
@@ -261,6 +314,7 @@ def test_layout_that_is_not_there(tracking_uri, client, experiment_id, grid):
     (["--require", "much-better"], "Invalid value for '--require'"),
     (["--seed", "one"], "Invalid value for '--seed'"),
     (["--model-b", "rf"], "model A and model B are both 'rf'"),
+    (["--model-a", "rf\udcff"], "Invalid value for '--model-a': is not text that UTF-8 can encode"),
 ])
 def test_bad_options(tracking_uri, client, experiment_id, grid, args, fragment):
     result = cli(tracking_uri, experiment_id, *args)
@@ -363,6 +417,48 @@ def test_names_with_quotes_unicode_and_html_end_to_end(tracking_uri, client, exp
             assert "&lt;img src=x onerror=alert(1)&gt;" in open(html, encoding="utf-8").read()
         if NAMES[1] in (a, b):
             assert NAMES[1] in open(md, encoding="utf-8").read()
+
+
+#: model names MLflow refuses in a metric key (a URL, a path that resolves elsewhere), two of which read alike
+URL_NAMES = ("https://host/a", "https:__host_a", "b/../c")
+
+
+def test_keys_built_from_names_are_valid_distinct_and_reversible(client, experiment_id):
+    """Each hostile name gets a key a real store takes, as a metric and as a param; no two names share one; the
+    keys do not depend on the order of the names; a name MLflow takes as it is keeps it."""
+    names = [*NAMES, *URL_NAMES, "https___host_a", "a/b", "a:b", "a_b", "..", "x" * 300, "rf-1.2 beta"]
+    keys = named_keys("p_best", names)
+    assert len(set(keys.values())) == len(names) and named_keys("p_best", reversed(names)) == keys
+    assert keys["rf-1.2 beta"] == "p_best.rf-1.2 beta" and keys[NAMES[1]] == f"p_best.{NAMES[1]}"
+    assert keys["https://host/a"].startswith("p_best.https___host_a-")
+    run_id = client.create_run(experiment_id).info.run_id
+    client.log_batch(run_id, metrics=[Metric(key, 1.0, 0, 0) for key in keys.values()],
+                     params=[Param(key, name) for name, key in keys.items()])
+    assert client.get_run(run_id).data.params == {key: name for name, key in keys.items()}
+
+
+@pytest.mark.slow
+def test_names_like_urls_and_paths_rank_and_matrix(tracking_uri, client, experiment_id, tmp_path):
+    """A ranking of every hostile model and a matrix of those named like URLs finish, each run's metrics keyed as
+    MLflow accepts and mapped back to the models' names by its metric_keys.json."""
+    models = (*NAMES, *URL_NAMES)
+    for i, m in enumerate(models):
+        for d in ("d'one", "<b>two</b>", "три"):
+            log_steps(client, experiment_id, m, d, np.clip(0.7 + 0.02 * i + np.random.default_rng(i).normal(0, 0.02,
+                                                                                                          10), 0, 1))
+    fast = dict(tracking_uri=tracking_uri, chains=2, draws=100, warmup=100, seed=1)
+    ranking = rank_runs(experiment_ids=[experiment_id], metric="accuracy", **fast)
+    matrix = compare_matrix(experiment_ids=[experiment_id], metric="accuracy", models=URL_NAMES, jobs=1, **fast)
+    for outcome, names in ((ranking, models), (matrix, URL_NAMES)):
+        run = client.get_run(outcome.run_id)
+        assert run.info.status == "FINISHED"
+        path = client.download_artifacts(outcome.run_id, KEYS_ARTIFACT, str(tmp_path / outcome.run_id))
+        mapping = json.loads(open(path, encoding="utf-8").read())
+        assert sorted(mapping.values()) == sorted(names * 2)  # p_best and mean_rank of each
+        for column in ("p_best", "mean_rank"):
+            logged = {mapping[k]: v for k, v in run.data.metrics.items() if k.startswith(f"{column}.")}
+            assert logged == pytest.approx(dict(zip(outcome.ranking["model"], outcome.ranking[column])))
+    assert f"p_best.{NAMES[1]}" in client.get_run(ranking.run_id).data.metrics  # a name MLflow takes keeps its key
 
 
 def test_thousands_of_unrelated_runs(tracking_uri, client, experiment_id, grid):

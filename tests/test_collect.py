@@ -66,12 +66,12 @@ def log_keys(client, eid, df):
                          params=[Param("cv_folds", str(FOLDS)), Param("cv_repeats", str(REPEATS))])
 
 
-def log_children(client, eid, df, split_repeat=False):
+def log_children(client, eid, df, split_repeat=False, folds=FOLDS):
     for (model, dataset), g in groups(df):
         parent = client.create_run(eid, tags={"model": model, "dataset": dataset})
         pid = parent.info.run_id
         client.log_batch(pid, metrics=[Metric("accuracy", g.score.mean(), 0, 0)],
-                         params=[Param("cv_folds", str(FOLDS))])
+                         params=[Param("cv_folds", str(folds))])
         for i, v in zip(g.g, g.score):
             tags = {"mlflow.parentRunId": pid, "model": model, "dataset": dataset}
             tags.update({"repeat": str(i // FOLDS), "fold": str(i % FOLDS)} if split_repeat else {"fold": str(i)})
@@ -336,8 +336,8 @@ def test_layouts_on_server(server_client, server_experiment_id, paper, layout, w
 @pytest.mark.slow
 def test_children_on_server(server_client, server_experiment_id, paper):
     small = paper[(paper.dataset != "uci3") & (paper.g < 3)]  # each child run costs requests: keep it small
-    log_children(server_client, server_experiment_id, small)
-    result = collect_scores(server_client, [server_experiment_id], "accuracy", folds=3)
+    log_children(server_client, server_experiment_id, small, folds=3)
+    result = collect_scores(server_client, [server_experiment_id], "accuracy")
     assert result.layout == "children" and result.fetch_method == "search"
     t = result.tensor("nbc", "aode")
     expected = from_tidy(small.rename(columns={"g": "fold"}), "nbc", "aode", folds=3)

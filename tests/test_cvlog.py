@@ -53,6 +53,8 @@ def test_more_than_one_batch_of_folds(client, experiment_id):
     ([0.8, 0.9], dict(folds=1), "folds must be an integer >= 2, got 1"),
     ([0.8, 0.9], dict(folds=2, repeats=0), "repeats must be an integer >= 1, got 0"),
     ([0.8, 0.9], dict(folds=2.5), "folds must be an integer >= 2, got 2.5"),
+    ([0.8, 0.9], dict(folds=2, metric="a/../b"), "metric 'a/../b' is not a key MLflow accepts, with its summaries: "
+                                                 "'a/../b', 'a/../b_mean', 'a/../b_std'"),
 ])
 def test_bad_input(client, experiment_id, scores, kwargs, text):
     with pytest.raises(InputError) as e:

@@ -3,8 +3,8 @@ repository, and the Stan programs of the top-level ``stan/`` reach both an insta
 
 The layers, from the bottom (docs/architecture.md draws the same picture in words):
 
-0. vocabulary and plumbing: errors, options and the claims they name, progress and console, tags and UI routes,
-   the shared result words;
+0. vocabulary and plumbing: errors, options and the claims they name, progress and console, tags, keys built from
+   names and UI routes, the shared result words;
 1. read and shape: MLflow reads (``tracking.collect``, ``fetch``, ``cvlog``), the tensor (``scores``), the Stan layer
    (``sampling``), the summaries every test shares (``posterior_summary``, ``baselines``), figures and the report page;
 2. the test families, each a package that imports only itself and the layers below: ``hierarchical``,
@@ -34,7 +34,8 @@ FAMILIES = ("hierarchical", "signed_rank", "correlated_t", "ranking")
 #: each module's layer, by its dotted name under the package (the first matching prefix wins)
 LAYERS = [
     (0, ("errors", "claims", "optionspec", "optionparse", "options", "versions", "progress", "console", "result",
-         "tracking.tags", "tracking.uiroutes", "tracking.mlflow_internals", "scores.tidy_checks", "sampling.pools",
+         "tracking.tags", "tracking.keys", "tracking.uiroutes", "tracking.mlflow_internals", "scores.tidy_checks",
+         "sampling.pools",
          "sampling.convergence")),
     (1, ("tracking.collect", "tracking.fetch", "tracking.cvlog", "scores", "sampling", "posterior_summary", "baselines",
          "figures", "report_html")),

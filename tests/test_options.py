@@ -92,6 +92,34 @@ def test_json_fields_build_every_object_and_name_every_problem():
     assert "model A and model B are both 'x'" in text
 
 
+#: JSON values of the wrong type for most fields (a name where an object is sent, a lone surrogate, nested lists)
+WRONG_TYPES = [{"G": 1}, [{"G": 1}], [[1]], [None], True, -1, "G\ud800", ["G\ud800"], [], {}]
+JOBS = [("comparison", [SourceOptions, FitOptions, PairOptions], {"model_a": "a", "model_b": "b"}),
+        ("matrix", [SourceOptions, FitOptions, ModelsOptions], {}),
+        ("ranking", [SourceOptions, RankOptions, ModelsOptions], {})]
+
+
+@pytest.mark.parametrize("kind, classes, pair", JOBS, ids=[kind for kind, *_ in JOBS])
+def test_a_request_of_wrong_json_types_is_refused_naming_the_field(kind, classes, pair):
+    """Every field of every job, sent a value of the wrong JSON type: an InputError (the server's 400) naming the
+    field, never another exception (the server's HTML 500); a name holding a lone surrogate is refused (MLflow
+    would fail to encode it: a 502)."""
+    from mlflow_bayescompare.server.jobs import Settings
+    from mlflow_bayescompare.server.requests import job_request
+
+    base = {"metric": "m", "experiment_id": ["1"], **pair}
+    for name in sorted({options.public_name(f) for cls in classes for f in dataclasses.fields(cls)}):
+        for value in WRONG_TYPES:
+            try:
+                job_request(kind, {**base, name: value}, Settings())
+            except InputError as exc:
+                assert f"'{name}'" in str(exc), (name, value, str(exc))
+    named = ("model_a", "a\udcff") if kind == "comparison" else ("models", ["a\udcff"])
+    for name, value in (("metric", "m\ud800"), named):
+        with pytest.raises(InputError, match=f"Invalid value for '{name}': is not text that UTF-8 can encode"):
+            job_request(kind, {**base, name: value}, Settings())
+
+
 def test_excluded_fields_are_unknown_to_a_request():
     with pytest.raises(InputError, match="unknown field 'sensitivity'"):
         parse_fields({"metric": "m", "sensitivity": True}, [SourceOptions, FitOptions, ModelsOptions],

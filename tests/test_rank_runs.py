@@ -131,7 +131,7 @@ def test_ranking_run_holds_every_artifact_and_a_self_contained_report(client, tr
     plots = ("critical_difference", "pwin_matrix", "p_best")
     assert set(artifact_paths(client, outcome.run_id)) == {
         "ranking.csv", "pairs.csv", "wins.csv", "ppc.csv", "report.html", "report.md", "summary.json",
-        "posterior.nc", "stan/bbt.stan", "stan/data.json",
+        "posterior.nc", "stan/bbt.stan", "stan/data.json", "metric_keys.json",
         *(f"plots/{name}.{ext}" for name in plots for ext in ("png", "svg"))}
     root = Path(mlflow.artifacts.download_artifacts(run_id=outcome.run_id, tracking_uri=tracking_uri,
                                                     dst_path=str(tmp_path / "download")))

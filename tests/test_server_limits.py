@@ -83,6 +83,10 @@ REFUSED = [  # (path, body or raw JSON text, HTTP status, words of the answer)
     ("/api/comparisons", {"require": "a-worse"}, 400, "Invalid value for 'require'"),
     ("/api/comparisons", {"experiment_id": ["FOLDS"], "model_a": "a", "model_b": "b"}, 400,
      "Cannot compare 'a' with 'b':\n  - dataset 'd0': fold count differs: 'a' uses 10 folds, 'b' uses 5"),
+    ("/api/comparisons", {"folds": 1001}, 400, "--folds 1001 (folds=1001) contradicts the param cv_folds=10 logged "
+                                               "by dataset 'd0' model 'cart'"),
+    ("/api/comparisons", {"rope": 1e308}, 400, "rope 1e+308 is more than 1e+06 times the largest 'accuracy' score"),
+    ("/api/comparisons", {"model_a": "lda\ud800"}, 400, "Invalid value for 'model_a': is not text that UTF-8 can"),
     ("/api/comparisons", _raw(rope="NaN"), 400, "NaN is not a JSON value"),
     ("/api/comparisons", _raw(threshold="Infinity"), 400, "Infinity is not a JSON value"),
     ("/api/comparisons", _raw(rope="1e400"), 400, "Invalid value for 'rope'"),
@@ -105,6 +109,11 @@ REFUSED = [  # (path, body or raw JSON text, HTTP status, words of the answer)
     ("/api/rankings", {"rope": 0.01}, 400, "Invalid value for 'rope'"),
     ("/api/rankings", {"sensitivity": True}, 400, "unknown field 'sensitivity'"),
     ("/api/rankings", {"chains": 5}, 400, "must be <= 4 on this server (MLFLOW_BAYESCOMPARE_MAX_CHAINS)"),
+    ("/api/rankings", {"models": {"lda": 1}}, 400, "Invalid value for 'models': must be a list of names"),
+    ("/api/matrix", {"models": {"lda": 1}}, 400, "Invalid value for 'models': must be a list of names"),
+    ("/api/rankings", {"models": ["lda\ud800", "cart", "svm"]}, 400, "Invalid value for 'models': is not text"),
+    ("/api/rankings", {"drop_incomplete": True, "skip_missing": True}, 400,
+     "drop_incomplete and skip_missing exclude each other"),
 ]
 
 

@@ -22,9 +22,10 @@ from ..options import WARMUP
 from ..result import divergent_transitions, jsonable
 from ..versions import stan_version
 from . import tags as T
+from .keys import KEYS_ARTIFACT, named_keys
 
-__all__ = ["Bundle", "comparison_bundle", "matrix_bundle", "ranking_bundle", "ranking_metrics", "signed_rank_bundle",
-           "correlated_t_bundle", "comparison_tags", "comparison_params",
+__all__ = ["Bundle", "comparison_bundle", "matrix_bundle", "ranking_bundle", "ranking_metrics", "model_keys",
+           "signed_rank_bundle", "correlated_t_bundle", "comparison_tags", "comparison_params",
            "comparison_metrics", "diagnostics_problem", "source_runs", "run_name", "models_run_name", "fit_tag",
            "COMPARISON_ARTIFACTS", "PAIR_SUMMARY_ARTIFACTS"]
 
@@ -291,7 +292,8 @@ def ranking_bundle(result, *, metric: str, experiment_ids: Sequence[str], layout
                    directory: Path | None = None) -> Bundle:
     """The run of a ranking (the BBT model of several models): the ranking, pairs, wins and posterior predictive
     tables, the critical-difference diagram, the P(win) matrix and P(best) (PNG and SVG), the reports, the posterior
-    and the Stan program with its data.  Per model, the metrics ``p_best.<model>`` and ``mean_rank.<model>``."""
+    and the Stan program with its data.  Per model, the metrics ``p_best.<model>`` and ``mean_rank.<model>``, their
+    keys listed with the models' names in :data:`.keys.KEYS_ARTIFACT`."""
     from ..figures import write_png_and_svg
     from ..ranking import plots as ranking_plots
     from ..ranking import report as ranking_report
@@ -307,6 +309,7 @@ def ranking_bundle(result, *, metric: str, experiment_ids: Sequence[str], layout
         (root / "summary.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
         for name in ("ranking", "pairs", "wins", "ppc"):
             getattr(result, name).to_csv(root / f"{name}.csv", index=False)
+        _write_model_keys(result, root)
         _write_posterior(result, root / "posterior.nc")
         shutil.copyfile(PROGRAMS["bbt"], root / "stan" / "bbt.stan")
         (root / "stan" / "data.json").write_text(json.dumps(result.stan_data, indent=1, default=jsonable))
@@ -325,19 +328,27 @@ def ranking_bundle(result, *, metric: str, experiment_ids: Sequence[str], layout
 
 
 def ranking_metrics(result) -> dict[str, float]:
-    """``p_best.<model>`` and ``mean_rank.<model>`` (names MLflow accepts), the sizes and the sampler's health."""
+    """``p_best.<model>`` and ``mean_rank.<model>`` (keys MLflow accepts: :func:`model_keys`), the sizes and the
+    sampler's health."""
     metrics: dict[str, Any] = {"n_models": len(result.models), "n_datasets": len(result.settings.get("datasets", [])),
                                **{k: result.diagnostics.get(k) for k in ("rhat_max", "ess_bulk_min", "divergences",
                                                                           "sampling_seconds", "compile_seconds")}}
-    for row in result.ranking.itertuples():
-        key = _metric_key(str(row.model))
-        metrics[f"p_best.{key}"], metrics[f"mean_rank.{key}"] = row.p_best, row.mean_rank
+    for column, keys in model_keys(result).items():
+        values = dict(zip(result.ranking["model"].astype(str), result.ranking[column]))
+        metrics.update({key: values[model] for model, key in keys.items()})
     return {key: float(v) for key, v in metrics.items() if _finite(v)}
 
 
-def _metric_key(name: str) -> str:
-    """A model name as MLflow accepts it in a metric key (letters, digits, ``_-. /``; others become ``_``)."""
-    return "".join(c if c.isalnum() or c in "_-. /" else "_" for c in name)[:200] or "_"
+def model_keys(result) -> dict[str, dict[str, str]]:
+    """Per metric of a ranking's models (``p_best``, ``mean_rank``), each model's key (:func:`.keys.named_keys`)."""
+    models = result.ranking["model"].astype(str)
+    return {column: named_keys(column, models) for column in ("p_best", "mean_rank")}
+
+
+def _write_model_keys(result, root: Path) -> None:
+    """The :data:`.keys.KEYS_ARTIFACT` of a ranking: ``{key: model}`` for each key :func:`model_keys` built."""
+    mapping = {key: model for keys in model_keys(result).values() for model, key in keys.items()}
+    (root / KEYS_ARTIFACT).write_text(json.dumps(mapping, indent=1, ensure_ascii=False), encoding="utf-8")
 
 
 def signed_rank_bundle(result, means, *, metric: str, experiment_ids: Sequence[str], layout: str | None = None,

@@ -140,9 +140,11 @@ def collect_scores(client: MlflowClient, experiment_ids: list[str], metric: str,
         _check_single_values(raw, runs, metric, model_tag, dataset_tag)
         run_folds = {r.info.run_id: (1, 1) for r in runs}
     else:
-        run_folds = _run_folds(runs, folds)
+        run_folds = _run_folds(runs, folds, model_tag, dataset_tag)
         fetch = {"steps": _read_steps, "keys": _read_keys, "children": _read_children}[layout]
         raw, method = fetch(client, experiment_ids, runs, metric, run_folds, progress)
+        if folds is not None:
+            _check_whole_repeats(raw, runs, int(folds), model_tag, dataset_tag)
     if raw.empty:
         raise InputError(f"metric '{metric}' not found in the {layout} layout; metrics present: "
                          f"{', '.join(_metrics_present(runs)) or 'none'}")
@@ -189,12 +191,16 @@ def _model_runs(client, experiment_ids, models, filter_string, model_tag, datase
     return runs
 
 
-def _run_folds(runs, folds) -> dict[str, tuple[int, int]]:
-    """run id -> (folds, repeats) from ``folds`` or the params ``cv_folds`` / ``cv_repeats``."""
-    out, problems, unknown = {}, [], []
+def _run_folds(runs, folds, model_tag, dataset_tag) -> dict[str, tuple[int, int]]:
+    """run id -> (folds, repeats) from ``folds`` or the params ``cv_folds`` / ``cv_repeats``.  ``folds`` stands in
+    for a param that is missing or unreadable, and may not contradict one that is readable."""
+    out, problems, unknown, contradicted = {}, [], [], {}
     for r in runs:
         p, rid = r.data.params, r.info.run_id
-        k = folds if folds is not None else _int_param(p, "cv_folds", rid, problems)
+        logged = _int_param(p, "cv_folds", rid, problems if folds is None else [])
+        if folds is not None and logged not in (None, int(folds)):
+            contradicted.setdefault(logged, []).append(r)
+        k = folds if folds is not None else logged
         reps = _int_param(p, "cv_repeats", rid, problems) or 1
         if k is None and "cv_folds" not in p:
             unknown.append(rid)
@@ -203,9 +209,40 @@ def _run_folds(runs, folds) -> dict[str, tuple[int, int]]:
     if unknown:
         problems.append(f"the number of folds is unknown for {len(unknown)} run(s) (e.g. {', '.join(unknown[:5])}): "
                         "pass --folds K (folds=K) or log the run param 'cv_folds'")
+    problems += [f"--folds {folds} (folds={folds}) contradicts the param cv_folds={logged} logged by "
+                 f"{_places(rs, model_tag, dataset_tag)}; leave --folds out to use the logged folds"
+                 for logged, rs in sorted(contradicted.items())]
     if problems:
         raise InputError(problems, header="Cannot tell the cross-validation folds:")
     return out
+
+
+def _places(runs, model_tag, dataset_tag, shown: int = 3) -> str:
+    """"dataset 'd' model 'm', … and N more runs" for ``runs``."""
+    named = sorted(f"dataset '{r.data.tags[dataset_tag]}' model '{r.data.tags[model_tag]}'" for r in runs)[:shown]
+    return ", ".join(named) + (f" and {len(runs) - shown} more runs" if len(runs) > shown else "")
+
+
+def _check_whole_repeats(raw: pd.DataFrame, runs, folds: int, model_tag, dataset_tag) -> None:
+    """Where ``folds`` stands in for the param ``cv_folds`` (:func:`_run_folds`), each dataset's fold scores must
+    make whole repeats of it: the most scores a run logs (a global index: its highest + 1) a multiple of
+    ``folds``; the folds per repeat (runs whose children are tagged ``repeat``) ``folds`` exactly."""
+    assumed = {r.info.run_id: r for r in runs if _int_param(r.data.params, "cv_folds", r.info.run_id, []) is None}
+    part = raw[raw["run_id"].isin(assumed)]
+    per_repeat = part["repeat"] >= 0 if "repeat" in part else pd.Series(False, index=part.index)
+    problems = []
+    for labelled, rows in ((False, part[~per_repeat]), (True, part[per_repeat])):
+        rows = rows.assign(dataset=rows["run_id"].map(lambda rid: assumed[rid].data.tags[dataset_tag]))
+        for dataset, top in rows.sort_values("fold", kind="stable").groupby("dataset").last().iterrows():
+            count, run = int(top["fold"]) + 1, assumed[top["run_id"]]
+            where = f"dataset '{dataset}' (model '{run.data.tags[model_tag]}', run {run.info.run_id})"
+            if labelled and count != folds:
+                problems.append(f"{where} holds {count} folds per repeat, not --folds {folds} (folds={folds})")
+            elif not labelled and count % folds:
+                problems.append(f"{where} logs {count} fold scores: not a whole number of repeats of --folds "
+                                f"{folds} (folds={folds})")
+    if problems:
+        raise InputError(problems, header="Cannot tell the cross-validation folds:")
 
 
 def _int_param(params: dict, key: str, run_id: str, problems: list[str]) -> int | None:

@@ -29,14 +29,15 @@ def log_cv_scores(model: str, dataset: str, scores, *, metric: str = "accuracy",
     all_tags = {**(tags or {}), "model": str(model), "dataset": str(dataset)}
     run = client.create_run(str(experiment_id), tags=all_tags, run_name=run_name or f"{model} on {dataset}")
     run_id = run.info.run_id
+    _, mean, std = _metric_keys(metric)
     try:
         now = int(time.time() * 1000)
         all_params = {**(params or {}), "cv_folds": int(folds), "cv_repeats": int(repeats)}
         client.log_batch(
             run_id,
             metrics=[Metric(metric, float(v), now, step) for step, v in enumerate(values)]
-            + [Metric(f"{metric}_mean", float(np.mean(values)), now, 0),
-               Metric(f"{metric}_std", float(np.std(values, ddof=1)) if values.size > 1 else 0.0, now, 0)],
+            + [Metric(mean, float(np.mean(values)), now, 0),
+               Metric(std, float(np.std(values, ddof=1)) if values.size > 1 else 0.0, now, 0)],
             params=[Param(str(k), str(v)) for k, v in all_params.items()],
         )
     except BaseException:
@@ -46,6 +47,11 @@ def log_cv_scores(model: str, dataset: str, scores, *, metric: str = "accuracy",
     return run_id
 
 
+def _metric_keys(metric: str) -> tuple[str, str, str]:
+    """The keys a run of :func:`log_cv_scores` logs: the metric per fold, its mean and its standard deviation."""
+    return metric, f"{metric}_mean", f"{metric}_std"
+
+
 def _validated(model, dataset, scores, metric, folds, repeats) -> np.ndarray:
     """Scores as float64, after checking every argument; all problems in one InputError."""
     where = f"model '{model}' on dataset '{dataset}'"
@@ -53,6 +59,9 @@ def _validated(model, dataset, scores, metric, folds, repeats) -> np.ndarray:
     for name, value in (("model", model), ("dataset", dataset), ("metric", metric)):
         if not str(value).strip():
             problems.append(f"{name} must be a non-empty string")
+    if str(metric).strip() and not all(map(mlflow_internals.is_valid_key, _metric_keys(metric))):
+        problems.append(f"metric {metric!r} is not a key MLflow accepts, with its summaries: "
+                        f"{', '.join(map(repr, _metric_keys(metric)))}")
     for name, value, low in (("folds", folds, 2), ("repeats", repeats, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             problems.append(f"{name} must be an integer >= {low}, got {value!r}")

@@ -19,6 +19,8 @@ Used beyond MLflow's public API:
 * ``flask.g.mlflow_authenticated_user``: the user MLflow's basic-auth signed in (from MLflow 3.14; before, the
   caller reads the request's basic-auth header);
 * ``mlflow.tracking.fluent._get_experiment_id``: the active experiment;
+* ``mlflow.utils.validation``: ``_validate_metric_name`` and ``_validate_param_name`` (with the public
+  ``MAX_ENTITY_KEY_LENGTH``), MLflow's own rules for a key, which the keys derived from names are tested against;
 * the environment ``mlflow server`` gives its workers: ``_MLFLOW_SGI_NAME`` (uvicorn, gunicorn or waitress),
   ``_MLFLOW_SERVER_BOOT_ID`` (one id per start, shared by the workers; from MLflow 3.16), and
   ``mlflow.server.BACKEND_STORE_URI_ENV_VAR`` (the backend store);
@@ -34,8 +36,8 @@ import os
 from collections.abc import Callable, Iterator
 
 __all__ = ["TRACKING_URI_ENV", "active_experiment_id", "as_user", "authenticated_user", "backend_store_uri",
-           "cors_allowed_origins", "experiment_permission", "register_auth_validator", "run_artifact_location",
-           "served_by_uvicorn", "server_boot_id", "static_prefix", "tracking_store"]
+           "cors_allowed_origins", "experiment_permission", "is_valid_key", "register_auth_validator",
+           "run_artifact_location", "served_by_uvicorn", "server_boot_id", "static_prefix", "tracking_store"]
 
 #: the environment variable of MLflow's tracking URI
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
@@ -50,6 +52,20 @@ def active_experiment_id() -> str | None:
     from mlflow.tracking.fluent import _get_experiment_id
 
     return _get_experiment_id()
+
+
+def is_valid_key(key: str) -> bool:
+    """Whether MLflow takes ``key`` as a metric key and as a param key: its characters, its path rules (no ``//``,
+    no ``..`` part) and its length, by MLflow's own validators (those of the platform it runs on)."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.utils.validation import MAX_ENTITY_KEY_LENGTH, _validate_metric_name, _validate_param_name
+
+    try:
+        _validate_metric_name(key)
+        _validate_param_name(key)
+    except MlflowException:
+        return False
+    return len(key) <= MAX_ENTITY_KEY_LENGTH
 
 
 @contextlib.contextmanager
