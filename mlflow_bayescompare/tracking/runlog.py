@@ -15,6 +15,7 @@ from mlflow.utils.time import get_current_time_millis
 
 from ..errors import BayesCompareError
 from ..progress import STAGES, Progress
+from . import mlflow_internals
 from . import tags as T
 from .bundle import Bundle, fit_tag
 
@@ -57,7 +58,7 @@ def fail_run(client, run_id: str, error: BaseException | str) -> None:
     """End ``run_id`` FAILED with ``error`` in the ``bayescompare.error`` tag."""
     message = error if isinstance(error, str) else (str(error) or type(error).__name__)
     client.log_batch(run_id, tags=[RunTag(T.ERROR, fit_tag(message)), RunTag(T.STAGE, "failed")])
-    client.set_terminated(run_id, RunStatus.to_string(RunStatus.FAILED))
+    mlflow_internals.end_run(client, run_id, RunStatus.to_string(RunStatus.FAILED))
 
 
 def fail_if_running(client, run_id: str, reason: str) -> bool:
@@ -107,7 +108,7 @@ def log_bundle(client, bundle: Bundle, *, experiment_id: str | None = None, run_
             progress("logging")
         write_bundle(client, run_id, bundle, run_tags)
         set_stage(client, run_id, "done")
-        client.set_terminated(run_id, RunStatus.to_string(RunStatus.FINISHED))
+        mlflow_internals.end_run(client, run_id, RunStatus.to_string(RunStatus.FINISHED))
     except BaseException as exc:
         fail_run(client, run_id, exc)
         raise
