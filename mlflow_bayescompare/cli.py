@@ -40,8 +40,9 @@ EXIT_CODES = """\b
 Exit codes:
   0  done (and, with --require, the claim is supported)
   1  the claim of --require is not supported, --strict found sampler problems,
-     Stan failed, or MLflow could not be reached or written
-  2  bad input: unknown experiment, model or metric, incomplete folds, bad option
+     Stan failed, or MLflow failed during the work
+  2  bad input: unknown experiment, model or metric, incomplete folds, bad option,
+     a tracking server that does not answer
   143  stopped by SIGTERM (sampling and workers stopped; Ctrl-C: "Aborted!", 1)"""
 
 

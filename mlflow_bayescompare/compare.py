@@ -38,7 +38,7 @@ from .progress import Progress, notify
 from .ranking.engine import rank_scores
 from .sampling import sampler, workers
 from .signed_rank.engine import signed_rank_test
-from .tracking import runlog
+from .tracking import reach, runlog
 from .tracking.bundle import comparison_bundle, matrix_bundle, ranking_bundle, signed_rank_bundle
 
 __all__ = ["compare_runs", "compare_matrix", "rank_runs", "require", "Outcome",
@@ -303,8 +303,10 @@ def _pair_bundle(result, data, metric: str, ids, layout: str, *, run_id: str | N
 
 
 def _begin(tracking_uri: str | None, run_id: str | None, progress: Progress | None):
-    """A pipeline's client, its progress hook (recording the stage in ``run_id`` when given) and start time."""
+    """A pipeline's client (of a tracking server that answers: :func:`~.tracking.reach.check_reachable`), its
+    progress hook (recording the stage in ``run_id`` when given) and start time."""
     client = MlflowClient(tracking_uri)
+    reach.check_reachable(client.tracking_uri)
     return client, runlog.stage_recorder(client, run_id, progress), int(time.time() * 1000)
 
 

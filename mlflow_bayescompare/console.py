@@ -13,11 +13,14 @@ from __future__ import annotations
 import logging
 import re
 import sys
+import time
 import warnings
 
+from .tracking import mlflow_internals
 from .tracking.uiroutes import run_route
 
-__all__ = ["LOGGER_NAME", "PREFIX", "log", "CliHandler", "install_cli_handler", "redact_uri", "ui_address"]
+__all__ = ["LOGGER_NAME", "PREFIX", "log", "CliHandler", "RetryNotices", "install_cli_handler", "redact_uri",
+           "connection_cause", "ui_address"]
 
 LOGGER_NAME = "mlflow_bayescompare"
 PREFIX = "bayescompare:"
@@ -48,14 +51,38 @@ class CliHandler(logging.Handler):
             pass
 
 
+class RetryNotices(logging.Handler):
+    """Turns MLflow's silent retries (reported by urllib3: :func:`~.mlflow_internals.retry_notice`) into a warning
+    of the package, ``MLflow did not answer (Connection refused); retrying (5 left)``, at most one every
+    ``every`` seconds."""
+
+    def __init__(self, every: float = 5.0):
+        super().__init__(logging.DEBUG)
+        self.every, self.last = every, float("-inf")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        notice = mlflow_internals.retry_notice(record)
+        if notice is None or time.monotonic() - self.last < self.every:
+            return
+        self.last = time.monotonic()
+        error, left = notice
+        cause = connection_cause(error) if error is not None else "it answered with an error status"
+        log.warning(f"MLflow did not answer ({cause}); retrying" + (f" ({left} left)" if left is not None else ""))
+
+
 def install_cli_handler(stream=None) -> CliHandler:
-    """Print the package's messages as the command line does, and keep third-party chatter out of the terminal."""
-    for handler in list(log.handlers):
-        if isinstance(handler, CliHandler):
-            log.removeHandler(handler)
+    """Print the package's messages as the command line does, say when MLflow retries, and keep third-party
+    chatter out of the terminal."""
+    for logger in (log, logging.getLogger(mlflow_internals.RETRY_LOGGER)):
+        for handler in list(logger.handlers):
+            if isinstance(handler, (CliHandler, RetryNotices)):
+                logger.removeHandler(handler)
     handler = CliHandler(stream)
     log.addHandler(handler)
     log.setLevel(logging.INFO)
+    retries = logging.getLogger(mlflow_internals.RETRY_LOGGER)
+    retries.addHandler(RetryNotices())
+    retries.setLevel(logging.DEBUG)  # urllib3 reports a retry on an error status at DEBUG
     import mlflow  # noqa: F401  (importing MLflow configures its loggers: quiet them after that)
 
     for name in _THIRD_PARTY:
@@ -64,15 +91,33 @@ def install_cli_handler(stream=None) -> CliHandler:
     return handler
 
 
-_CREDENTIALS = re.compile(r"(\b[a-zA-Z][\w+.-]*://)[^/\s@]*@")
+#: a URI's scheme, then its user information: everything up to the LAST ``@`` before the path (a password may hold
+#: ``@``, ``:``, ``?`` or ``#`` unencoded; ``/`` ends the authority, so a password holding ``/`` must encode it)
+_CREDENTIALS = re.compile(r"(\b[a-zA-Z][\w+.-]*://)[^/\s]*@")
 
 
 def redact_uri(text: str | None) -> str | None:
     """``text`` without the user names and passwords its URIs may carry (``http://alice:PW@host`` →
-    ``http://host``): every URI or message the package prints, logs, links or stores goes through here."""
+    ``http://host``, ``http://u:pre@TAIL@host`` → ``http://host``), for every URI in it: every URI or message the
+    package prints, logs, links or stores goes through here."""
     if not text:
         return text
     return _CREDENTIALS.sub(r"\1", str(text))
+
+
+_ERRNO = re.compile(r"\[Errno -?\d+\] ([^\"')\]]+)")
+
+
+def connection_cause(error: BaseException) -> str:
+    """Why a connection failed, in the system's few words (``Connection refused``, ``Name or service not known``),
+    else the error's kind."""
+    found = _ERRNO.search(str(error))
+    if found:
+        return found.group(1).strip()
+    if "timeout" in type(error).__name__.lower():
+        return "no answer in time"
+    first = error.args[0] if error.args else None
+    return str(first).rstrip(".") if isinstance(first, str) and len(first) < 60 else type(error).__name__
 
 
 def ui_address(tracking_uri: str | None, experiment_id: str, run_id: str) -> tuple[str, str | None]:

@@ -22,6 +22,7 @@ from .console import redact_uri, ui_address
 from .options import SamplerOptions
 from .progress import TerminalProgress
 from .simulation.friedman import NOISE, Setting, classifiers, generate
+from .tracking.reach import check_reachable
 
 EXPERIMENT = "bayescompare-demo"
 MODELS = ("lda", "cart", "nb")
@@ -61,6 +62,7 @@ def run_demo(
 
     uri = tracking_uri or default_tracking_uri()
     client = MlflowClient(uri)
+    check_reachable(client.tracking_uri)
     experiment_id = _experiment(client, EXPERIMENT)
     echo(f"Demo: {', '.join(MODELS)} on {n_settings} Friedman settings, {repeats}x{folds} cross-validation "
          f"(seed {seed})\n  tracking URI: {redact_uri(uri)}\n  experiment:   {EXPERIMENT} (id {experiment_id})")

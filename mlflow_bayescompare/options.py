@@ -83,9 +83,9 @@ class SourceOptions(OptionsBase):
                                 choices=("error", "latest"), public="latest", flag_value="latest")
     drop_incomplete: bool = option(False, "Drop datasets with missing folds (with a warning).", "bool",
                                     flag_value=True)
-    target_experiment: str | None = option(None, "Log the result into this experiment (name or id; created if "
-                                                  "there is none); default: the first source.", "str",
-                                            nullable=True)
+    target_experiment: str | None = option(None, "Log the result into this experiment (an id, or a name: a new "
+                                                  "name, not a number, is created); default: the first source.",
+                                            "str", nullable=True)
 
     def _cross_checks(self) -> list[str]:
         problems = []

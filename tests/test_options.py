@@ -28,6 +28,7 @@ from mlflow_bayescompare.options import (
     parse_fields,
 )
 from mlflow_bayescompare.progress import TerminalProgress, notify
+from mlflow_bayescompare.tracking import mlflow_internals
 
 ALL = [SourceOptions, FitOptions, PairOptions]
 
@@ -362,3 +363,41 @@ def test_auto_prefers_pystan_where_both_backends_are_present(tmp_path, monkeypat
     assert programs.cmdstan_available() and programs.pystan_available()
     assert programs.resolve_backend("auto") == "pystan"
     assert programs.resolve_backend("cmdstanpy") == "cmdstanpy"
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("http://u:pre@TAIL@127.0.0.1:5000", "http://127.0.0.1:5000"),
+    ("http://u:a:b@c@127.0.0.1:5000/x?y=1", "http://127.0.0.1:5000/x?y=1"),
+    ("https://u:pre%40TAIL%2Fx@host/mlflow/#/experiments/1", "https://host/mlflow/#/experiments/1"),
+    ("http://u:p#w?q@host:5000/health", "http://host:5000/health"),  # '#' and '?' unencoded in a password
+    ("MLflow at http://u:pre@TAIL@host:5000 failed: HTTP 503", "MLflow at http://host:5000 failed: HTTP 503"),
+    ("see 'http://u:pre@TAIL@h1/api' and (postgresql://v:x@y@z/db).", "see 'http://h1/api' and (postgresql://z/db)."),
+    ("http://host:5000/#/experiments/1/runs/abc", "http://host:5000/#/experiments/1/runs/abc"),
+])
+def test_redaction_reaches_the_last_at_before_the_host(text, shown):
+    """A password may hold ``@`` (and ``:``, ``?``, ``#``): everything up to the authority's last ``@`` goes, in every
+    URI of a message."""
+    assert console.redact_uri(text) == shown
+
+
+def test_mlflow_retries_are_said(monkeypatch):
+    """MLflow's client retries in silence (urllib3 reports each retry on its own logger, which has no handler): the
+    command line's handler says so.  A real request to a closed loopback port, with one quick retry."""
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+    from servers import free_port
+
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "0")
+    stream = io.StringIO()
+    handler = console.install_cli_handler(stream)
+    try:
+        with pytest.raises(MlflowException):
+            MlflowClient(f"http://u:pre@TAIL@127.0.0.1:{free_port()}").get_experiment("1")
+    finally:
+        console.log.removeHandler(handler)
+        retries = logging.getLogger(mlflow_internals.RETRY_LOGGER)
+        for notices in [h for h in retries.handlers if isinstance(h, console.RetryNotices)]:
+            retries.removeHandler(notices)
+        retries.setLevel(logging.NOTSET)
+    assert stream.getvalue() == "bayescompare: warning: MLflow did not answer (Connection refused); retrying (0 left)\n"

@@ -11,6 +11,7 @@ from mlflow import MlflowClient
 from uci_runs import artifact_paths, uci_scores
 
 from mlflow_bayescompare import hierarchical_test
+from mlflow_bayescompare.errors import InputError
 from mlflow_bayescompare.scores.tensor import from_tidy
 from mlflow_bayescompare.tracking import bundle as bundles
 from mlflow_bayescompare.tracking import runlog
@@ -172,6 +173,29 @@ def test_sigterm_while_logging_leaves_a_failed_run_saying_so(client, experiment_
     assert stopped.value.code == 143
     [run] = client.search_runs([experiment_id])
     assert (run.info.status, run.data.tags["bayescompare.error"]) == ("FAILED", "stopped by SIGTERM")
+
+
+def test_a_target_number_is_an_id_and_never_a_new_name(client, experiment_id):
+    """The one rule (:func:`runlog.choose_target`) on a plain store: a number is the id of an existing experiment,
+    refused when it is also another experiment's name, and never the name of a new one."""
+    other = client.create_experiment("other")
+    assert runlog.resolve_target(client, other, [experiment_id]) == other
+    assert runlog.resolve_target(client, "other", [experiment_id]) == other
+    created = runlog.resolve_target(client, "comparisons", [experiment_id])
+    assert client.get_experiment(created).name == "comparisons"
+    absent = str(int(created) + 100)
+    with pytest.raises(InputError) as refused:
+        runlog.resolve_target(client, absent, [experiment_id])
+    assert str(refused.value) == f"no experiment with id '{absent}'; a new target experiment needs a name that " \
+                                 "is not a number"
+    assert client.get_experiment_by_name(absent) is None
+    squatted = client.create_experiment(other)  # MLflow itself allows a name like an id
+    with pytest.raises(InputError, match=f"target experiment '{other}' is ambiguous"):
+        runlog.resolve_target(client, other, [experiment_id])
+    assert runlog.resolve_target(client, squatted, [experiment_id]) == squatted  # its id is not ambiguous
+    client.delete_experiment(created)
+    with pytest.raises(InputError, match="experiment 'comparisons' is deleted"):
+        runlog.resolve_target(client, "comparisons", [experiment_id])
 
 
 def test_long_description_is_cut_at_a_line():

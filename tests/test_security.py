@@ -15,11 +15,15 @@ import uuid
 import numpy as np
 import pytest
 import requests
+from click.testing import CliRunner
 from mlflow import MlflowClient
 from mlflow.entities import RunStatus
-from servers import Server, chromium_page, require_chromium, require_module
+from servers import Server, chromium_page, free_port, require_chromium, require_module
 
+from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.client import BayesCompareClient, RequestRefused
+from mlflow_bayescompare.errors import InputError
+from mlflow_bayescompare.tracking import runlog
 from mlflow_bayescompare.tracking import tags as T
 from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 
@@ -234,38 +238,78 @@ def _as(user):
             os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
 
 
-@pytest.fixture(scope="module")
-def auth_server(tmp_path_factory):
-    """``bayescompare-auth`` under ``--static-prefix /mlflow`` with MLflow's defaults (fail-closed), no permission by
-    default; alice (not an admin) may read ``e-read``, edit ``e-edit`` and nothing of ``e-none``, whose runs hold a
-    model and a param value she must not learn."""
+BOB = ("bob", "bob-Password-1")
+CAROL = ("carol", "pre@TAIL-carol-Pw-1")  # a password holding '@'
+JOB = ("job", "pre@TAIL-job-Pw-1")  # an admin, in the URI the job processes reach the server by
+
+
+def _auth_server(tmp, fail_closed: str | None, logged=("e-read", "e-edit", "e-none"), job_uri_credentials=False):
+    """``bayescompare-auth`` under ``--static-prefix /mlflow`` with ``MLFLOW_BASIC_AUTH_FAIL_CLOSED`` set to
+    ``fail_closed`` (None: unset, MLflow's default), no permission by default.  Alice (not an admin) may read
+    ``e-read``, edit ``e-edit`` and nothing of ``e-none``, whose runs hold a model and a param value she must not
+    learn; Bob manages ``bob-exp`` and reads ``e-read``; Carol, whose password holds ``@``, may read ``e-read`` and
+    edit ``e-edit``.  ``job_uri_credentials``: the job processes reach the server by a URI carrying the password of
+    the admin ``job`` (MLflow's client then sends the URI's credentials, not the requesting user's)."""
     require_module("flask_wtf", "MLflow's basic-auth needs Flask-WTF (pip install 'mlflow[auth]')")
-    tmp = tmp_path_factory.mktemp("auth")
     config = tmp / "auth.ini"
     config.write_text("[mlflow]\ndefault_permission = NO_PERMISSIONS\nauth_cache_ttl_seconds = 600\n"
                       f"database_uri = sqlite:///{tmp / 'auth.db'}\nadmin_username = {ADMIN[0]}\n"
                       f"admin_password = {ADMIN[1]}\n"
                       "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n")
+    port = free_port()
     env = {"MLFLOW_AUTH_CONFIG_PATH": str(config), "MLFLOW_FLASK_SERVER_SECRET_KEY": uuid.uuid4().hex}
+    if fail_closed is not None:
+        env["MLFLOW_BASIC_AUTH_FAIL_CLOSED"] = fail_closed
+    if job_uri_credentials:
+        env["MLFLOW_BAYESCOMPARE_TRACKING_URI"] = f"http://{JOB[0]}:{JOB[1]}@127.0.0.1:{port}/mlflow"
     srv = Server(tmp, f"sqlite:///{tmp / 'mlflow.db'}", app="bayescompare-auth", env=env, prefix="/mlflow",
-                 extra=["--workers", "1"])
-    srv.env.pop("MLFLOW_BASIC_AUTH_FAIL_CLOSED", None)
+                 extra=["--workers", "1"], port=port, start=False)
+    if fail_closed is None:
+        srv.env.pop("MLFLOW_BASIC_AUTH_FAIL_CLOSED", None)
+    srv.job_uri_credentials = job_uri_credentials
+    srv.start()
     with _as(ADMIN):
         from mlflow.server import get_app_client
 
         srv.admin = MlflowClient(srv.url)
         auth = get_app_client("basic-auth", tracking_uri=srv.url)
-        auth.create_user(*ALICE)
-        srv.ids = {name: srv.admin.create_experiment(name) for name in ("e-read", "e-edit", "e-none")}
-        for name, eid in srv.ids.items():
+        for user in (ALICE, BOB, CAROL) + ((JOB,) if job_uri_credentials else ()):
+            auth.create_user(*user)
+        if job_uri_credentials:
+            auth.update_user_admin(JOB[0], True)
+        srv.ids = {name: srv.admin.create_experiment(name) for name in ("e-read", "e-edit", "e-none", "bob-exp")}
+        for name in logged:
             models = ["lda", "cart", "secretmodelX" if name == "e-none" else "svm"]
-            _log(srv.admin, eid, models, ["d0", "d1", "d2"], params={"owner": "zed"})
-        auth.grant_user_permission("alice", "experiment", srv.ids["e-read"], "READ")
-        auth.grant_user_permission("alice", "experiment", srv.ids["e-edit"], "EDIT")
+            _log(srv.admin, srv.ids[name], models, ["d0", "d1", "d2"], params={"owner": "zed"})
+        for user, name, permission in (("alice", "e-read", "READ"), ("alice", "e-edit", "EDIT"),
+                                       ("bob", "bob-exp", "MANAGE"), ("bob", "e-read", "READ"),
+                                       ("carol", "e-read", "READ"), ("carol", "e-edit", "EDIT")):
+            auth.grant_user_permission(user, "experiment", srv.ids[name], permission)
+    return srv
+
+
+@pytest.fixture(scope="module")
+def auth_server(tmp_path_factory):
+    """The basic-auth server under MLflow's defaults (fail-closed unset), with a comparison of the admin's in
+    ``e-none``."""
+    srv = _auth_server(tmp_path_factory.mktemp("auth"), None)
     admin = srv.api(ADMIN)
     srv.hidden_run = admin.start("comparison", {"experiment_id": [srv.ids["e-none"]], "metric": "accuracy",
                                                 "model_a": "lda", "model_b": "secretmodelX", **FAST})
     assert admin.wait(srv.hidden_run)["status"] == "FINISHED"
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module", params=["unset", "true", "false"])
+def fail_closed_server(request, tmp_path_factory):
+    """A basic-auth server under each ``MLFLOW_BASIC_AUTH_FAIL_CLOSED`` setting, one at a time: unset is
+    :func:`auth_server`; under the others the jobs reach the server by a URI carrying a password."""
+    if request.param == "unset":
+        yield request.getfixturevalue("auth_server")
+        return
+    srv = _auth_server(tmp_path_factory.mktemp(f"auth-{request.param}"), request.param, logged=("e-read",),
+                       job_uri_credentials=True)
     yield srv
     srv.stop()
 
@@ -422,3 +466,57 @@ def test_a_non_admin_compares_with_their_own_permissions(auth_server):
                         matrix["run_url"])
     assert alice.status(run_id)["report_url"] == f"/mlflow/bayescompare/report?run_id={run_id}"
     assert urllib.parse.urlsplit(url).path == "/mlflow"
+
+
+def test_a_numeric_target_is_an_id_and_never_a_new_name(fail_closed_server):
+    """Issue 30's case, through the server and through the command line's path (a plain client as each user):
+    alice targets the id of bob's experiment, which she may not read; the admin then compares "into" that id."""
+    srv, ids = fail_closed_server, fail_closed_server.ids
+    bobs, absent = ids["bob-exp"], str(int(max(ids.values())) + 1000)
+    url = f"{srv.url}/bayescompare/api/comparisons"
+    body = {"experiment_id": [ids["e-read"]], "metric": "accuracy", "model_a": "lda", "model_b": "cart", **FAST}
+    alice, bob = srv.api(ALICE).session, srv.api(BOB).session
+    before = _snapshot(srv)
+    hidden = alice.post(url, json={**body, "target_experiment": bobs}, timeout=60)
+    assert hidden.status_code == 400, hidden.text  # not a new experiment of hers named like bob's id
+    assert hidden.json()["error"] == f"no experiment with id '{bobs}'; a new target experiment needs a name that " \
+                                     "is not a number"
+    _same(hidden, alice.post(url, json={**body, "target_experiment": absent}, timeout=60), bobs, absent)
+    with _as(ALICE), pytest.raises(InputError) as refused:
+        runlog.resolve_target(MlflowClient(srv.url), bobs, [ids["e-read"]])
+    assert str(refused.value) == hidden.json()["error"]
+    assert _snapshot(srv) == before
+
+    admin = srv.api(ADMIN)
+    state = admin.wait(admin.start("comparison", {**body, "target_experiment": bobs}))
+    assert (state["status"], state["experiment_id"]) == ("FINISHED", bobs)  # the id, as meant
+
+    with _as(ALICE):  # MLflow itself lets alice name an experiment like bob's id
+        squatted = MlflowClient(srv.url).create_experiment(bobs)
+        assert runlog.resolve_target(MlflowClient(srv.url), bobs, [ids["e-read"]]) == squatted  # all she can see
+    before = _snapshot(srv)
+    for user, session in ((ADMIN, admin.session), (BOB, bob)):  # both may read bob's: the number is ambiguous
+        resp = session.post(url, json={**body, "target_experiment": bobs}, timeout=60)
+        assert resp.status_code == 400 and f"target experiment '{bobs}' is ambiguous" in resp.json()["error"], \
+            resp.text
+        with _as(user), pytest.raises(InputError, match="is ambiguous"):
+            runlog.resolve_target(MlflowClient(srv.url), bobs, [ids["e-read"]])
+    assert _snapshot(srv) == before  # nothing landed in alice's experiment
+    log = srv.log.read_text(errors="replace")
+    assert "View run" not in log and "View experiment" not in log  # MLflow's run links stay out of the server log
+    assert "pre@" not in log and "TAIL-job" not in log
+
+
+def test_credentials_in_the_tracking_uri_are_never_printed(auth_server):
+    """A password holding ``@`` in ``MLFLOW_TRACKING_URI``: neither it nor MLflow's run links reach the output."""
+    ids, host = auth_server.ids, auth_server.url.split("://", 1)[1]
+    result = CliRunner().invoke(main, [
+        "compare", "--experiment-id", ids["e-read"], "--metric", "accuracy", "--model-a", "lda", "--model-b", "cart",
+        "--target-experiment", "e-edit", "--chains", "2", "--draws", "200", "--seed", "1"],
+        env={"MLFLOW_TRACKING_URI": f"http://{CAROL[0]}:{CAROL[1]}@{host}", "MLFLOW_TRACKING_USERNAME": None,
+             "MLFLOW_TRACKING_PASSWORD": None})
+    printed = result.stdout + result.stderr
+    assert result.exit_code == 0, printed
+    assert f"http://{host}/#/experiments/{ids['e-edit']}/runs/" in result.stdout  # the closing line's link
+    assert "View run" not in printed and "View experiment" not in printed
+    assert "pre@" not in printed and "TAIL-carol" not in printed

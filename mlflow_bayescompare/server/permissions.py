@@ -31,6 +31,7 @@ from ..errors import InputError
 from ..options import SourceOptions
 from ..tracking import mlflow_internals
 from ..tracking import tags as T
+from ..tracking.runlog import choose_target, usable_target
 from . import context, security
 from .requests import (
     ApiError,
@@ -258,26 +259,27 @@ def resolve_sources(source: SourceOptions) -> list[str]:
 
 
 def resolve_target(value: str | None, sources: list[str]) -> Target:
-    """Where the job logs: ``value`` (a name or an id, as the CLI's ``--target-experiment``), else the first
-    source.  An existing target needs update; a new one is created (if the user may) only when the job is
-    accepted.  Names are not secret in MLflow (creating an experiment tells whether the name is taken), so an
-    existing target the user may not update is refused in the same words whether or not they may read it."""
+    """Where the job logs: ``value`` (a name or an id, as the CLI's ``--target-experiment``, by the one rule
+    :func:`~..tracking.runlog.choose_target`), else the first source.  An existing target needs update; a new one is
+    created (if the user may) only when the job is accepted.
+
+    The rule is given the experiment of the id only when the user may read it: an id they may not read is refused
+    exactly as one that does not exist (a number never names a new experiment).  Names are not secret in MLflow
+    (creating an experiment tells whether the name is taken), so the rule is given the experiment of the name
+    whoever may read it, and an existing target the user may not update is refused in the same words whether or not
+    they may read it (before telling whether it is deleted)."""
     if not value:
         if not can(sources[0], "update"):
             raise ApiError(403, f"no permission to log runs into experiment {sources[0]} (the first source); "
                                 "choose a 'target_experiment' you may update")
         return Target(sources[0])
-    found = _experiment(name=value)
-    if found is None and is_experiment_id(value):
-        by_id = _experiment(experiment_id=value)
-        found = by_id if _visible(by_id) else None
+    by_id = _experiment(experiment_id=value) if is_experiment_id(value) else None
+    found = choose_target(value, by_id if by_id is not None and can(by_id.experiment_id) else None,
+                          _experiment(name=value))
     if found is not None:
         if not can(found.experiment_id, "update"):
             raise ApiError(403, f"no permission to log runs into experiment '{value}'")
-        if found.lifecycle_stage != "active":
-            raise InputError([f"experiment '{value}' is deleted; restore it or choose another target"],
-                             header="invalid request:")
-        return Target(found.experiment_id)
+        return Target(usable_target(found, value))
     if not _can_create_experiment():
         raise ApiError(403, f"no permission to create the experiment '{value}'")
     return Target(None, value)

@@ -41,9 +41,9 @@ def log_cv_scores(model: str, dataset: str, scores, *, metric: str = "accuracy",
             params=[Param(str(k), str(v)) for k, v in all_params.items()],
         )
     except BaseException:
-        client.set_terminated(run_id, RunStatus.to_string(RunStatus.FAILED))
+        mlflow_internals.end_run(client, run_id, RunStatus.to_string(RunStatus.FAILED))
         raise
-    client.set_terminated(run_id)
+    mlflow_internals.end_run(client, run_id, RunStatus.to_string(RunStatus.FINISHED))
     return run_id
 
 

@@ -25,23 +25,36 @@ Used beyond MLflow's public API:
   ``_MLFLOW_SERVER_BOOT_ID`` (one id per start, shared by the workers; from MLflow 3.16), and
   ``mlflow.server.BACKEND_STORE_URI_ENV_VAR`` (the backend store);
 * MLflow's public environment variables: ``MLFLOW_TRACKING_URI`` (the CLI's ``--tracking-uri``),
-  ``MLFLOW_TRACKING_USERNAME`` / ``MLFLOW_TRACKING_PASSWORD`` (set for a job's calls: :func:`as_user`) and
-  ``MLFLOW_SERVER_CORS_ALLOWED_ORIGINS`` (read).
+  ``MLFLOW_TRACKING_USERNAME`` / ``MLFLOW_TRACKING_PASSWORD`` (set for a job's calls: :func:`as_user`),
+  ``MLFLOW_SERVER_CORS_ALLOWED_ORIGINS`` (read) and ``MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT`` (set while the
+  package ends a run: :func:`end_run`; in 3.13 and 3.17 alike);
+* how MLflow's client retries: a ``requests`` session over urllib3's ``Retry``, whose retries urllib3 reports on
+  its logger ``urllib3.connectionpool`` (:data:`RETRY_LOGGER`, :func:`retry_notice`), a logger with no handler of
+  its own but urllib3's ``NullHandler``, so that MLflow retries in silence unless someone listens there.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import threading
 from collections.abc import Callable, Iterator
 
-__all__ = ["TRACKING_URI_ENV", "active_experiment_id", "as_user", "authenticated_user", "backend_store_uri",
-           "cors_allowed_origins", "experiment_permission", "is_valid_key", "register_auth_validator",
-           "run_artifact_location", "served_by_uvicorn", "server_boot_id", "static_prefix", "tracking_store"]
+__all__ = ["TRACKING_URI_ENV", "RETRY_LOGGER", "active_experiment_id", "as_user", "authenticated_user",
+           "backend_store_uri", "cors_allowed_origins", "end_run", "experiment_permission", "is_valid_key",
+           "register_auth_validator", "retry_notice", "run_artifact_location", "served_by_uvicorn", "server_boot_id",
+           "static_prefix", "tracking_store"]
 
 #: the environment variable of MLflow's tracking URI
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
 _CREDENTIALS_ENV = {"username": "MLFLOW_TRACKING_USERNAME", "password": "MLFLOW_TRACKING_PASSWORD"}
+#: MLflow's switch for the "🏃 View run … at: <tracking URI>…" and "🧪 View experiment at: …" lines its client
+#: writes on stdout when it ends a run on a tracking server: they carry the URI as given, password included
+_RUN_LINKS_ENV = "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"
+_run_links = {"lock": threading.Lock(), "ending": 0, "saved": None}
+#: the logger on which urllib3 reports each retry of MLflow's client
+RETRY_LOGGER = "urllib3.connectionpool"
 
 
 # --------------------------------------------------------------------------------------------------- client side
@@ -84,6 +97,41 @@ def as_user(credentials: dict[str, str] | None) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def end_run(client, run_id: str, status: str) -> None:
+    """End the run with ``status`` (``client.set_terminated``), without MLflow's run-link lines on stdout.  The
+    switch is MLflow's environment variable, set only while runs are being ended (several threads may end runs at
+    once: the first sets it, the last restores it)."""
+    with _run_links["lock"]:
+        if _run_links["ending"] == 0:
+            _run_links["saved"] = os.environ.get(_RUN_LINKS_ENV)
+            os.environ[_RUN_LINKS_ENV] = "true"
+        _run_links["ending"] += 1
+    try:
+        client.set_terminated(run_id, status)
+    finally:
+        with _run_links["lock"]:
+            _run_links["ending"] -= 1
+            if _run_links["ending"] == 0:
+                if _run_links["saved"] is None:
+                    os.environ.pop(_RUN_LINKS_ENV, None)
+                else:
+                    os.environ[_RUN_LINKS_ENV] = _run_links["saved"]
+
+
+def retry_notice(record: logging.LogRecord) -> tuple[BaseException | None, int | None] | None:
+    """If ``record`` (of :data:`RETRY_LOGGER`) tells that MLflow's client is about to retry a request: the error
+    that broke the connection (None when the server answered with a status MLflow retries, such as 503) and how
+    many retries are left (None when unknown); else None.  urllib3 writes ``Retrying (<Retry>) after connection
+    broken by '<error>': <path>`` (WARNING) and ``Retry: <path>`` (DEBUG)."""
+    message, args = str(record.msg), record.args if isinstance(record.args, tuple) else ()
+    if message.startswith("Retrying (") and len(args) == 3:
+        retries, error, _ = args
+        return (error if isinstance(error, BaseException) else None), getattr(retries, "total", None)
+    if message.startswith("Retry: "):
+        return None, None
+    return None
 
 
 # --------------------------------------------------------------------------------------------------- the server

@@ -8,18 +8,20 @@ failure never leaves a FINISHED run with half its artifacts; a run created befor
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from mlflow.entities import Metric, Param, RunStatus, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.utils.time import get_current_time_millis
 
-from ..errors import BayesCompareError
+from ..errors import BayesCompareError, InputError
 from ..progress import STAGES, Progress
+from . import mlflow_internals
 from . import tags as T
 from .bundle import Bundle, fit_tag
 
 __all__ = ["log_bundle", "write_bundle", "start_run", "set_stage", "stage_recorder", "fail_run",
-           "fail_if_running", "resolve_target"]
+           "fail_if_running", "resolve_target", "choose_target", "usable_target"]
 
 
 def start_run(client, experiment_id: str, *, name: str, tags: dict[str, str], stage: str = "queued",
@@ -57,7 +59,7 @@ def fail_run(client, run_id: str, error: BaseException | str) -> None:
     """End ``run_id`` FAILED with ``error`` in the ``bayescompare.error`` tag."""
     message = error if isinstance(error, str) else (str(error) or type(error).__name__)
     client.log_batch(run_id, tags=[RunTag(T.ERROR, fit_tag(message)), RunTag(T.STAGE, "failed")])
-    client.set_terminated(run_id, RunStatus.to_string(RunStatus.FAILED))
+    mlflow_internals.end_run(client, run_id, RunStatus.to_string(RunStatus.FAILED))
 
 
 def fail_if_running(client, run_id: str, reason: str) -> bool:
@@ -71,22 +73,80 @@ def fail_if_running(client, run_id: str, reason: str) -> bool:
 
 
 def resolve_target(client, target: str | None, sources: Sequence[str]) -> str:
-    """The experiment to log into: ``target`` (a name or an id; a new name is created), else the first source."""
+    """The experiment to log into: ``target`` (:func:`choose_target`; a new name is created), else the first
+    source."""
     if not target:
         return str(sources[0])
-    found = client.get_experiment_by_name(target)
-    if found is not None and found.lifecycle_stage == "active":
-        return found.experiment_id
-    if target.isdigit():
-        try:
-            experiment = client.get_experiment(target)
-            if experiment.lifecycle_stage == "active":
-                return experiment.experiment_id
-        except MlflowException:
-            pass
-    if found is not None:
-        raise BayesCompareError(f"experiment '{target}' is deleted; restore it or choose another target")
-    return client.create_experiment(target)
+    found = choose_target(target, _experiment_by_id(client, target), _experiment_by_name(client, target))
+    if found is None:
+        return client.create_experiment(target)
+    if found is _UNREADABLE:
+        raise InputError(f"no permission to log runs into experiment '{target}'")
+    return usable_target(found, target)
+
+
+def _looks_like_id(value: str) -> bool:
+    """An experiment id is a number: ASCII digits only."""
+    return value.isascii() and value.isdigit()
+
+
+def choose_target(value: str, by_id, by_name):
+    """THE rule for a target experiment given as ``value`` (the command line's, the API's and the server's): the
+    experiment it names, or None for a new experiment of that name.  ``by_id`` is the experiment whose id is
+    ``value`` (None when there is none, or the user may not read it), ``by_name`` the one named ``value`` (any
+    lifecycle stage).  A number is an id when that experiment exists; a number that is the id of one experiment
+    and the name of another is refused, and so is a new experiment named like an id (it would later be taken for
+    one)."""
+    if by_id is not None and by_name is not None and by_id.experiment_id != by_name.experiment_id:
+        raise InputError(f"target experiment '{value}' is ambiguous: it is the id of one experiment and the name of "
+                         "another. Give the target by its name (an experiment named like a number cannot be told "
+                         "from an id: rename it)")
+    found = by_id if by_id is not None else by_name
+    if found is None and _looks_like_id(value):
+        raise InputError(f"no experiment with id '{value}'; a new target experiment needs a name that is not a "
+                         "number")
+    return found
+
+
+def usable_target(experiment, value: str) -> str:
+    """The id of the target ``experiment`` chosen for ``value``, unless it is deleted."""
+    if experiment.lifecycle_stage != "active":
+        raise InputError(f"experiment '{value}' is deleted; restore it or choose another target")
+    return experiment.experiment_id
+
+
+@dataclass(frozen=True)
+class _Unreadable:
+    """An experiment that exists, but that the user may not read (MLflow's basic-auth answered 403)."""
+
+    experiment_id: None = None
+    lifecycle_stage: str = "active"
+
+
+_UNREADABLE = _Unreadable()
+
+
+def _experiment_by_name(client, value: str):
+    """The experiment named ``value``; None when there is none, :data:`_UNREADABLE` when the user may not read it."""
+    try:
+        return client.get_experiment_by_name(value)
+    except MlflowException as exc:
+        if exc.error_code == "PERMISSION_DENIED":
+            return _UNREADABLE
+        raise
+
+
+def _experiment_by_id(client, value: str):
+    """The experiment whose id is ``value``; None when ``value`` is no id, or no experiment the user may read has
+    it."""
+    if not _looks_like_id(value):
+        return None
+    try:
+        return client.get_experiment(value)
+    except MlflowException as exc:
+        if exc.error_code in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE", "PERMISSION_DENIED"):
+            return None
+        raise
 
 
 def log_bundle(client, bundle: Bundle, *, experiment_id: str | None = None, run_id: str | None = None,
@@ -107,7 +167,7 @@ def log_bundle(client, bundle: Bundle, *, experiment_id: str | None = None, run_
             progress("logging")
         write_bundle(client, run_id, bundle, run_tags)
         set_stage(client, run_id, "done")
-        client.set_terminated(run_id, RunStatus.to_string(RunStatus.FINISHED))
+        mlflow_internals.end_run(client, run_id, RunStatus.to_string(RunStatus.FINISHED))
     except BaseException as exc:
         fail_run(client, run_id, exc)
         raise

@@ -1,0 +1,35 @@
+"""Is the tracking server there?  One quick look before any MLflow call, so that a server that is down, or a URI
+that names no server, is told in seconds instead of after MLflow's retries (about 4 minutes by default)."""
+
+from __future__ import annotations
+
+import requests
+
+from ..console import connection_cause, redact_uri
+from ..errors import InputError
+
+__all__ = ["CONNECT_TIMEOUT", "ANSWER_TIMEOUT", "check_reachable"]
+
+CONNECT_TIMEOUT = 5.0  # seconds to open the connection
+ANSWER_TIMEOUT = 10.0  # seconds for the first byte of the answer
+
+
+def check_reachable(tracking_uri: str | None) -> None:
+    """Raise :class:`InputError` naming the (redacted) URI and the cause when the ``http(s)`` tracking server does
+    not answer a plain ``GET <uri>/health`` in time.  Any HTTP answer will do (401 and 404 too: something answers
+    there, and MLflow's own calls will tell what is wrong), and so does a TLS handshake this look cannot check (MLflow
+    has settings of its own for certificates).  The look sends no credentials.  Other stores are not looked at."""
+    uri = redact_uri(str(tracking_uri or ""))
+    if not uri.startswith(("http://", "https://")):
+        return
+    try:
+        requests.get(f"{uri.rstrip('/')}/health", timeout=(CONNECT_TIMEOUT, ANSWER_TIMEOUT), allow_redirects=False)
+    except requests.exceptions.SSLError:
+        return
+    except requests.exceptions.InvalidURL:
+        raise InputError(f"the tracking URI {uri} is not a valid URL") from None
+    except requests.RequestException as exc:
+        cause = f"no answer within {CONNECT_TIMEOUT:g} + {ANSWER_TIMEOUT:g} s" \
+            if isinstance(exc, requests.Timeout) else connection_cause(exc)
+        raise InputError(f"the MLflow tracking server at {uri} is unreachable: {cause}. Is it running, and is the "
+                         "URI right?") from None
