@@ -240,7 +240,7 @@ def _as(user):
 
 BOB = ("bob", "bob-Password-1")
 CAROL = ("carol", "pre@TAIL-carol-Pw-1")  # a password holding '@'
-JOB = ("job", "pre@TAIL-job-Pw-1")  # an admin, in the URI the job processes reach the server by
+JOB = ("job", "pre@TAIL-job-Pw-1")  # a user with no permission, in the URI the job processes reach the server by
 
 
 def _auth_server(tmp, fail_closed: str | None, logged=("e-read", "e-edit", "e-none"), job_uri_credentials=False):
@@ -249,7 +249,8 @@ def _auth_server(tmp, fail_closed: str | None, logged=("e-read", "e-edit", "e-no
     ``e-read``, edit ``e-edit`` and nothing of ``e-none``, whose runs hold a model and a param value she must not
     learn; Bob manages ``bob-exp`` and reads ``e-read``; Carol, whose password holds ``@``, may read ``e-read`` and
     edit ``e-edit``.  ``job_uri_credentials``: the job processes reach the server by a URI carrying the password of
-    the admin ``job`` (MLflow's client then sends the URI's credentials, not the requesting user's)."""
+    ``job``, a user with no permission: a job that ran with the URI's credentials instead of the requesting user's
+    (``requests`` lets a URI's user and password replace the header MLflow sets) would fail."""
     require_module("flask_wtf", "MLflow's basic-auth needs Flask-WTF (pip install 'mlflow[auth]')")
     config = tmp / "auth.ini"
     config.write_text("[mlflow]\ndefault_permission = NO_PERMISSIONS\nauth_cache_ttl_seconds = 600\n"
@@ -275,8 +276,6 @@ def _auth_server(tmp, fail_closed: str | None, logged=("e-read", "e-edit", "e-no
         auth = get_app_client("basic-auth", tracking_uri=srv.url)
         for user in (ALICE, BOB, CAROL) + ((JOB,) if job_uri_credentials else ()):
             auth.create_user(*user)
-        if job_uri_credentials:
-            auth.update_user_admin(JOB[0], True)
         srv.ids = {name: srv.admin.create_experiment(name) for name in ("e-read", "e-edit", "e-none", "bob-exp")}
         for name in logged:
             models = ["lda", "cart", "secretmodelX" if name == "e-none" else "svm"]

@@ -12,6 +12,7 @@ import dataclasses
 import json
 
 from .. import preflight
+from ..console import redact_uri
 from ..result import json_safe
 from ..tracking import tags as T
 from ..tracking.bundle import fit_tag, models_run_name, run_name
@@ -36,7 +37,7 @@ def accept(granted: permissions.Granted):
         run_id = start_run(store, target, name=name, tags=_job_tags(job), stage="queued")
         spec = JobSpec(kind=job.kind, run_id=run_id, models=job.models, fit=job.fit, pair_reports=job.pair_reports,
                        source=dataclasses.replace(job.source, target_experiment=str(target)),
-                       tracking_uri=context.loopback_uri(), state_dir=str(settings.state_dir), slots=settings.max_jobs,
+                       tracking_uri=_job_uri(), state_dir=str(settings.state_dir), slots=settings.max_jobs,
                        credentials=permissions.credentials())
         try:
             submit(spec)
@@ -44,6 +45,13 @@ def accept(granted: permissions.Granted):
             fail_if_running(store, run_id, f"not started: {type(exc).__name__}: {exc}")
             raise
     return accepted(run_id, target)
+
+
+def _job_uri() -> str:
+    """How the job reaches this server: with the requesting user's credentials under basic-auth, so without any
+    user and password the configured URI carries (``requests`` would let those replace the header MLflow sets)."""
+    uri = context.loopback_uri()
+    return redact_uri(uri) if permissions.credentials() else uri
 
 
 def check_data(job: JobRequest) -> tuple[str, ...]:
