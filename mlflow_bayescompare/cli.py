@@ -31,7 +31,7 @@ from .options import (
     parse_fields,
 )
 from .progress import TerminalProgress
-from .result import TEST_NAMES, json_safe
+from .result import TEST_NAMES, counted, json_safe
 from .tracking import mlflow_internals
 
 __all__ = ["main"]
@@ -278,7 +278,8 @@ def _where(tracking_uri, kind: str, run_id: str, experiment_id: str) -> list[str
 def _comparison_text(outcome, claim: claims.Report | None, tracking_uri) -> str:
     a, b = outcome.model_a, outcome.model_b
     test = TEST_NAMES[outcome.result.test]
-    lines = [f"{a} vs {b} · {outcome.metric}: {len(outcome.tensor.datasets)} datasets ({outcome.layout} layout), "
+    datasets = counted(len(outcome.tensor.datasets), "dataset")
+    lines = [f"{a} vs {b} · {outcome.metric}: {datasets} ({outcome.layout} layout), "
              f"rope ±{outcome.rope:g}, {redact_uri(tracking_uri) or 'sqlite:///mlflow.db'}", f"  {test}"]
     lines += _table([(f"P({a} better)", f"{outcome.p_a_better:.3f}"), ("P(rope)", f"{outcome.p_rope:.3f}"),
                      (f"P({b} better)", f"{outcome.p_b_better:.3f}")])

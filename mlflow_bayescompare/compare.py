@@ -36,6 +36,7 @@ from .options import (
 from .preflight import signed_rank_applies
 from .progress import Progress, notify
 from .ranking.engine import rank_scores
+from .result import counted
 from .sampling import sampler, workers
 from .signed_rank.engine import signed_rank_test
 from .tracking import reach, runlog
@@ -185,10 +186,11 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
         with workers.started(jobs, len(pairs), warm_up=_warm_up) as pool:  # they start up during the pre-flight
             checked = preflight.check(client, planned, progress, streamed=True)
             if checked.signed_rank:
-                notify(progress, "sampling", f"{len(pairs)} pairs (signed-rank test on the per-dataset means)")
+                notify(progress, "sampling", f"{counted(len(pairs), 'pair')} (signed-rank test on dataset means)")
             else:
                 sampler.compile_program("hierarchical", fit.backend, progress)  # once, before the workers load it
-                notify(progress, "sampling", f"{len(pairs)} pairs ({fit.chains} chains × {fit.draws} draws each)")
+                notify(progress, "sampling",
+                       f"{counted(len(pairs), 'pair')} ({fit.chains} chains × {fit.draws} draws each)")
             # each pair handed to the workers once its data are checked; a bad pair stops them, after every pair's
             # problems are found (nothing is logged before every pair is fitted)
             tasks = ((p, (data, fit, source.metric, ids, checked.layout, Path(folder) / str(i) if log else None,
@@ -275,7 +277,7 @@ def _two_model_test(checked: preflight.Checked, fit: FitOptions, progress):
     (a, b), data = next(iter(checked.data.items()))
     notify(progress, "sampling", f"{a} vs {b} on {len(data.datasets)} dataset means (signed-rank test)"
            if checked.signed_rank
-           else f"{a} vs {b} on {len(data.datasets)} datasets ({fit.chains} chains × {fit.draws} draws)")
+           else f"{a} vs {b} on {counted(len(data.datasets), 'dataset')} ({fit.chains} chains × {fit.draws} draws)")
     return _pair_test(data, fit, checked.layout, progress), data
 
 

@@ -15,8 +15,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-__all__ = ["OUTCOMES", "COLORS", "ARVIZ_STATS", "DECISION_COLORS", "Orientation", "outcome_label", "TwoModelResult",
-           "divergent_transitions", "jsonable", "json_safe", "json_ready"]
+__all__ = ["counted", "OUTCOMES", "COLORS", "ARVIZ_STATS", "DECISION_COLORS", "Orientation", "outcome_label",
+           "TwoModelResult", "divergent_transitions", "jsonable", "json_safe", "json_ready"]
+
+def counted(n: int, noun: str) -> str:
+    """``1 dataset``, ``3 datasets``: a count and its noun, as every message and report writes them."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
 
 #: The outcomes of a comparison, in the one order every table, bar and legend shows them.
 OUTCOMES = ("a_better", "rope", "b_better")

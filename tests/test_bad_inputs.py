@@ -107,6 +107,9 @@ def test_unknown_experiment_name_and_id(tracking_uri, client, experiment_id, gri
     # both problems at once, naming the store
     assert_refused(result, client, experiment_id, 2, "no experiment named 'no-such'", "no experiment with id '424242'",
                    tracking_uri)
+    assert "did you mean" not in result.output  # nothing is named like 'no-such'
+    result = CliRunner().invoke(main, [*argv[:3], "--experiment-name", "cvv", *argv[7:]])
+    assert_refused(result, client, experiment_id, 2, "no experiment named 'cvv'; did you mean 'cv'?")
 
 
 def test_deleted_experiment_is_unknown(tracking_uri, client, experiment_id, grid):
@@ -282,6 +285,7 @@ RANK = ["rank", "--metric", "accuracy", "--chains", "2", "--draws", "200", "--se
 @pytest.mark.parametrize("args, fragment", [
     (["--require", "best=xgb"], "--require best=xgb: no such model among knn, rf, svm"),
     (["--drop-incomplete", "--skip-missing"], "drop_incomplete and skip_missing exclude each other"),
+    (["--models", "rf,svm"], "compare two models with the two-model test (the command `compare`; in Python,"),
 ])
 def test_a_ranking_that_cannot_answer_is_refused_before_anything_is_written(tracking_uri, client, experiment_id,
                                                                               args, fragment):
@@ -294,7 +298,9 @@ def test_a_ranking_that_cannot_answer_is_refused_before_anything_is_written(trac
 
 def test_layout_that_is_not_there(tracking_uri, client, experiment_id, grid):
     result = cli(tracking_uri, experiment_id, "--layout", "keys")
-    assert_refused(result, client, experiment_id, 2, "metric 'accuracy' not found in the keys layout")
+    assert_refused(result, client, experiment_id, 2, "metric 'accuracy' not found in the keys layout "
+                   "('<metric>_fold_<i>' keys); metrics present: accuracy; layout 'auto' tells the layout from the "
+                   "runs")
     result = cli(tracking_uri, experiment_id, "--layout", "rows")
     assert_refused(result, client, experiment_id, 2, "Invalid value for '--layout'")
 

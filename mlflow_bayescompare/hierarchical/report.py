@@ -19,7 +19,7 @@ import pandas as pd
 
 from .. import report_html
 from ..report_html import Link, Question, Table, md_escape
-from ..result import OUTCOMES, outcome_label
+from ..result import OUTCOMES, counted, outcome_label
 from ..tracking.uiroutes import experiment_route, run_route
 from .result import HierarchicalResult
 from .summary import PARETO_K_LIMIT
@@ -140,7 +140,8 @@ def _decision_name(res: HierarchicalResult, decision: str) -> str:
 def _subtitle(res: HierarchicalResult, ctx: ReportContext) -> str:
     direction = "higher is better" if res.greater_is_better else "lower is better"
     metric = f"metric {ctx.metric} ({direction})" if ctx.metric else direction
-    return (f"{metric} · rope ±{res.rope:g} · {len(res.shrinkage)} datasets · decision threshold {_threshold(res):g} · "
+    datasets = counted(len(res.shrinkage), "dataset")
+    return (f"{metric} · rope ±{res.rope:g} · {datasets} · decision threshold {_threshold(res):g} · "
             f"δ = {res.model_a} − {res.model_b}")
 
 

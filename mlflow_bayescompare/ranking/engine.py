@@ -18,7 +18,7 @@ from ..console import log
 from ..errors import InputError
 from ..options import ModelsOptions, RankOptions, build
 from ..progress import Progress, notify
-from ..result import divergent_transitions
+from ..result import counted, divergent_transitions
 from ..sampling import sampler
 from .result import RankingResult, summarise
 
@@ -179,7 +179,8 @@ def _pick_models(rows: pd.DataFrame, models, problems: list[str]) -> list[str]:
     names = [m for m in asked if m in found] or found
     if len(names) < 3:
         problems.append(f"a ranking needs at least 3 models; got {len(names)} ({', '.join(names)}): compare two "
-                        "models with the two-model test, hierarchical_test (or compare_runs)")
+                        "models with the two-model test (the command `compare`; in Python, compare_runs or "
+                        "hierarchical_test)")
     return names
 
 
@@ -345,7 +346,7 @@ def _rank(models: list[str], table: pd.DataFrame, opts: RankOptions, progress: P
     if not games:
         raise InputError("the table holds no games between the models", header=_HEADER)
     opts = opts.with_seed().with_warmup()
-    on = f" on {len(extra['datasets'])} datasets" if extra.get("datasets") is not None else ""
+    on = f" on {counted(len(extra['datasets']), 'dataset')}" if extra.get("datasets") is not None else ""
     notify(progress, "sampling", f"{len(models)} models{on} ({opts.chains} chains × {opts.draws} draws)")
     data = stan_data(models, table, opts, centred=_centred_first(models, table, opts))
     run, form = _sample(data, opts, progress)

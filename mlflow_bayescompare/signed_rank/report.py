@@ -8,7 +8,7 @@ import base64
 import html
 
 from ..report_html import SUMMARY, md_escape, md_table, plain_page, plain_table
-from ..result import OUTCOMES, outcome_label
+from ..result import OUTCOMES, counted, outcome_label
 
 __all__ = ["render_markdown", "render_html", "REFERENCE"]
 
@@ -19,7 +19,8 @@ REFERENCE = ("Bayesian signed-rank test of A. Benavoli, G. Corani, J. Demšar an
 
 def _subtitle(res, metric: str) -> str:
     direction = "higher is better" if res.greater_is_better else "lower is better"
-    return (f"metric {metric} ({direction}) · per-dataset means of {len(res.datasets)} datasets · rope ±{res.rope:g} "
+    datasets = counted(len(res.datasets), "dataset")
+    return (f"metric {metric} ({direction}) · per-dataset means of {datasets} · rope ±{res.rope:g} "
             f"· decision threshold {res.settings['threshold']:g} · δ = {res.model_a} − {res.model_b}")
 
 

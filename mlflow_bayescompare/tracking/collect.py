@@ -3,6 +3,7 @@ score per (model, dataset) (means)."""
 
 from __future__ import annotations
 
+import difflib
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -77,7 +78,7 @@ def resolve_experiments(client: MlflowClient, names=(), ids=()) -> list[str]:
         with _guard(client):
             exp = client.get_experiment_by_name(name)
         if exp is None or exp.lifecycle_stage != "active":
-            problems.append(f"no experiment named '{name}'")
+            problems.append(f"no experiment named '{name}'{_did_you_mean(client, name)}")
         else:
             out.append(exp.experiment_id)
     for eid in ids:
@@ -96,6 +97,14 @@ def resolve_experiments(client: MlflowClient, names=(), ids=()) -> list[str]:
     if not out:
         raise InputError("name at least one experiment (by name or id)")
     return list(dict.fromkeys(out))
+
+
+def _did_you_mean(client: MlflowClient, name: str) -> str:
+    """``; did you mean 'x'?`` for the active experiments (that the client may read) named close to ``name``."""
+    with _guard(client):
+        names = [e.name for e in client.search_experiments(max_results=1000)]
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
 
 def discover(client: MlflowClient, experiment_ids: list[str], *, model_tag="model", dataset_tag="dataset") -> dict:
@@ -132,7 +141,7 @@ def collect_scores(client: MlflowClient, experiment_ids: list[str], metric: str,
         raise InputError(f"folds must be an integer >= 2, got {folds!r}")
     _check_filter(filter_string)
     runs = _model_runs(client, experiment_ids, models, filter_string, model_tag, dataset_tag, progress=progress)
-    read = None
+    read, asked = None, layout
     if layout == "auto":
         layout, read = _detect(client, experiment_ids, runs, metric, model_tag, folds, progress)
     if layout == "means":
@@ -146,8 +155,9 @@ def collect_scores(client: MlflowClient, experiment_ids: list[str], metric: str,
         if folds is not None:
             _check_whole_repeats(raw, runs, int(folds), model_tag, dataset_tag)
     if raw.empty:
-        raise InputError(f"metric '{metric}' not found in the {layout} layout; metrics present: "
-                         f"{', '.join(_metrics_present(runs)) or 'none'}")
+        raise InputError(f"metric '{metric}' not found in the {layout} layout ({_LAYOUT_SHAPES[layout]}); "
+                         f"metrics present: {', '.join(_metrics_present(runs)) or 'none'}"
+                         + ("; layout 'auto' tells the layout from the runs" if asked != "auto" else ""))
     scores = _tidy(raw, runs, run_folds, model_tag, dataset_tag)
     by_model: dict[str, list[str]] = {}
     for r in runs:
@@ -282,6 +292,10 @@ def _detect(client, experiment_ids, runs, metric, model_tag, folds, progress) ->
     raise InputError(f"metric '{metric}' not found (as steps, '{metric}_fold_<i>' keys, child runs or one value "
                      f"per run); "
                      f"metrics present: {', '.join(_metrics_present(runs)) or 'none'}")
+
+
+_LAYOUT_SHAPES = {"steps": "one value per fold, as the metric's steps", "keys": "'<metric>_fold_<i>' keys",
+                  "children": "one child run per fold", "means": "one value per run"}
 
 
 def _metrics_present(runs) -> list[str]:
