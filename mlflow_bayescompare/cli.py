@@ -162,8 +162,9 @@ def rank(tracking_uri, no_log, as_json, require_best, **fields) -> None:
             outcome = api.rank_runs(models=models.models, source=source, rank=options, log=not no_log,
                                     tracking_uri=tracking_uri, progress=progress, claim=wanted)
         report = outcome.to_dict()
-        failures = _claimed(report, claims.report(outcome, wanted, options.threshold) if wanted else None)
-        out(report, _ranking_text(outcome, tracking_uri))
+        claim = claims.report(outcome, wanted, options.threshold) if wanted else None
+        failures = _claimed(report, claim)
+        out(report, _ranking_text(outcome, claim, tracking_uri))
     if failures:
         raise CliError("; ".join(failures), exit_code=1)
 
@@ -308,7 +309,7 @@ def _matrix_text(outcome, tracking_uri) -> str:
     return "\n".join(lines)
 
 
-def _ranking_text(outcome, tracking_uri) -> str:
+def _ranking_text(outcome, claim: claims.Report | None, tracking_uri) -> str:
     from .ranking.report import headline
 
     ranking = outcome.ranking
@@ -316,6 +317,8 @@ def _ranking_text(outcome, tracking_uri) -> str:
              ranking[["model", "p_best", "mean_rank", "rank_low", "rank_high", "strength"]].to_string(
                  index=False, float_format=lambda v: f"{v:.3f}"),
              headline(outcome.result)]
+    if claim is not None:
+        lines.append(claim.line())
     if outcome.run_id:
         lines += _where(tracking_uri, "Ranking run", outcome.run_id, outcome.experiment_id)
     return "\n".join(lines)

@@ -15,6 +15,7 @@ import re
 import sys
 import time
 import warnings
+from collections.abc import Callable
 
 from .tracking import mlflow_internals
 from .tracking.uiroutes import run_route
@@ -37,6 +38,8 @@ class CliHandler(logging.Handler):
     def __init__(self, stream=None):
         super().__init__()
         self.stream = stream
+        #: called before a message is written: a live progress line on the same terminal clears itself
+        self.before_message: Callable[[], None] | None = None
 
     def format(self, record: logging.LogRecord) -> str:
         level = "" if record.levelno < logging.WARNING else f"{record.levelname.lower()}: "
@@ -45,6 +48,8 @@ class CliHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         stream = self.stream or sys.stderr
         try:
+            if self.before_message is not None:
+                self.before_message()
             stream.write(self.format(record) + "\n")
             stream.flush()
         except (OSError, ValueError):  # the terminal went away

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from .console import PREFIX, log
+from .console import PREFIX, CliHandler, log
 
 __all__ = ["STAGES", "Progress", "notify", "TerminalProgress"]
 
@@ -48,7 +48,7 @@ class TerminalProgress:
         self._stage_start = self._start
         self._last_line = self._start
         self._stop = threading.Event()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a message written while the lock is held clears the line first
         self._thread: threading.Thread | None = None
         self._width = 0
 
@@ -62,6 +62,9 @@ class TerminalProgress:
                 self._write(final=not self.live)
 
     def __enter__(self) -> TerminalProgress:
+        if self.live:  # the package's messages then start on a cleared line, not after the live one
+            for handler in self._cli_handlers():
+                handler.before_message = self.clear_line
         self._thread = threading.Thread(target=self._ticker, name="bayescompare-progress", daemon=True)
         self._thread.start()
         return self
@@ -70,10 +73,25 @@ class TerminalProgress:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        for handler in self._cli_handlers():
+            if handler.before_message == self.clear_line:
+                handler.before_message = None
         with self._lock:
             if self.live and self._width:
                 self.stream.write("\n")
                 self.stream.flush()
+
+    def clear_line(self) -> None:
+        """Blank the live line and return to its start, so that a message takes the line; the next tick writes
+        the progress again below it."""
+        with self._lock:
+            if self._width:
+                self.stream.write("\r" + " " * self._width + "\r")
+                self._width = 0
+
+    @staticmethod
+    def _cli_handlers() -> list[CliHandler]:
+        return [h for h in log.handlers if isinstance(h, CliHandler)]
 
     def text(self) -> str:
         elapsed = time.monotonic() - self._stage_start

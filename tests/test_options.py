@@ -333,6 +333,29 @@ def test_progress_on_a_terminal_rewrites_one_live_line():
     assert "bayescompare: sampling a vs b (0 s)" in text
 
 
+def test_a_message_clears_the_live_progress_line_first():
+    """A warning during live progress starts on a blanked line (not glued to ``…sampling (4 s)``), and the progress
+    line comes back after it."""
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    out = Tty()
+    handler = console.install_cli_handler(out)
+    try:
+        with TerminalProgress(out, tick=0.05) as progress:
+            progress("sampling", "a vs b")
+            time.sleep(0.2)
+            console.log.warning("R-hat 1.02")
+            time.sleep(0.2)
+    finally:
+        console.log.removeHandler(handler)
+    text = out.getvalue()
+    line = "bayescompare: sampling a vs b (0 s)"
+    assert f"{line}\r{' ' * len(line)}\rbayescompare: warning: R-hat 1.02\n" in text, repr(text)
+    assert line in text.split("R-hat 1.02\n", 1)[1]
+
+
 def test_one_prefix_and_no_credentials(caplog):
     stream = io.StringIO()
     handler = console.install_cli_handler(stream)

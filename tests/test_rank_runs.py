@@ -162,12 +162,15 @@ def test_rank_command_require_best_passes_when_the_data_supports_it(client, trac
     result = CliRunner().invoke(main, [*argv, "--require", "best=hnb"])  # default threshold 0.95
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["ranking"][0]["model"] == "hnb"
+    assert report["ranking"][0]["model"] == report["best"] == "hnb"
     assert report["require"]["claim"] == "best=hnb" and report["require"]["supported"] is True
     assert report["require"]["threshold"] == 0.95 and report["require"]["probability"] >= 0.95
     assert "not supported" not in result.stderr
     result = CliRunner().invoke(main, [*argv, "--require", "best=j48"])  # the same data, the runner-up
     assert result.exit_code == 1 and "claim 'best=j48' not supported" in result.stderr
+    text = CliRunner().invoke(main, [*[a for a in argv if a != "--json"], "--require", "best=hnb"])
+    claim_line = r"^Claim 'best=hnb': probability (0\.9[5-9]\d|1\.000) ≥ 0\.95 → supported$"
+    assert text.exit_code == 0 and re.search(claim_line, text.stdout, re.M), text.output
 
 
 def test_rank_command_drop_incomplete_drops_the_dataset_a_model_lacks(client, tracking_uri, experiment_id):

@@ -81,6 +81,11 @@ class RankingResult:
         """The models, best first."""
         return list(self.ranking["model"])
 
+    @property
+    def best(self) -> str:
+        """The model most probably best (the first of :attr:`order`)."""
+        return str(self.order[0])
+
     def p_win_matrix(self) -> pd.DataFrame:
         """Posterior mean P(row beats column), K x K in the ranking's order (NaN on the diagonal)."""
         return _square(self, "p_win", lambda p: 1 - p)
@@ -112,7 +117,7 @@ class RankingResult:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable summary (no draws)."""
-        out = {"models": self.models, "ranking": self.ranking.to_dict(orient="records"),
+        out = {"models": self.models, "best": self.best, "ranking": self.ranking.to_dict(orient="records"),
                "pairs": self.pairs.to_dict(orient="records"), "wins": self.wins.to_dict(orient="records"),
                "ppc": self.ppc.to_dict(orient="records"), "diagnostics": self.diagnostics,
                "settings": self.settings}

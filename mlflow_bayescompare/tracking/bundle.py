@@ -315,7 +315,7 @@ def ranking_bundle(result, *, metric: str, experiment_ids: Sequence[str], layout
         (root / "stan" / "data.json").write_text(json.dumps(result.stan_data, indent=1, default=jsonable))
         models = ",".join(map(str, result.models))
         run_tags = {T.KIND: "ranking", T.MODELS: fit_tag(models), T.METRIC: metric,
-                    T.BEST: str(result.ranking["model"].iloc[0]),
+                    T.BEST: result.best,
                     T.SOURCE_EXPERIMENTS: ",".join(str(e) for e in experiment_ids),
                     T.DIAGNOSTICS: diagnostics_problem(result) or "ok", T.NOTE: fit_tag(markdown)}
         params = {k: v for k, v in comparison_params(result, layout=layout).items() if k != "datasets"}
