@@ -277,8 +277,11 @@ def _where(tracking_uri, kind: str, run_id: str, experiment_id: str) -> list[str
 def _comparison_text(outcome, claim: claims.Report | None, tracking_uri) -> str:
     a, b = outcome.model_a, outcome.model_b
     test = TEST_NAMES[outcome.result.test]
-    lines = [f"{a} vs {b} · {outcome.metric}: {len(outcome.tensor.datasets)} datasets ({outcome.layout} layout), "
-             f"rope ±{outcome.rope:g}, {redact_uri(tracking_uri) or 'sqlite:///mlflow.db'}", f"  {test}"]
+    if outcome.result.test == "correlated-t":  # which ρ, and why
+        test += f" ({outcome.n} folds, ρ = {outcome.rho:.4g}: {outcome.rho_reason})"
+    datasets = len(outcome.tensor.datasets)
+    lines = [f"{a} vs {b} · {outcome.metric}: {datasets} dataset{'s' if datasets != 1 else ''} ({outcome.layout} "
+             f"layout), rope ±{outcome.rope:g}, {redact_uri(tracking_uri) or 'sqlite:///mlflow.db'}", f"  {test}"]
     lines += _table([(f"P({a} better)", f"{outcome.p_a_better:.3f}"), ("P(rope)", f"{outcome.p_rope:.3f}"),
                      (f"P({b} better)", f"{outcome.p_b_better:.3f}")])
     lines.append(f"Verdict: {outcome.verdict}")

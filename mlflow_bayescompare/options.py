@@ -5,8 +5,8 @@ Options come in frozen dataclasses, one per concern:
 * :class:`SourceOptions`: where the scores are and how to read them (experiments, metric, layout, tags, filter, ...);
 * :class:`SamplerOptions`: the MCMC settings (chains, draws, warm-up, seed, backend), which :class:`FitOptions` and
   :class:`RankOptions` extend;
-* :class:`FitOptions`: the two-model tests (the hierarchical test of Corani et al. 2017 and the Bayesian
-  signed-rank test): rope, direction, prior, threshold and the hyper-prior bounds;
+* :class:`FitOptions`: the two-model tests (the hierarchical test of Corani et al. 2017, the Bayesian
+  signed-rank test and the Bayesian correlated t-test): rope, direction, prior, threshold and the hyper-prior bounds;
 * :class:`PairOptions`: the two models of a comparison and the claim to require;
 * :class:`ModelsOptions`: the models of a matrix or ranking, and whether a matrix's pairs get full reports;
 * :class:`RankOptions`: the ranking of many models (the Bayesian Bradley-Terry model of Wainer 2023).
@@ -47,7 +47,7 @@ PRIORS = (
 PRIOR_ALIASES = {"juarez-steel": "gamma(2,0.1)", "kruschke": "gamma(1,0.0345)", "normal": "gaussian"}
 BACKENDS = ("auto", "cmdstanpy", "pystan")
 LAYOUTS = ("auto", "steps", "keys", "children", "means")
-TESTS = ("auto", "hierarchical", "signed-rank")
+TESTS = ("auto", "hierarchical", "signed-rank", "correlated-t")
 MAX_FILTER = 2000
 #: Warm-up iterations per chain when none are given: a comparison's, as the authors' 4 × (1000 + 1000)
 #: (shared/reference/implementations.md) ...
@@ -133,7 +133,8 @@ class SamplerOptions(OptionsBase):
 
 @dataclass(frozen=True)
 class FitOptions(SamplerOptions):
-    """The settings of the two-model tests (Corani et al. 2017; Benavoli et al. 2017 for the signed-rank test)."""
+    """The settings of the two-model tests (Corani et al. 2017; Benavoli et al. 2017 for the signed-rank test;
+    Corani & Benavoli 2015 for the correlated t-test)."""
 
     _what = "test settings"
 
@@ -141,8 +142,10 @@ class FitOptions(SamplerOptions):
                           low=0, low_open=True)
     greater_is_better: bool = option(True, "The metric is a loss or error (lower is better).", "bool",
                                       public="lower_is_better", flag_value=False)
-    test: str = option("auto", "Which test: the hierarchical test on per-fold scores, the signed-rank test on "
-                                "per-dataset means, or auto (signed-rank when every run holds one score).",
+    test: str = option("auto", "Which test: the hierarchical test on per-fold scores across datasets, the "
+                                "signed-rank test on per-dataset means, the correlated t-test on the per-fold scores "
+                                "of one dataset, or auto (signed-rank when every run holds one score, correlated-t "
+                                "when the two models share one dataset, else hierarchical).",
                         "choice", choices=TESTS)
     prior: str = option("hierarchical", "Prior on the degrees of freedom ν of the hierarchical test.", "choice",
                          choices=PRIORS, aliases=PRIOR_ALIASES)

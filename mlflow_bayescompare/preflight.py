@@ -3,7 +3,8 @@ once, run by the pipeline itself (:mod:`.compare`) and by the server before it a
 
 :func:`plan` resolves the source experiments and the models (every model found when none are given); :func:`check`
 collects their scores and builds what will be fitted: each pair's paired fold scores (or its per-dataset means when
-the signed-rank test answers: :func:`signed_rank_applies`) and the Bayesian Bradley-Terry ranking's table of scores.
+the signed-rank test answers), which test answers each pair (:func:`choose_test`, the one routing rule) and the
+Bayesian Bradley-Terry ranking's table of scores.
 A pair's problems, or every pair's for a matrix, are reported at once in one :class:`~.errors.InputError`; what was
 built is returned, so that the pipeline fits from it without reading the scores again.  A matrix builds its pairs'
 data as its workers take them (:meth:`Checked.pairs`), so that the first fits start while the others are checked.
@@ -16,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .correlated_t.engine import correlation
 from .errors import InputError
 from .hierarchical.prepare import correlations
 from .matrix import model_pairs
@@ -24,7 +26,7 @@ from .progress import Progress, notify
 from .ranking.engine import Scores, read_scores
 from .tracking.collect import CollectedScores, collect_scores, discover, resolve_experiments
 
-__all__ = ["Plan", "Checked", "plan", "check", "signed_rank_applies"]
+__all__ = ["Plan", "Checked", "plan", "check", "choose_test"]
 
 
 @dataclass(frozen=True)
@@ -44,20 +46,26 @@ class Plan:
 @dataclass
 class Checked:
     """What the pipeline fits, built from the scores collected: each pair's data (:attr:`data`: a
-    :class:`~.scores.tensor.CVTensor`, or its :class:`~.scores.tensor.DatasetMeans` when ``signed_rank``), and the
-    scores of the ranking (of a ranking, or of a matrix of three models or more) with the options it is fitted
-    with."""
+    :class:`~.scores.tensor.CVTensor`, or its :class:`~.scores.tensor.DatasetMeans` when ``signed_rank``) and the
+    test that answers it (:attr:`tests`, by :func:`choose_test`), and the scores of the ranking (of a ranking, or of
+    a matrix of three models or more) with the options it is fitted with."""
 
     plan: Plan
     collected: CollectedScores
     signed_rank: bool = False
     data: dict[tuple[str, str], Any] = field(default_factory=dict)
+    tests: dict[tuple[str, str], str] = field(default_factory=dict)
     ranking: Scores | None = None
     rank: RankOptions | None = None
 
     @property
     def layout(self) -> str:
         return self.collected.layout
+
+    def test_ahead(self) -> str:
+        """The test that answers the pairs as far as it is known before they are built: :func:`choose_test` on
+        every dataset collected (a pair shares at most those; the pair's own choice is :attr:`tests`)."""
+        return choose_test(self.plan.options.test, self.layout, self.collected.scores["dataset"].nunique())
 
     def pairs(self) -> Iterator[tuple[tuple[str, str], Any]]:
         """Build each pair's data into :attr:`data`, yielding it once built, then a matrix's ranking scores.  A
@@ -66,7 +74,8 @@ class Checked:
         planned, problems = self.plan, []
         for a, b in planned.pairs:
             try:
-                self.data[a, b] = _pair_data(self.collected, (a, b), planned.source, planned.options, self.signed_rank)
+                self.data[a, b], self.tests[a, b] = _pair_data(self.collected, (a, b), planned.source,
+                                                               planned.options, self.signed_rank)
             except InputError as exc:
                 if planned.kind == "comparison":
                     raise
@@ -103,27 +112,55 @@ def check(client, planned: Plan, progress: Progress | None = None, *, streamed: 
     if planned.kind == "ranking":
         rank = _rank_options(planned)
         return Checked(planned, collected, ranking=_ranking_scores(collected, planned, rank), rank=rank)
-    checked = Checked(planned, collected, signed_rank_applies(planned.options.test, collected.layout))
+    checked = Checked(planned, collected, choose_test(planned.options.test, collected.layout) == "signed-rank")
     if not streamed:
         for _ in checked.pairs():
             pass
     return checked
 
 
-def signed_rank_applies(test: str, layout: str) -> bool:
-    """Whether a comparison runs the signed-rank test: asked for, or ``auto`` on runs that hold one score each."""
-    return test == "signed-rank" or (test == "auto" and layout == "means")
+def choose_test(test: str, layout: str, datasets: int | None = None) -> str:
+    """The test that answers a pair, the one routing rule: the one asked for, else (``auto``) the signed-rank test
+    on runs that hold one score each (the means layout), the correlated t-test when the pair's per-fold scores are
+    on ``datasets`` = 1 dataset, the hierarchical test otherwise (and while the datasets are not counted yet)."""
+    if test != "auto":
+        return test
+    if layout == "means":
+        return "signed-rank"
+    return "correlated-t" if datasets == 1 else "hierarchical"
 
 
 def _pair_data(collected: CollectedScores, pair: tuple[str, str], source: SourceOptions, fit: FitOptions,
                signed_rank: bool):
-    """A pair's per-dataset means for the signed-rank test, else its paired fold scores and their correlation ρ
-    (as the hierarchical test will read them)."""
+    """A pair's data and the test that answers it: its per-dataset means for the signed-rank test, else its paired
+    fold scores, checked as the test will read them (their correlation ρ)."""
     if signed_rank:
-        return collected.means(*pair, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
+        means = collected.means(*pair, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
+        return means, "signed-rank"
+    if fit.test == "correlated-t" and collected.layout == "means":
+        raise InputError(f"the runs hold one '{collected.metric}' score per model and dataset (the means layout), "
+                         "but the correlated t-test needs the per-fold scores of one dataset: log every fold's "
+                         "score, or use the signed-rank test (--test signed-rank) across datasets")
     tensor = collected.tensor(*pair, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
-    correlations(tensor.datasets, tensor.folds, fit.rho)
-    return tensor
+    test = choose_test(fit.test, collected.layout, len(tensor.datasets))
+    if test == "correlated-t":
+        _one_dataset(tensor, source.dataset_tag)
+        correlation(tensor.folds[0], fit.rho, None, None)
+    else:
+        correlations(tensor.datasets, tensor.folds, fit.rho)
+    return tensor, test
+
+
+def _one_dataset(tensor, dataset_tag: str) -> None:
+    """The correlated t-test asked for on a pair that shares several datasets: refused, with what to do."""
+    q = len(tensor.datasets)
+    if q == 1:
+        return
+    shown = ", ".join(map(repr, tensor.datasets[:5])) + (f" and {q - 5} more" if q > 5 else "")
+    raise InputError(f"the correlated t-test compares two models on one dataset, but '{tensor.model_a}' and "
+                     f"'{tensor.model_b}' share {q} datasets ({shown}): use the hierarchical test (--test "
+                     "hierarchical, or auto), or keep one dataset with a filter, e.g. --filter "
+                     f"\"tags.`{dataset_tag}` = '{tensor.datasets[0]}'\"")
 
 
 def _rank_options(planned: Plan) -> RankOptions:

@@ -243,8 +243,7 @@ def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: st
             T.NOTE: fit_tag(markdown),
         }
         metrics = {"n_models": float(len(summary.models)), "n_pairs": float(len(results)),
-                   "n_datasets": float(max(len(r.datasets if r.test == "signed-rank" else r.shrinkage)
-                                           for r in results)),
+                   "n_datasets": float(max(_dataset_count(r) for r in results)),
                    **(ranking_metrics(ranking) if ranking is not None else {})}
         return Bundle(models_run_name("matrix", len(summary.models), summary.metric), run_tags, params, metrics,
                       root, tmp)
@@ -252,6 +251,13 @@ def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: st
         if tmp is not None:
             tmp.cleanup()
         raise
+
+
+def _dataset_count(result) -> int:
+    """The number of datasets a two-model result compared the models on."""
+    if result.test == "correlated-t":
+        return 1
+    return len(result.datasets if result.test == "signed-rank" else result.shrinkage)
 
 
 def _write_posterior(result, path: Path) -> None:

@@ -230,7 +230,14 @@
   const TESTS = {
     hierarchical: "Bayesian hierarchical test on the per-fold scores",
     "signed-rank": "Bayesian signed-rank test on the per-dataset means (the runs hold one score per dataset)",
+    "correlated-t": "Bayesian correlated t-test on the per-fold scores of one dataset (the models share one dataset)",
   };
+
+  // "Pairs: <test>": the test that compared them, as each pair's run says.
+  function pairsCaption(pairs) {
+    const tests = Array.from(new Set(pairs.map((p) => p.test).filter((t) => t)));
+    return tests.length ? "Pairs: " + tests.map((t) => TESTS[t] || t).join("; ") : "Pairs";
+  }
 
   function renderPair(job) {
     $("test-used").textContent = job.test ? "Test: " + (TESTS[job.test] || job.test) : "";
@@ -313,6 +320,7 @@
         typeof r.mean_rank === "number" ? r.mean_rank.toFixed(2) : "", rankInterval(r)]));
     const pairs = done && job.pairs ? job.pairs : null;
     $("pairs").hidden = !pairs;
+    if (pairs) $("pairs-caption").textContent = pairsCaption(pairs);
     if (pairs)
       fillTable($("pairs"), pairs.map((p) => [p.model_a + " vs " + p.model_b, p.verdict, fmt(p.p_a_better),
         fmt(p.p_rope), fmt(p.p_b_better)]));
