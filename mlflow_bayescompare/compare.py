@@ -101,13 +101,13 @@ class MatrixOutcome:
     models: list[str]
     pairs: dict[tuple[str, str], ComparisonOutcome]
     summary: MatrixSummary
-    bbt: Any = None  # the Bayesian Bradley-Terry ranking of all models at once (three or more models)
+    bbt: Any = None  # the ranking of all models at once (three or more): BBT, or the joint model on one dataset
     run_id: str | None = None
     experiment_id: str | None = None
 
     @property
     def ranking(self):
-        """The BBT ranking (P(best), mean rank …) with three or more models, else the pair's summary."""
+        """The ranking of all models (P(best), mean rank …) with three or more models, else the pair's summary."""
         return self.bbt.ranking if self.bbt is not None else self.summary.ranking
 
     def to_dict(self) -> dict[str, Any]:
@@ -170,9 +170,10 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
                    progress: Progress | None = None, jobs: int | None = None, **options) -> MatrixOutcome:
     """Compare every pair of ``models`` (default: every model found): one child comparison run per pair under a
     parent run holding the matrix of P(row better than column) and P(rope) and, with three or more models, their
-    Bayesian Bradley-Terry ranking (P(best), mean rank: :func:`rank_runs`).  The pairs are compared by the test
-    :func:`compare_runs` would choose (:func:`~.preflight.choose_test`): the hierarchical test on per-fold scores,
-    the correlated t-test on a pair that shares one dataset, the signed-rank test on runs that hold one score each.
+    ranking (P(best), mean rank: :func:`rank_runs`; the joint correlated-t model on one dataset).  The pairs are
+    compared by the test :func:`compare_runs` would choose (:func:`~.preflight.choose_test`): the hierarchical test
+    on per-fold scores, the correlated t-test on a pair that shares one dataset, the signed-rank test on runs that
+    hold one score each.
 
     A pair's run holds its numbers, tables and posterior; with ``pair_reports=True`` (a field of
     :class:`~.options.ModelsOptions`) also the figures, HTML report and PSIS-LOO model check of a comparison run.
@@ -228,7 +229,8 @@ def rank_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str
               progress: Progress | None = None, **options) -> RankingOutcome:
     """Rank ``models`` (default: every model found, at least three) with the Bayesian Bradley-Terry model
     (:func:`~.ranking.engine.rank_models`) on the scores logged in the given experiments, per fold or as per-dataset
-    means, and log a ranking run.  ``options`` are fields of :class:`~.options.SourceOptions` and
+    means, or on one dataset with the joint correlated-t model of its folds (:mod:`.ranking.joint`), and log a
+    ranking run.  ``options`` are fields of :class:`~.options.SourceOptions` and
     :class:`~.options.RankOptions`; the rest as :func:`compare_runs`."""
     source, rank = _options(experiment_names, experiment_ids, options, (SourceOptions, source), (RankOptions, rank))
     models = list(ModelsOptions(models=tuple(models)).models)

@@ -9,7 +9,8 @@ Options come in frozen dataclasses, one per concern:
   signed-rank test and the Bayesian correlated t-test): rope, direction, prior, threshold and the hyper-prior bounds;
 * :class:`PairOptions`: the two models of a comparison and the claim to require;
 * :class:`ModelsOptions`: the models of a matrix or ranking, and whether a matrix's pairs get full reports;
-* :class:`RankOptions`: the ranking of many models (the Bayesian Bradley-Terry model of Wainer 2023).
+* :class:`RankOptions`: the ranking of many models (the Bayesian Bradley-Terry model of Wainer 2023 across datasets,
+  the joint correlated-t model of the folds on one dataset).
 
 Each field carries an :class:`~.optionspec.Option` spec in its metadata (:mod:`.optionspec`).  Constructing an
 object validates it and cleans the values (numpy numbers become Python numbers, lists become tuples, prior aliases
@@ -208,7 +209,9 @@ class ModelsOptions(OptionsBase):
 
 @dataclass(frozen=True)
 class RankOptions(SamplerOptions):
-    """The settings of the Bayesian Bradley-Terry ranking of several models (Wainer 2023; bbtcomp's defaults)."""
+    """The settings of the ranking of several models: the Bayesian Bradley-Terry model across datasets (Wainer
+    2023; bbtcomp's defaults), and on one dataset the joint correlated-t model of the folds (``metric_rope``,
+    ``rho``, ``threshold``, ``hdi_prob``, the direction, and ``chains`` × ``draws`` draws from ``seed``)."""
 
     _what = "ranking settings"
 
@@ -232,8 +235,14 @@ class RankOptions(SamplerOptions):
                                         high=1)
     hdi_prob: float = option(0.89, "Probability mass of the reported highest-density intervals.", "float", low=0,
                               high=1, low_open=True, high_open=True)
-    threshold: float = option(0.95, "Two models differ credibly when P(P(win) > 0.5) reaches this.", "float",
+    threshold: float = option(0.95, "Two models differ credibly when P(P(win) > 0.5) reaches this (on one dataset: "
+                                     "when this HDI of their difference lies beyond the metric rope).", "float",
                                low=0.5, high=1, high_open=True)
+    metric_rope: float = option(0.01, "On one dataset (the joint model of the folds): half-width of the region of "
+                                       "practical equivalence, in metric units.", "float", low=0, low_open=True)
+    rho: float | None = option(None, "On one dataset: the correlation between folds (default 1/folds; 0 for "
+                                     "independent hold-out splits).", "float", low=0, high=1, high_open=True,
+                               nullable=True)
     drop_incomplete: bool = option(False, "Drop datasets on which a model lacks scores (with a warning).", "bool",
                                     flag_value=True)
     skip_missing: bool = option(False, "Where a model lacks a score (NaN or no row), its pairs count no game on "

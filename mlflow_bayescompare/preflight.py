@@ -17,13 +17,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .correlated_t.engine import correlation
+from .baselines import correlation
+from .correlated_t.engine import HEADER as CORRELATED_T
 from .errors import InputError
 from .hierarchical.prepare import correlations
 from .matrix import model_pairs
 from .options import FitOptions, RankOptions, SourceOptions
 from .progress import Progress, notify
 from .ranking.engine import Scores, read_scores
+from .ranking.joint import joint_inputs
 from .tracking.collect import CollectedScores, collect_scores, discover, resolve_experiments
 
 __all__ = ["Plan", "Checked", "plan", "check", "choose_test"]
@@ -145,7 +147,7 @@ def _pair_data(collected: CollectedScores, pair: tuple[str, str], source: Source
     test = choose_test(fit.test, collected.layout, len(tensor.datasets))
     if test == "correlated-t":
         _one_dataset(tensor, source.dataset_tag)
-        correlation(tensor.folds[0], fit.rho, None, None)
+        correlation(tensor.folds[0], fit.rho, None, None, header=CORRELATED_T)
     else:
         correlations(tensor.datasets, tensor.folds, fit.rho)
     return tensor, test
@@ -167,19 +169,24 @@ def _rank_options(planned: Plan) -> RankOptions:
     """The ranking's options: a ranking's own, a matrix's sampled like its pairs; datasets a model lacks dropped
     when the source says so."""
     rank = planned.options
-    if planned.kind == "matrix":
-        rank = RankOptions(greater_is_better=rank.greater_is_better, threshold=rank.threshold,
-                           **rank.with_warmup().sampler_settings())
+    if planned.kind == "matrix":  # on one dataset, the joint model reads the pairs' rope and ρ
+        rho = rank.rho[0] if isinstance(rank.rho, tuple) and len(rank.rho) == 1 else rank.rho
+        rank = RankOptions(greater_is_better=rank.greater_is_better, threshold=rank.threshold, metric_rope=rank.rope,
+                           rho=None if isinstance(rho, tuple) else rho, **rank.with_warmup().sampler_settings())
     if planned.source.drop_incomplete and not rank.drop_incomplete:
         rank = dataclasses.replace(rank, drop_incomplete=True)
     return rank
 
 
 def _ranking_scores(collected: CollectedScores, planned: Plan, rank: RankOptions) -> Scores:
-    """The ranking's scores: one run per model and dataset, every model present, a score for each."""
+    """The ranking's scores: one run per model and dataset, every model present, a score for each; on one dataset,
+    checked as the joint model reads them (every fold, a known ρ)."""
     scores = _one_run_each(collected.scores, planned.source.on_duplicate)
-    return read_scores(scores, models=planned.models, greater_is_better=rank.greater_is_better,
-                       drop_incomplete=rank.drop_incomplete, skip_missing=rank.skip_missing)
+    scores = read_scores(scores, models=planned.models, greater_is_better=rank.greater_is_better,
+                         drop_incomplete=rank.drop_incomplete, skip_missing=rank.skip_missing)
+    if len(scores.datasets) == 1:
+        joint_inputs(scores, rank)
+    return scores
 
 
 def _one_run_each(scores, on_duplicate: str):

@@ -235,6 +235,7 @@ def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: st
         params = comparison_params(results[0], layout=layout)
         params["models"] = _param_value(list(summary.models))
         run_tags = {
+            **({T.RANKING: ranking.model} if ranking is not None else {}),
             T.KIND: "matrix",
             T.MODELS: fit_tag(",".join(summary.models)),
             T.METRIC: summary.metric,
@@ -295,9 +296,10 @@ def _finite(value: Any) -> bool:
 
 def ranking_bundle(result, *, metric: str, experiment_ids: Sequence[str], layout: str | None = None,
                    directory: Path | None = None) -> Bundle:
-    """The run of a ranking (the BBT model of several models): the ranking, pairs, wins and posterior predictive
-    tables, the critical-difference diagram, the P(win) matrix and P(best) (PNG and SVG), the reports, the posterior
-    and the Stan program with its data.  Per model, the metrics ``p_best.<model>`` and ``mean_rank.<model>``."""
+    """The run of a ranking of several models: its tables (BBT: ranking, pairs, wins and the posterior predictive
+    check; the joint model of one dataset: ranking, pairs and the fold scores), its figures (PNG and SVG:
+    :func:`.ranking.plots.all_figures`), the reports, the posterior and, for BBT, the Stan program with its data.
+    Per model, the metrics ``p_best.<model>`` and ``mean_rank.<model>``."""
     from ..figures import write_png_and_svg
     from ..ranking import plots as ranking_plots
     from ..ranking import report as ranking_report
@@ -306,18 +308,19 @@ def ranking_bundle(result, *, metric: str, experiment_ids: Sequence[str], layout
     root, tmp = _directory(directory, "bayescompare-ranking-")
     try:
         pngs = write_png_and_svg(ranking_plots.all_figures(result), root / "plots")
-        (root / "stan").mkdir(exist_ok=True)
         markdown = ranking_report.render_markdown(result, metric)
         (root / "report.md").write_text(markdown, encoding="utf-8")
         (root / "report.html").write_text(ranking_report.render_html(result, metric, pngs), encoding="utf-8")
         (root / "summary.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
-        for name in ("ranking", "pairs", "wins", "ppc"):
-            getattr(result, name).to_csv(root / f"{name}.csv", index=False)
+        for name, table in result.tables().items():
+            table.to_csv(root / f"{name}.csv", index=False)
         _write_posterior(result, root / "posterior.nc")
-        shutil.copyfile(PROGRAMS["bbt"], root / "stan" / "bbt.stan")
-        (root / "stan" / "data.json").write_text(json.dumps(result.stan_data, indent=1, default=jsonable))
+        if result.model == "bbt":  # the joint model of one dataset samples no Stan program
+            (root / "stan").mkdir(exist_ok=True)
+            shutil.copyfile(PROGRAMS["bbt"], root / "stan" / "bbt.stan")
+            (root / "stan" / "data.json").write_text(json.dumps(result.stan_data, indent=1, default=jsonable))
         models = ",".join(map(str, result.models))
-        run_tags = {T.KIND: "ranking", T.MODELS: fit_tag(models), T.METRIC: metric,
+        run_tags = {T.KIND: "ranking", T.RANKING: result.model, T.MODELS: fit_tag(models), T.METRIC: metric,
                     T.BEST: str(result.ranking["model"].iloc[0]),
                     T.SOURCE_EXPERIMENTS: ",".join(str(e) for e in experiment_ids),
                     T.DIAGNOSTICS: diagnostics_problem(result) or "ok", T.NOTE: fit_tag(markdown)}
@@ -331,13 +334,18 @@ def ranking_bundle(result, *, metric: str, experiment_ids: Sequence[str], layout
 
 
 def ranking_metrics(result) -> dict[str, float]:
-    """``p_best.<model>`` and ``mean_rank.<model>`` (names MLflow accepts), the sizes and the sampler's health."""
+    """``p_best.<model>`` and ``mean_rank.<model>`` (names MLflow accepts; on one dataset also
+    ``diff_to_leader.<model>`` in metric units), the sizes and the sampler's health (or the joint model's ρ and
+    Monte-Carlo error)."""
     metrics: dict[str, Any] = {"n_models": len(result.models), "n_datasets": len(result.settings.get("datasets", [])),
+                               "rho": result.settings.get("rho"),
                                **{k: result.diagnostics.get(k) for k in ("rhat_max", "ess_bulk_min", "divergences",
-                                                                          "sampling_seconds", "compile_seconds")}}
-    for row in result.ranking.itertuples():
-        key = _metric_key(str(row.model))
-        metrics[f"p_best.{key}"], metrics[f"mean_rank.{key}"] = row.p_best, row.mean_rank
+                                                                          "sampling_seconds", "compile_seconds",
+                                                                          "mc_se_max")}}
+    for row in result.ranking.to_dict(orient="records"):
+        key = _metric_key(str(row["model"]))
+        metrics[f"p_best.{key}"], metrics[f"mean_rank.{key}"] = row["p_best"], row["mean_rank"]
+        metrics[f"diff_to_leader.{key}"] = row.get("diff_to_leader")
     return {key: float(v) for key, v in metrics.items() if _finite(v)}
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 __all__ = [
     "KIND", "KINDS", "STAGE", "ERROR", "NOTE", "PARENT", "USER", "MODEL_A", "MODEL_B", "MODELS", "METRIC",
-    "VERDICT", "DECISION", "DIAGNOSTICS", "TEST", "REPORT", "NO_REPORT", "BEST", "SOURCE_EXPERIMENTS", "STRICT",
-    "REQUIRE",
+    "VERDICT", "DECISION", "DIAGNOSTICS", "TEST", "REPORT", "NO_REPORT", "BEST", "RANKING", "SOURCE_EXPERIMENTS",
+    "STRICT", "REQUIRE",
     "JOB_HOST", "JOB_PID", "JOB_PID_START", "JOB_MACHINE_BOOT", "JOB_SERVER_BOOT", "JOB_USER", "JOB_REQUEST",
 ]
 
@@ -29,6 +29,7 @@ TEST = "bayescompare.test"  # which test answered: hierarchical, signed-rank or 
 REPORT = "bayescompare.report"  # NO_REPORT on a matrix's pair run logged without figures and HTML report
 NO_REPORT = "none"
 BEST = "bayescompare.best"  # the best model of a matrix or ranking
+RANKING = "bayescompare.ranking"  # the model that ranked them: bbt, or joint-t (one dataset's folds)
 SOURCE_EXPERIMENTS = "bayescompare.source_experiment_ids"
 STRICT = "bayescompare.strict"  # set by --strict when the sampler's output failed the gate
 REQUIRE = "bayescompare.require"  # "<claim>@<threshold>" asked of a server job

@@ -239,6 +239,11 @@
     return tests.length ? "Pairs: " + tests.map((t) => TESTS[t] || t).join("; ") : "Pairs";
   }
 
+  const RANKINGS = {
+    bbt: "Bayesian Bradley–Terry",
+    "joint-t": "joint correlated-t model of one dataset's folds",
+  };
+
   function renderPair(job) {
     $("test-used").textContent = job.test ? "Test: " + (TESTS[job.test] || job.test) : "";
     $("test-used").dataset.test = job.test || "";
@@ -315,6 +320,7 @@
     $("sensitivity-note").hidden = !(pair && truthy((job.settings || {}).sensitivity));
     const ranking = done && job.ranking ? job.ranking : null;
     $("ranking").hidden = !ranking;
+    $("ranking-caption").textContent = "Ranking (" + (RANKINGS[job.ranking_model] || RANKINGS.bbt) + ")";
     if (ranking)
       fillTable($("ranking"), ranking.map((r, i) => [i + 1, r.model, fmt(r.p_best),
         typeof r.mean_rank === "number" ? r.mean_rank.toFixed(2) : "", rankInterval(r)]));
