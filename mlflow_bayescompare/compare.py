@@ -151,7 +151,7 @@ def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[
         checked = preflight.check(client, preflight.plan(client, "comparison", source, fit,
                                                          (pair.model_a, pair.model_b), progress), progress)
         ids, layout = checked.plan.experiment_ids, checked.layout
-        result, data = _two_model_test(checked, fit, progress)
+        result, data = _two_model_test(checked, checked.plan.options, progress)  # the plan's: a search's rho
         outcome = ComparisonOutcome(result, source.metric, ids, layout=layout, tensor=data)
         if log or run_id is not None:
             notify(progress, "reporting")
@@ -190,7 +190,7 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
     client, progress, started = _begin(tracking_uri, run_id, progress)
     with _failing_run(client, run_id), tempfile.TemporaryDirectory(prefix="bayescompare-matrix-") as folder:
         planned = preflight.plan(client, "matrix", source, fit, chosen.models, progress)
-        ids, models, pairs = planned.experiment_ids, planned.models, planned.pairs
+        ids, models, pairs, fit = planned.experiment_ids, planned.models, planned.pairs, planned.options
         log = log or run_id is not None
         with workers.started(jobs, len(pairs), warm_up=_warm_up) as pool:  # they start up during the pre-flight
             checked = preflight.check(client, planned, progress, streamed=True)

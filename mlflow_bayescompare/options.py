@@ -87,9 +87,16 @@ class SourceOptions(OptionsBase):
     target_experiment: str | None = option(None, "Log the result into this experiment (name or id; created if "
                                                   "there is none); default: the first source.", "str",
                                             nullable=True)
+    search_run: str | None = option(None, "Read a scikit-learn GridSearchCV/RandomizedSearchCV run logged by "
+                                          "mlflow.sklearn.autolog(): its candidates are the models, named by their "
+                                          "setting ('C=1, kernel=rbf', or best), --metric its scorer ('score' for "
+                                          "one).", "str", nullable=True, max_length=64)
 
     def _cross_checks(self) -> list[str]:
         problems = []
+        if self.search_run is not None and (self.experiment_names or self.experiment_ids):
+            problems.append("search_run is read from its own experiment: give no experiment_name or experiment_id "
+                            "with it")
         for name in ("model_tag", "dataset_tag"):
             value = getattr(self, name)
             if isinstance(value, str) and "`" in value:
@@ -188,17 +195,23 @@ class ModelsOptions(OptionsBase):
 
     _what = "models"
 
-    models: tuple[str, ...] = option((), "Models to compare (comma-separated; default: every model found).",
+    models: tuple[str, ...] = option((), "Models to compare (comma-separated, or ';'-separated when the names hold "
+                                          "commas, as a search's candidates do; default: every model found).",
                                       "strings", high=200)
     pair_reports: bool = option(False, "Give each pair of a matrix the figures, HTML report and PSIS-LOO model "
                                         "check of a comparison run (about 3 s more per pair); without, a pair's "
                                         "run holds its numbers, tables and posterior.", "bool", flag_value=True)
 
     def __post_init__(self) -> None:
-        """``"a,b,c"`` (or a list of such) is three models."""
+        """``"a,b,c"`` (or a list of that one string, as the command line gives it) is three models, and
+        ``"C=1, kernel=rbf; C=10, kernel=rbf"`` two (a list that holds a ``;`` is split there only: a scikit-learn
+        search's candidates hold commas); a list of several names is taken as given (so parsing is idempotent)."""
         given = [self.models] if isinstance(self.models, str) else self.models
-        if isinstance(given, (list, tuple)) and all(isinstance(m, str) for m in given):
-            split = tuple(m.strip() for item in given for m in item.split(",") if m.strip())
+        if isinstance(given, (list, tuple)) and len(given) == 1 and isinstance(given[0], str):
+            split = tuple(m.strip() for m in given[0].split(";" if ";" in given[0] else ",") if m.strip())
+            object.__setattr__(self, "models", split)
+        elif isinstance(given, (list, tuple)) and all(isinstance(m, str) for m in given):
+            split = tuple(m.strip() for m in given if m.strip())
             object.__setattr__(self, "models", split)
         super().__post_init__()
 

@@ -27,6 +27,7 @@ from .progress import Progress, notify
 from .ranking.engine import Scores, read_scores
 from .ranking.joint import joint_inputs
 from .tracking.collect import CollectedScores, collect_scores, discover, resolve_experiments
+from .tracking.search import read_search
 
 __all__ = ["Plan", "Checked", "plan", "check", "choose_test"]
 
@@ -35,7 +36,8 @@ __all__ = ["Plan", "Checked", "plan", "check", "choose_test"]
 class Plan:
     """A request with its sources resolved: ``kind`` (``comparison``, ``matrix`` or ``ranking``, as the server's
     jobs), its options (a ranking's are :class:`~.options.RankOptions`), the source experiments' ids, the models and
-    the pairs compared (a comparison's one, a matrix's every one, none for a ranking)."""
+    the pairs compared (a comparison's one, a matrix's every one, none for a ranking); a scikit-learn search's scores
+    (``collected``), read to know its candidates."""
 
     kind: str
     source: SourceOptions
@@ -43,6 +45,7 @@ class Plan:
     experiment_ids: list[str]
     models: list[str]
     pairs: list[tuple[str, str]]
+    collected: CollectedScores | None = None  # a search run's scores, read whole when it was planned
 
 
 @dataclass
@@ -95,12 +98,29 @@ def plan(client, kind: str, source: SourceOptions, options: FitOptions | RankOpt
          progress: Progress | None = None) -> Plan:
     """The source experiments' ids (the work is then ``fetching``) and the models: those given (a comparison's
     two), else every model tagged in the experiments; a matrix's models make at least one pair."""
+    if source.search_run is not None:
+        return _search_plan(client, kind, source, options, models, progress)
     ids = resolve_experiments(client, source.experiment_names, source.experiment_ids)
     notify(progress, "fetching")
     models = [str(m) for m in models] or discover(client, ids, model_tag=source.model_tag,
                                                   dataset_tag=source.dataset_tag)["models"]
-    pairs = model_pairs(models) if kind == "matrix" else [tuple(models)] if kind == "comparison" else []
-    return Plan(kind, source, options, ids, models, pairs)
+    return Plan(kind, source, options, ids, models, _pairs(kind, models))
+
+
+def _pairs(kind: str, models: list[str]) -> list[tuple[str, str]]:
+    return model_pairs(models) if kind == "matrix" else [tuple(models)] if kind == "comparison" else []
+
+
+def _search_plan(client, kind: str, source: SourceOptions, options, models: Sequence[str],
+                 progress: Progress | None) -> Plan:
+    """The plan of a scikit-learn search run (:mod:`.tracking.search`): its experiment, its candidates (those
+    named, or all), and its scores; the search's hold-out splits give ρ unless the options do."""
+    notify(progress, "fetching", f"search run {source.search_run}")
+    search = read_search(client, source.search_run, source.metric, folds=source.folds, rho=options.rho)
+    chosen = search.resolve([str(m) for m in models])
+    if search.rho is not None and options.rho is None:
+        options = dataclasses.replace(options, rho=search.rho[0])
+    return Plan(kind, source, options, [search.experiment_id], chosen, _pairs(kind, chosen), search.collected)
 
 
 def check(client, planned: Plan, progress: Progress | None = None, *, streamed: bool = False) -> Checked:
@@ -108,9 +128,10 @@ def check(client, planned: Plan, progress: Progress | None = None, *, streamed: 
     pairs' data are built as :meth:`Checked.pairs` is read (a matrix hands each pair to its workers as soon as it
     is checked)."""
     source = planned.source
-    collected = collect_scores(client, planned.experiment_ids, source.metric, planned.models,
-                               filter_string=source.filter_string, layout=source.layout, model_tag=source.model_tag,
-                               dataset_tag=source.dataset_tag, folds=source.folds, progress=progress)
+    collected = planned.collected or collect_scores(
+        client, planned.experiment_ids, source.metric, planned.models, filter_string=source.filter_string,
+        layout=source.layout, model_tag=source.model_tag, dataset_tag=source.dataset_tag, folds=source.folds,
+        progress=progress)
     if planned.kind == "ranking":
         rank = _rank_options(planned)
         return Checked(planned, collected, ranking=_ranking_scores(collected, planned, rank), rank=rank)
