@@ -163,3 +163,27 @@ def test_nothing_compiles_on_the_one_dataset_path(client, tracking_uri, experime
     report = json.loads(probe["output"].strip().splitlines()[-1])
     assert report["test"] == "correlated-t" and client.get_run(report["run_id"]).info.status == "FINISHED"
     print(f"one-dataset compare: {probe['seconds']:.1f} s in the command, {total:.1f} s with the interpreter's start")
+
+
+def _readme_example(client, eid):
+    """The README's example ("Which test when"): two models' 10 × 10-fold scores of one dataset, the folds' difficulty
+    shared, mean difference +0.0059 (sd 0.0076)."""
+    rng = np.random.default_rng(11)
+    fold = rng.normal(0.85, 0.03, 100)
+    a, b = fold + 0.006 + rng.normal(0, 0.006, 100), fold + rng.normal(0, 0.006, 100)
+    assert (round((a - b).mean(), 4), round((a - b).std(ddof=1), 4)) == (0.0059, 0.0076)
+    for model, scores in (("rf", a), ("svm", b)):
+        log_cv_scores(model, "credit", scores, folds=10, repeats=10, experiment_id=eid, client=client)
+
+
+@pytest.mark.parametrize("test, expected", [
+    ("auto", (0.061, 0.939, 0.0)),
+    pytest.param("hierarchical", (0.529, 0.089, 0.382), marks=pytest.mark.slow),  # Stan
+])
+def test_the_readme_example(client, tracking_uri, experiment_id, test, expected):
+    """The numbers the README prints: on one dataset the hierarchical test cannot tell (its σ0 is not identified),
+    the correlated t-test (auto) finds practical equivalence the most probable outcome."""
+    _readme_example(client, experiment_id)
+    outcome = compare_runs(experiment_ids=[experiment_id], metric="accuracy", model_a="rf", model_b="svm",
+                           tracking_uri=tracking_uri, rope=0.01, seed=1, test=test, log=False)
+    assert (outcome.p_a_better, outcome.p_rope, outcome.p_b_better) == pytest.approx(expected, abs=5e-4)
