@@ -2,7 +2,10 @@
 
 * Wilcoxon signed-rank test on the per-dataset mean differences (Sec. 2, eq. "wsignstat");
 * Nadeau-Bengio corrected t-test per dataset (eq. "ttest-nadeau"): t = x̄ / sqrt((1/n + ρ/(1-ρ)) s²), n-1 dof;
-* Bayesian correlated t-test per dataset (Corani & Benavoli 2015): δ_i | x_i ~ t_{n-1}(x̄, (1/n + ρ/(1-ρ)) s²).
+* Bayesian correlated t-test per dataset (Corani & Benavoli 2015): δ_i | x_i ~ t_{n-1}(x̄, (1/n + ρ/(1-ρ)) s²);
+
+and the correlation ρ of one dataset's folds (:func:`correlation`), which the correlated t-test and the joint model
+of k models on one dataset read the same way.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from .errors import InputError
 
 
 def signed_rank_p(means: np.ndarray) -> float:
@@ -38,8 +43,9 @@ def correlated_t_masses(df: int, loc: float, scale: float, rope: float) -> tuple
     if scale == 0:
         left, right = float(loc < -rope), float(loc > rope)
     else:
-        posterior = stats.t(df=df, loc=loc, scale=scale)
-        left, right = float(posterior.cdf(-rope)), float(posterior.sf(rope))
+        # not a frozen distribution: freezing costs more than both calls (the joint model calls this per pair)
+        left = float(stats.t.cdf(-rope, df, loc=loc, scale=scale))
+        right = float(stats.t.sf(rope, df, loc=loc, scale=scale))
     return left, 1 - left - right, right
 
 
@@ -60,3 +66,36 @@ def per_dataset(diffs: list[np.ndarray], rho: np.ndarray, rope: float) -> pd.Dat
         rows.append({"nb_t_p": nadeau_bengio_p(*posterior), "bct_p_left": left, "bct_p_rope": rope_mass,
                      "bct_p_right": right})
     return pd.DataFrame(rows)
+
+
+def correlation(folds: int | None, rho, n_train: int | None, n_test: int | None, *,
+                header: str) -> tuple[float, str]:
+    """ρ of one dataset's folds and where it comes from: ``rho`` when given, else n_test/(n_train + n_test) for
+    hold-out splits, else 1/folds (Nadeau & Bengio).  ``folds`` has been checked (a whole number ≥ 2,
+    :data:`.tensor.FOLDS_ONE`); ``rho`` by the options.  Problems are raised under ``header``."""
+    problems = []
+    holdout = n_train is not None or n_test is not None
+    if holdout:
+        for name, size in (("n_train", n_train), ("n_test", n_test)):
+            if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+                problems.append(f"{name} must be a whole number >= 1 (the size of each split's "
+                                f"{'training' if name == 'n_train' else 'test'} set); got {size!r}")
+        if rho is not None:
+            problems.append("give rho or n_train and n_test, not both")
+        if folds is not None:
+            problems.append(f"n_train and n_test describe repeated hold-out splits and folds={folds} k-fold "
+                            "cross-validation: give one")
+    if rho is not None and np.ndim(rho) and len(rho) != 1:
+        problems.append(f"rho has {len(rho)} values for 1 dataset")
+    if problems:
+        raise InputError(problems, header=header)
+    if rho is not None:
+        return float(np.ravel(rho)[0]), "given"
+    if holdout:
+        value = n_test / (n_train + n_test)
+        return value, f"n_test/(n_train+n_test) = {n_test}/({n_train}+{n_test}) = {value:.4g}"
+    if folds is None:
+        raise InputError("the number of cross-validation folds is unknown: pass folds=K (ρ = 1/K is the correlation "
+                         "between folds), n_train and n_test for repeated hold-out splits, or rho=ρ directly",
+                         header=header)
+    return 1.0 / folds, f"1/folds with folds={folds}"

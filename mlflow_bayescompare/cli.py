@@ -150,8 +150,8 @@ def matrix(tracking_uri, no_log, as_json, jobs, **fields) -> None:
 @click.option("--require", "require_best", metavar="best=MODEL",
               help="Exit 1 unless MODEL's probability of being the best reaches --threshold.")
 def rank(tracking_uri, no_log, as_json, require_best, **fields) -> None:
-    """Which of my models is best?  Ranks three or more models at once (Bayesian Bradley-Terry) and logs a
-    ranking run."""
+    """Which of my models is best?  Ranks three or more models at once (Bayesian Bradley-Terry across datasets, the
+    joint correlated-t model of the folds on one dataset) and logs a ranking run."""
     from . import compare as api
 
     with _errors(), _output(as_json) as out:
@@ -279,6 +279,8 @@ def _where(tracking_uri, kind: str, run_id: str, experiment_id: str) -> list[str
 def _comparison_text(outcome, claim: claims.Report | None, tracking_uri) -> str:
     a, b = outcome.model_a, outcome.model_b
     test = TEST_NAMES[outcome.result.test]
+    if outcome.result.test == "correlated-t":  # which ρ, and why
+        test += f" ({outcome.n} folds, ρ = {outcome.rho:.4g}: {outcome.rho_reason})"
     datasets = counted(len(outcome.tensor.datasets), "dataset")
     lines = [f"{a} vs {b} · {outcome.metric}: {datasets} ({outcome.layout} layout), "
              f"rope ±{outcome.rope:g}, {redact_uri(tracking_uri) or 'sqlite:///mlflow.db'}", f"  {test}"]
@@ -309,14 +311,24 @@ def _matrix_text(outcome, tracking_uri) -> str:
     return "\n".join(lines)
 
 
-def _ranking_text(outcome, claim: claims.Report | None, tracking_uri) -> str:
-    from .ranking.report import headline
+#: The columns of a ranking's table in the text output, by the ranking's model.
+RANKING_COLUMNS = {"bbt": ["model", "p_best", "mean_rank", "rank_low", "rank_high", "strength"],
+                   "joint-t": ["model", "p_best", "mean_rank", "rank_low", "rank_high", "mean", "diff_to_leader",
+                               "diff_low", "diff_high"]}
 
-    ranking = outcome.ranking
-    lines = [f"Ranking of {len(ranking)} models · {outcome.metric} (Bayesian Bradley-Terry):",
-             ranking[["model", "p_best", "mean_rank", "rank_low", "rank_high", "strength"]].to_string(
-                 index=False, float_format=lambda v: f"{v:.3f}"),
+
+def _ranking_text(outcome, claim: claims.Report | None, tracking_uri) -> str:
+    from .ranking.report import MODEL_NAMES, headline
+
+    ranking, model = outcome.ranking, outcome.result.model
+    lines = [f"Ranking of {len(ranking)} models · {outcome.metric} ({MODEL_NAMES[model]}):",
+             ranking[RANKING_COLUMNS[model]].to_string(  # metric units need their digits
+                 index=False, float_format=lambda v: f"{v:.3f}" if model == "bbt" else f"{v:.4g}"),
              headline(outcome.result)]
+    if model == "joint-t":
+        settings = outcome.result.settings
+        lines.append(f"ρ = {settings['rho']:.4g} ({settings['rho_reason']}), rope ±{settings['metric_rope']:g}; "
+                     "each pair's probabilities are its correlated t-test's (pairs.csv, --json)")
     if claim is not None:
         lines.append(claim.line())
     if outcome.run_id:

@@ -21,6 +21,7 @@ from typing import Any
 from mlflow import MlflowClient
 
 from . import claims, preflight
+from .correlated_t.engine import correlated_t_test
 from .hierarchical.engine import hierarchical_test
 from .matrix import MatrixSummary, summarise
 from .options import (
@@ -33,14 +34,19 @@ from .options import (
     SourceOptions,
     from_keywords,
 )
-from .preflight import signed_rank_applies
 from .progress import Progress, notify
 from .ranking.engine import rank_scores
-from .result import counted
+from .result import TEST_NAMES, counted
 from .sampling import sampler, workers
 from .signed_rank.engine import signed_rank_test
 from .tracking import reach, runlog
-from .tracking.bundle import comparison_bundle, matrix_bundle, ranking_bundle, signed_rank_bundle
+from .tracking.bundle import (
+    comparison_bundle,
+    correlated_t_bundle,
+    matrix_bundle,
+    ranking_bundle,
+    signed_rank_bundle,
+)
 
 __all__ = ["compare_runs", "compare_matrix", "rank_runs", "require", "Outcome",
            "ComparisonOutcome", "MatrixOutcome", "RankingOutcome"]
@@ -77,8 +83,9 @@ class RankingOutcome(Outcome):
 
 @dataclass
 class ComparisonOutcome(Outcome):
-    """A two-model test's result (:class:`HierarchicalResult` or :class:`SignedRankResult`), the data it was fitted
-    on (``tensor``: the paired folds, or the per-dataset means) and where it was logged."""
+    """A two-model test's result (:class:`HierarchicalResult`, :class:`SignedRankResult` or
+    :class:`CorrelatedTTestResult`), the data it was fitted on (``tensor``: the paired folds, or the per-dataset
+    means) and where it was logged."""
 
     tensor: Any = None
 
@@ -94,13 +101,13 @@ class MatrixOutcome:
     models: list[str]
     pairs: dict[tuple[str, str], ComparisonOutcome]
     summary: MatrixSummary
-    bbt: Any = None  # the Bayesian Bradley-Terry ranking of all models at once (three or more models)
+    bbt: Any = None  # the ranking of all models at once (three or more): BBT, or the joint model on one dataset
     run_id: str | None = None
     experiment_id: str | None = None
 
     @property
     def ranking(self):
-        """The BBT ranking (P(best), mean rank …) with three or more models, else the pair's summary."""
+        """The ranking of all models (P(best), mean rank …) with three or more models, else the pair's summary."""
         return self.bbt.ranking if self.bbt is not None else self.summary.ranking
 
     def to_dict(self) -> dict[str, Any]:
@@ -127,10 +134,11 @@ def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[
                  **options) -> ComparisonOutcome:
     """Compare ``model_a`` with ``model_b`` on the per-fold ``metric`` logged in the given experiments.
 
-    Reads the runs (layout steps/keys/children/means, auto-detected), pairs the folds and runs the hierarchical
-    test, or on runs that hold one score each (or with ``test="signed-rank"``) the Bayesian signed-rank test on the
-    per-dataset means; with ``log=True``, it logs a comparison run into the target experiment (default: the first
-    source experiment).
+    Reads the runs (layout steps/keys/children/means, auto-detected), pairs the folds and runs the test
+    :func:`~.preflight.choose_test` picks (``test="auto"``) or the one asked for: the hierarchical test across
+    datasets, the Bayesian correlated t-test when the two models share one dataset, the Bayesian signed-rank test
+    on the per-dataset means of runs that hold one score each; with ``log=True``, it logs a comparison run into the
+    target experiment (default: the first source experiment).
     ``options`` are fields of :class:`~.options.SourceOptions` (``metric``, ``layout``, ``filter_string`` …) and
     :class:`~.options.FitOptions` (``rope``, ``chains``, ``seed`` …).  ``run_id`` names a RUNNING comparison run to
     fill (the server's job record): its stage tag follows the work and it ends FAILED, with the error, if anything
@@ -143,7 +151,7 @@ def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[
         checked = preflight.check(client, preflight.plan(client, "comparison", source, fit,
                                                          (pair.model_a, pair.model_b), progress), progress)
         ids, layout = checked.plan.experiment_ids, checked.layout
-        result, data = _two_model_test(checked, fit, progress)
+        result, data = _two_model_test(checked, checked.plan.options, progress)  # the plan's: a search's rho
         outcome = ComparisonOutcome(result, source.metric, ids, layout=layout, tensor=data)
         if log or run_id is not None:
             notify(progress, "reporting")
@@ -162,9 +170,10 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
                    progress: Progress | None = None, jobs: int | None = None, **options) -> MatrixOutcome:
     """Compare every pair of ``models`` (default: every model found): one child comparison run per pair under a
     parent run holding the matrix of P(row better than column) and P(rope) and, with three or more models, their
-    Bayesian Bradley-Terry ranking (P(best), mean rank: :func:`rank_runs`).  The pairs are compared by the test
-    :func:`compare_runs` would choose: the hierarchical test on per-fold scores, the signed-rank test on runs that
-    hold one score each (or when ``test="signed-rank"``).
+    ranking (P(best), mean rank: :func:`rank_runs`; the joint correlated-t model on one dataset).  The pairs are
+    compared by the test :func:`compare_runs` would choose (:func:`~.preflight.choose_test`): the hierarchical test
+    on per-fold scores, the correlated t-test on a pair that shares one dataset, the signed-rank test on runs that
+    hold one score each.
 
     A pair's run holds its numbers, tables and posterior; with ``pair_reports=True`` (a field of
     :class:`~.options.ModelsOptions`) also the figures, HTML report and PSIS-LOO model check of a comparison run.
@@ -181,20 +190,22 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
     client, progress, started = _begin(tracking_uri, run_id, progress)
     with _failing_run(client, run_id), tempfile.TemporaryDirectory(prefix="bayescompare-matrix-") as folder:
         planned = preflight.plan(client, "matrix", source, fit, chosen.models, progress)
-        ids, models, pairs = planned.experiment_ids, planned.models, planned.pairs
+        ids, models, pairs, fit = planned.experiment_ids, planned.models, planned.pairs, planned.options
         log = log or run_id is not None
         with workers.started(jobs, len(pairs), warm_up=_warm_up) as pool:  # they start up during the pre-flight
             checked = preflight.check(client, planned, progress, streamed=True)
-            if checked.signed_rank:
-                notify(progress, "sampling", f"{counted(len(pairs), 'pair')} (signed-rank test on dataset means)")
-            else:
+            ahead = checked.test_ahead()
+            if ahead == "hierarchical":
                 sampler.compile_program("hierarchical", fit.backend, progress)  # once, before the workers load it
                 notify(progress, "sampling",
                        f"{counted(len(pairs), 'pair')} ({fit.chains} chains × {fit.draws} draws each)")
+            else:
+                notify(progress, "sampling", f"{counted(len(pairs), 'pair')} ({TEST_NAMES[ahead]})")
             # each pair handed to the workers once its data are checked; a bad pair stops them, after every pair's
             # problems are found (nothing is logged before every pair is fitted)
-            tasks = ((p, (data, fit, source.metric, ids, checked.layout, Path(folder) / str(i) if log else None,
-                          chosen.pair_reports)) for i, (p, data) in enumerate(checked.pairs()))
+            tasks = ((p, (data, checked.tests[p], fit, source.metric, ids, checked.layout,
+                          Path(folder) / str(i) if log else None, chosen.pair_reports))
+                     for i, (p, data) in enumerate(checked.pairs()))
             fitted = workers.run_all(_fit_pair, tasks, total=len(pairs), pool=pool, progress=progress)
         summary = summarise({p: fitted[p][0] for p in pairs}, models, source.metric)
         bbt = rank_scores(checked.ranking, checked.rank, progress) if checked.ranking is not None else None
@@ -219,9 +230,10 @@ def rank_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str
               progress: Progress | None = None, claim: str | None = None, **options) -> RankingOutcome:
     """Rank ``models`` (default: every model found, at least three) with the Bayesian Bradley-Terry model
     (:func:`~.ranking.engine.rank_models`) on the scores logged in the given experiments, per fold or as per-dataset
-    means, and log a ranking run.  ``options`` are fields of :class:`~.options.SourceOptions` and
-    :class:`~.options.RankOptions`; ``claim`` (``best=<model>``), the claim :func:`require` will be asked, is
-    checked against the models before their scores are read or anything is written; the rest as :func:`compare_runs`."""
+    means, or on one dataset with the joint correlated-t model of its folds (:mod:`.ranking.joint`), and log a
+    ranking run.  ``options`` are fields of :class:`~.options.SourceOptions` and :class:`~.options.RankOptions`;
+    ``claim`` (``best=<model>``), the claim :func:`require` will be asked, is checked against the models before
+    their scores are read or anything is written; the rest as :func:`compare_runs`."""
     source, rank = _options(experiment_names, experiment_ids, options, (SourceOptions, source), (RankOptions, rank))
     models = list(ModelsOptions(models=tuple(models)).models)
     client, progress, started = _begin(tracking_uri, run_id, progress)
@@ -271,23 +283,31 @@ def _options(names, ids, options: dict, *classes_and_bases) -> tuple:
 
 
 def _two_model_test(checked: preflight.Checked, fit: FitOptions, progress):
-    """Fit step of a comparison: the hierarchical test on the paired folds, or the Bayesian signed-rank test on
-    the per-dataset means (:func:`~.preflight.signed_rank_applies`).  Returns the result and the data it was fitted
-    on."""
+    """Fit step of a comparison: the test the pre-flight chose for the pair (:func:`~.preflight.choose_test`).
+    Returns the result and the data it was fitted on."""
     (a, b), data = next(iter(checked.data.items()))
-    notify(progress, "sampling", f"{a} vs {b} on {len(data.datasets)} dataset means (signed-rank test)"
-           if checked.signed_rank
-           else f"{a} vs {b} on {counted(len(data.datasets), 'dataset')} ({fit.chains} chains × {fit.draws} draws)")
-    return _pair_test(data, fit, checked.layout, progress), data
+    test = checked.tests[a, b]
+    if test == "signed-rank":
+        notify(progress, "sampling", f"{a} vs {b} on {len(data.datasets)} dataset means (signed-rank test)")
+    elif test == "correlated-t":
+        notify(progress, "sampling", f"{a} vs {b} on the {len(data.diffs[0])} folds of one dataset (correlated "
+                                     "t-test, closed form)")
+    else:
+        notify(progress, "sampling",
+               f"{a} vs {b} on {counted(len(data.datasets), 'dataset')} ({fit.chains} chains × {fit.draws} draws)")
+    return _pair_test(data, test, fit, progress), data
 
 
-def _pair_test(data, fit: FitOptions, layout: str, progress: Progress | None = None, *, matrix_pair: bool = False,
+def _pair_test(data, test: str, fit: FitOptions, progress: Progress | None = None, *, matrix_pair: bool = False,
                model_check: bool = True):
-    """Fit step of a pair: the signed-rank test on its means (:func:`signed_rank_applies`), else the hierarchical
-    test on its paired folds (with its PSIS-LOO model check unless ``model_check=False``; as a ``matrix_pair``,
-    after the matrix's warm-up when none is given)."""
-    if signed_rank_applies(fit.test, layout):
+    """Fit step of a pair by ``test`` (the pre-flight's choice): the signed-rank test on its means, the correlated
+    t-test on the folds of its one dataset (closed form, no Stan), else the hierarchical test on its paired folds
+    (with its PSIS-LOO model check unless ``model_check=False``; as a ``matrix_pair``, after the matrix's warm-up
+    when none is given)."""
+    if test == "signed-rank":
         return signed_rank_test(data, options=fit)
+    if test == "correlated-t":
+        return correlated_t_test(data, options=fit)
     return hierarchical_test(data, options=fit, progress=progress, model_check=model_check,
                              default_warmup=MATRIX_PAIR_WARMUP if matrix_pair else WARMUP)
 
@@ -300,6 +320,9 @@ def _pair_bundle(result, data, metric: str, ids, layout: str, *, run_id: str | N
     if result.test == "signed-rank":
         return signed_rank_bundle(result, data, metric=metric, experiment_ids=ids, layout=layout,
                                   directory=directory, figures=figures)
+    if result.test == "correlated-t":
+        return correlated_t_bundle(result, metric=metric, experiment_ids=ids, layout=layout, directory=directory,
+                                   figures=figures)
     return comparison_bundle(result, data, metric=metric, experiment_ids=ids, layout=layout, run_id=run_id,
                              experiment_id=experiment_id, directory=directory, figures=figures)
 
@@ -324,10 +347,11 @@ def _warm_up() -> None:
     (MLflow, arviz, matplotlib), while the caller is busy elsewhere."""
 
 
-def _fit_pair(data, fit: FitOptions, metric: str, ids, layout, folder: Path | None, report: bool):
-    """One pair, in a worker: its test (on the data the pre-flight built for it) and, when it will be logged,
-    its run's bundle (written into ``folder``); ``report``: with the figures, HTML report and model check."""
-    result = _pair_test(data, fit, layout, matrix_pair=True, model_check=report)
+def _fit_pair(data, test: str, fit: FitOptions, metric: str, ids, layout, folder: Path | None, report: bool):
+    """One pair, in a worker: its test (the pre-flight's choice, on the data it built for the pair) and, when it
+    will be logged, its run's bundle (written into ``folder``); ``report``: with the figures, HTML report and model
+    check."""
+    result = _pair_test(data, test, fit, matrix_pair=True, model_check=report)
     if folder is None:
         return result, None
     return result, _pair_bundle(result, data, metric, ids, layout, directory=folder, figures=report)

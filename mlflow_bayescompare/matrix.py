@@ -39,8 +39,8 @@ def model_pairs(models: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def summarise(results: dict[tuple[str, str], object], models: Sequence[str], metric: str) -> MatrixSummary:
-    """Fill the matrices from one two-model result per pair (the hierarchical or the signed-rank test) and rank
-    the models.
+    """Fill the matrices from one two-model result per pair (the hierarchical, signed-rank or correlated t-test)
+    and rank the models.
 
     Models are ranked by their mean P(better) against the others; wins/equivalents/losses count the pairs whose
     decision (under the test's threshold) went that way.

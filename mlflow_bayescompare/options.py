@@ -5,11 +5,12 @@ Options come in frozen dataclasses, one per concern:
 * :class:`SourceOptions`: where the scores are and how to read them (experiments, metric, layout, tags, filter, ...);
 * :class:`SamplerOptions`: the MCMC settings (chains, draws, warm-up, seed, backend), which :class:`FitOptions` and
   :class:`RankOptions` extend;
-* :class:`FitOptions`: the two-model tests (the hierarchical test of Corani et al. 2017 and the Bayesian
-  signed-rank test): rope, direction, prior, threshold and the hyper-prior bounds;
+* :class:`FitOptions`: the two-model tests (the hierarchical test of Corani et al. 2017, the Bayesian
+  signed-rank test and the Bayesian correlated t-test): rope, direction, prior, threshold and the hyper-prior bounds;
 * :class:`PairOptions`: the two models of a comparison and the claim to require;
 * :class:`ModelsOptions`: the models of a matrix or ranking, and whether a matrix's pairs get full reports;
-* :class:`RankOptions`: the ranking of many models (the Bayesian Bradley-Terry model of Wainer 2023).
+* :class:`RankOptions`: the ranking of many models (the Bayesian Bradley-Terry model of Wainer 2023 across datasets,
+  the joint correlated-t model of the folds on one dataset).
 
 Each field carries an :class:`~.optionspec.Option` spec in its metadata (:mod:`.optionspec`).  Constructing an
 object validates it and cleans the values (numpy numbers become Python numbers, lists become tuples, prior aliases
@@ -47,7 +48,7 @@ PRIORS = (
 PRIOR_ALIASES = {"juarez-steel": "gamma(2,0.1)", "kruschke": "gamma(1,0.0345)", "normal": "gaussian"}
 BACKENDS = ("auto", "cmdstanpy", "pystan")
 LAYOUTS = ("auto", "steps", "keys", "children", "means")
-TESTS = ("auto", "hierarchical", "signed-rank")
+TESTS = ("auto", "hierarchical", "signed-rank", "correlated-t")
 MAX_FILTER = 2000
 #: Warm-up iterations per chain when none are given: a comparison's, as the authors' 4 × (1000 + 1000)
 #: (shared/reference/implementations.md) ...
@@ -86,9 +87,16 @@ class SourceOptions(OptionsBase):
     target_experiment: str | None = option(None, "Log the result into this experiment (an id, or a name: a new "
                                                   "name, not a number, is created); default: the first source.",
                                             "str", nullable=True)
+    search_run: str | None = option(None, "Read a scikit-learn GridSearchCV/RandomizedSearchCV run logged by "
+                                          "mlflow.sklearn.autolog(): its candidates are the models, named by their "
+                                          "setting ('C=1, kernel=rbf', or best), --metric its scorer ('score' for "
+                                          "one).", "str", nullable=True, max_length=64)
 
     def _cross_checks(self) -> list[str]:
         problems = []
+        if self.search_run is not None and (self.experiment_names or self.experiment_ids):
+            problems.append("search_run is read from its own experiment: give no experiment_name or experiment_id "
+                            "with it")
         for name in ("model_tag", "dataset_tag"):
             value = getattr(self, name)
             if isinstance(value, str) and "`" in value:
@@ -133,7 +141,8 @@ class SamplerOptions(OptionsBase):
 
 @dataclass(frozen=True)
 class FitOptions(SamplerOptions):
-    """The settings of the two-model tests (Corani et al. 2017; Benavoli et al. 2017 for the signed-rank test)."""
+    """The settings of the two-model tests (Corani et al. 2017; Benavoli et al. 2017 for the signed-rank test;
+    Corani & Benavoli 2015 for the correlated t-test)."""
 
     _what = "test settings"
 
@@ -141,8 +150,10 @@ class FitOptions(SamplerOptions):
                           low=0, low_open=True)
     greater_is_better: bool = option(True, "The metric is a loss or error (lower is better).", "bool",
                                       public="lower_is_better", flag_value=False)
-    test: str = option("auto", "Which test: the hierarchical test on per-fold scores, the signed-rank test on "
-                                "per-dataset means, or auto (signed-rank when every run holds one score).",
+    test: str = option("auto", "Which test: the hierarchical test on per-fold scores across datasets, the "
+                                "signed-rank test on per-dataset means, the correlated t-test on the per-fold scores "
+                                "of one dataset, or auto (signed-rank when every run holds one score, correlated-t "
+                                "when the two models share one dataset, else hierarchical).",
                         "choice", choices=TESTS)
     prior: str = option("hierarchical", "Prior on the degrees of freedom ν of the hierarchical test.", "choice",
                          choices=PRIORS, aliases=PRIOR_ALIASES)
@@ -184,17 +195,23 @@ class ModelsOptions(OptionsBase):
 
     _what = "models"
 
-    models: tuple[str, ...] = option((), "Models to compare (comma-separated; default: every model found).",
+    models: tuple[str, ...] = option((), "Models to compare (comma-separated, or ';'-separated when the names hold "
+                                          "commas, as a search's candidates do; default: every model found).",
                                       "strings", high=200)
     pair_reports: bool = option(False, "Give each pair of a matrix the figures, HTML report and PSIS-LOO model "
                                         "check of a comparison run (about 3 s more per pair); without, a pair's "
                                         "run holds its numbers, tables and posterior.", "bool", flag_value=True)
 
     def __post_init__(self) -> None:
-        """``"a,b,c"`` (or a list of such) is three models."""
+        """``"a,b,c"`` (or a list of that one string, as the command line gives it) is three models, and
+        ``"C=1, kernel=rbf; C=10, kernel=rbf"`` two (a list that holds a ``;`` is split there only: a scikit-learn
+        search's candidates hold commas); a list of several names is taken as given (so parsing is idempotent)."""
         given = [self.models] if isinstance(self.models, str) else self.models
-        if isinstance(given, (list, tuple)) and all(isinstance(m, str) for m in given):
-            split = tuple(m.strip() for item in given for m in item.split(",") if m.strip())
+        if isinstance(given, (list, tuple)) and len(given) == 1 and isinstance(given[0], str):
+            split = tuple(m.strip() for m in given[0].split(";" if ";" in given[0] else ",") if m.strip())
+            object.__setattr__(self, "models", split)
+        elif isinstance(given, (list, tuple)) and all(isinstance(m, str) for m in given):
+            split = tuple(m.strip() for m in given if m.strip())
             object.__setattr__(self, "models", split)
         super().__post_init__()
 
@@ -207,7 +224,9 @@ class ModelsOptions(OptionsBase):
 
 @dataclass(frozen=True)
 class RankOptions(SamplerOptions):
-    """The settings of the Bayesian Bradley-Terry ranking of several models (Wainer 2023; bbtcomp's defaults)."""
+    """The settings of the ranking of several models: the Bayesian Bradley-Terry model across datasets (Wainer
+    2023; bbtcomp's defaults), and on one dataset the joint correlated-t model of the folds (``metric_rope``,
+    ``rho``, ``threshold``, ``hdi_prob``, the direction, and ``chains`` × ``draws`` draws from ``seed``)."""
 
     _what = "ranking settings"
 
@@ -231,8 +250,14 @@ class RankOptions(SamplerOptions):
                                         high=1)
     hdi_prob: float = option(0.89, "Probability mass of the reported highest-density intervals.", "float", low=0,
                               high=1, low_open=True, high_open=True)
-    threshold: float = option(0.95, "Two models differ credibly when P(P(win) > 0.5) reaches this.", "float",
+    threshold: float = option(0.95, "Two models differ credibly when P(P(win) > 0.5) reaches this (on one dataset: "
+                                     "when this HDI of their difference lies beyond the metric rope).", "float",
                                low=0.5, high=1, high_open=True)
+    metric_rope: float = option(0.01, "On one dataset (the joint model of the folds): half-width of the region of "
+                                       "practical equivalence, in metric units.", "float", low=0, low_open=True)
+    rho: float | None = option(None, "On one dataset: the correlation between folds (default 1/folds; 0 for "
+                                     "independent hold-out splits).", "float", low=0, high=1, high_open=True,
+                               nullable=True)
     drop_incomplete: bool = option(False, "Drop datasets on which a model lacks scores (with a warning).", "bool",
                                     flag_value=True)
     skip_missing: bool = option(False, "Where a model lacks a score (NaN or no row), its pairs count no game on "

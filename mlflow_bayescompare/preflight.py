@@ -3,7 +3,8 @@ once, run by the pipeline itself (:mod:`.compare`) and by the server before it a
 
 :func:`plan` resolves the source experiments and the models (every model found when none are given); :func:`check`
 collects their scores and builds what will be fitted: each pair's paired fold scores (or its per-dataset means when
-the signed-rank test answers: :func:`signed_rank_applies`) and the Bayesian Bradley-Terry ranking's table of scores.
+the signed-rank test answers), which test answers each pair (:func:`choose_test`, the one routing rule) and the
+Bayesian Bradley-Terry ranking's table of scores.
 A pair's problems, or every pair's for a matrix, are reported at once in one :class:`~.errors.InputError`; what was
 built is returned, so that the pipeline fits from it without reading the scores again.  A matrix builds its pairs'
 data as its workers take them (:meth:`Checked.pairs`), so that the first fits start while the others are checked.
@@ -16,16 +17,20 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .baselines import correlation
 from .claims import best_model
+from .correlated_t.engine import HEADER as CORRELATED_T
 from .errors import InputError
 from .hierarchical.prepare import correlations
 from .matrix import model_pairs
 from .options import FitOptions, RankOptions, SourceOptions
 from .progress import Progress, notify
 from .ranking.engine import Scores, read_scores
+from .ranking.joint import joint_inputs
 from .tracking.collect import CollectedScores, collect_scores, discover, resolve_experiments
+from .tracking.search import read_search
 
-__all__ = ["Plan", "Checked", "plan", "check", "signed_rank_applies", "ROPE_LIMIT"]
+__all__ = ["Plan", "Checked", "plan", "check", "choose_test", "ROPE_LIMIT"]
 
 #: The widest rope of a two-model test, in multiples of the largest score's magnitude.  A difference of two scores
 #: is at most twice that magnitude, so a rope beyond it already makes equivalence certain (the test warns); one a
@@ -38,7 +43,8 @@ ROPE_LIMIT = 1e6
 class Plan:
     """A request with its sources resolved: ``kind`` (``comparison``, ``matrix`` or ``ranking``, as the server's
     jobs), its options (a ranking's are :class:`~.options.RankOptions`), the source experiments' ids, the models and
-    the pairs compared (a comparison's one, a matrix's every one, none for a ranking)."""
+    the pairs compared (a comparison's one, a matrix's every one, none for a ranking); a scikit-learn search's scores
+    (``collected``), read to know its candidates."""
 
     kind: str
     source: SourceOptions
@@ -46,25 +52,32 @@ class Plan:
     experiment_ids: list[str]
     models: list[str]
     pairs: list[tuple[str, str]]
+    collected: CollectedScores | None = None  # a search run's scores, read whole when it was planned
 
 
 @dataclass
 class Checked:
     """What the pipeline fits, built from the scores collected: each pair's data (:attr:`data`: a
-    :class:`~.scores.tensor.CVTensor`, or its :class:`~.scores.tensor.DatasetMeans` when ``signed_rank``), and the
-    scores of the ranking (of a ranking, or of a matrix of three models or more) with the options it is fitted
-    with."""
+    :class:`~.scores.tensor.CVTensor`, or its :class:`~.scores.tensor.DatasetMeans` when ``signed_rank``) and the
+    test that answers it (:attr:`tests`, by :func:`choose_test`), and the scores of the ranking (of a ranking, or of
+    a matrix of three models or more) with the options it is fitted with."""
 
     plan: Plan
     collected: CollectedScores
     signed_rank: bool = False
     data: dict[tuple[str, str], Any] = field(default_factory=dict)
+    tests: dict[tuple[str, str], str] = field(default_factory=dict)
     ranking: Scores | None = None
     rank: RankOptions | None = None
 
     @property
     def layout(self) -> str:
         return self.collected.layout
+
+    def test_ahead(self) -> str:
+        """The test that answers the pairs as far as it is known before they are built: :func:`choose_test` on
+        every dataset collected (a pair shares at most those; the pair's own choice is :attr:`tests`)."""
+        return choose_test(self.plan.options.test, self.layout, self.collected.scores["dataset"].nunique())
 
     def pairs(self) -> Iterator[tuple[tuple[str, str], Any]]:
         """Build each pair's data into :attr:`data`, yielding it once built, then a matrix's ranking scores.  A
@@ -73,7 +86,8 @@ class Checked:
         planned, problems = self.plan, []
         for a, b in planned.pairs:
             try:
-                self.data[a, b] = _pair_data(self.collected, (a, b), planned.source, planned.options, self.signed_rank)
+                self.data[a, b], self.tests[a, b] = _pair_data(self.collected, (a, b), planned.source,
+                                                               planned.options, self.signed_rank)
             except InputError as exc:
                 if planned.kind == "comparison":
                     raise
@@ -92,14 +106,33 @@ def plan(client, kind: str, source: SourceOptions, options: FitOptions | RankOpt
     """The source experiments' ids (the work is then ``fetching``) and the models: those given (a comparison's
     two), else every model tagged in the experiments; a matrix's models make at least one pair.  A ranking's
     ``claim`` (``best=<model>``) must name one of its models."""
+    if source.search_run is not None:
+        return _search_plan(client, kind, source, options, models, claim, progress)
     ids = resolve_experiments(client, source.experiment_names, source.experiment_ids)
     notify(progress, "fetching")
     models = [str(m) for m in models] or discover(client, ids, model_tag=source.model_tag,
                                                   dataset_tag=source.dataset_tag)["models"]
     if claim is not None:
         best_model(claim, models)
-    pairs = model_pairs(models) if kind == "matrix" else [tuple(models)] if kind == "comparison" else []
-    return Plan(kind, source, options, ids, models, pairs)
+    return Plan(kind, source, options, ids, models, _pairs(kind, models))
+
+
+def _pairs(kind: str, models: list[str]) -> list[tuple[str, str]]:
+    return model_pairs(models) if kind == "matrix" else [tuple(models)] if kind == "comparison" else []
+
+
+def _search_plan(client, kind: str, source: SourceOptions, options, models: Sequence[str], claim: str | None,
+                 progress: Progress | None) -> Plan:
+    """The plan of a scikit-learn search run (:mod:`.tracking.search`): its experiment, its candidates (those
+    named, or all), and its scores; the search's hold-out splits give ρ unless the options do."""
+    notify(progress, "fetching", f"search run {source.search_run}")
+    search = read_search(client, source.search_run, source.metric, folds=source.folds, rho=options.rho)
+    chosen = search.resolve([str(m) for m in models])
+    if claim is not None:
+        best_model(claim, chosen)
+    if search.rho is not None and options.rho is None:
+        options = dataclasses.replace(options, rho=search.rho[0])
+    return Plan(kind, source, options, [search.experiment_id], chosen, _pairs(kind, chosen), search.collected)
 
 
 def check(client, planned: Plan, progress: Progress | None = None, *, streamed: bool = False) -> Checked:
@@ -107,23 +140,30 @@ def check(client, planned: Plan, progress: Progress | None = None, *, streamed: 
     pairs' data are built as :meth:`Checked.pairs` is read (a matrix hands each pair to its workers as soon as it
     is checked)."""
     source = planned.source
-    collected = collect_scores(client, planned.experiment_ids, source.metric, planned.models,
-                               filter_string=source.filter_string, layout=source.layout, model_tag=source.model_tag,
-                               dataset_tag=source.dataset_tag, folds=source.folds, progress=progress)
+    collected = planned.collected or collect_scores(
+        client, planned.experiment_ids, source.metric, planned.models, filter_string=source.filter_string,
+        layout=source.layout, model_tag=source.model_tag, dataset_tag=source.dataset_tag, folds=source.folds,
+        progress=progress)
     if planned.kind == "ranking":
         rank = _rank_options(planned)
         return Checked(planned, collected, ranking=_ranking_scores(collected, planned, rank), rank=rank)
     _check_rope(planned.options.rope, collected)
-    checked = Checked(planned, collected, signed_rank_applies(planned.options.test, collected.layout))
+    checked = Checked(planned, collected, choose_test(planned.options.test, collected.layout) == "signed-rank")
     if not streamed:
         for _ in checked.pairs():
             pass
     return checked
 
 
-def signed_rank_applies(test: str, layout: str) -> bool:
-    """Whether a comparison runs the signed-rank test: asked for, or ``auto`` on runs that hold one score each."""
-    return test == "signed-rank" or (test == "auto" and layout == "means")
+def choose_test(test: str, layout: str, datasets: int | None = None) -> str:
+    """The test that answers a pair, the one routing rule: the one asked for, else (``auto``) the signed-rank test
+    on runs that hold one score each (the means layout), the correlated t-test when the pair's per-fold scores are
+    on ``datasets`` = 1 dataset, the hierarchical test otherwise (and while the datasets are not counted yet)."""
+    if test != "auto":
+        return test
+    if layout == "means":
+        return "signed-rank"
+    return "correlated-t" if datasets == 1 else "hierarchical"
 
 
 def _check_rope(rope: float, collected: CollectedScores) -> None:
@@ -137,32 +177,59 @@ def _check_rope(rope: float, collected: CollectedScores) -> None:
 
 def _pair_data(collected: CollectedScores, pair: tuple[str, str], source: SourceOptions, fit: FitOptions,
                signed_rank: bool):
-    """A pair's per-dataset means for the signed-rank test, else its paired fold scores and their correlation ρ
-    (as the hierarchical test will read them)."""
+    """A pair's data and the test that answers it: its per-dataset means for the signed-rank test, else its paired
+    fold scores, checked as the test will read them (their correlation ρ)."""
     if signed_rank:
-        return collected.means(*pair, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
+        means = collected.means(*pair, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
+        return means, "signed-rank"
+    if fit.test == "correlated-t" and collected.layout == "means":
+        raise InputError(f"the runs hold one '{collected.metric}' score per model and dataset (the means layout), "
+                         "but the correlated t-test needs the per-fold scores of one dataset: log every fold's "
+                         "score, or use the signed-rank test (--test signed-rank) across datasets")
     tensor = collected.tensor(*pair, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
-    correlations(tensor.datasets, tensor.folds, fit.rho)
-    return tensor
+    test = choose_test(fit.test, collected.layout, len(tensor.datasets))
+    if test == "correlated-t":
+        _one_dataset(tensor, source.dataset_tag)
+        correlation(tensor.folds[0], fit.rho, None, None, header=CORRELATED_T)
+    else:
+        correlations(tensor.datasets, tensor.folds, fit.rho)
+    return tensor, test
+
+
+def _one_dataset(tensor, dataset_tag: str) -> None:
+    """The correlated t-test asked for on a pair that shares several datasets: refused, with what to do."""
+    q = len(tensor.datasets)
+    if q == 1:
+        return
+    shown = ", ".join(map(repr, tensor.datasets[:5])) + (f" and {q - 5} more" if q > 5 else "")
+    raise InputError(f"the correlated t-test compares two models on one dataset, but '{tensor.model_a}' and "
+                     f"'{tensor.model_b}' share {q} datasets ({shown}): use the hierarchical test (--test "
+                     "hierarchical, or auto), or keep one dataset with a filter, e.g. --filter "
+                     f"\"tags.`{dataset_tag}` = '{tensor.datasets[0]}'\"")
 
 
 def _rank_options(planned: Plan) -> RankOptions:
     """The ranking's options: a ranking's own, a matrix's sampled like its pairs; datasets a model lacks dropped
     when the source says so."""
     rank = planned.options
-    if planned.kind == "matrix":
-        rank = RankOptions(greater_is_better=rank.greater_is_better, threshold=rank.threshold,
-                           **rank.with_warmup().sampler_settings())
+    if planned.kind == "matrix":  # on one dataset, the joint model reads the pairs' rope and ρ
+        rho = rank.rho[0] if isinstance(rank.rho, tuple) and len(rank.rho) == 1 else rank.rho
+        rank = RankOptions(greater_is_better=rank.greater_is_better, threshold=rank.threshold, metric_rope=rank.rope,
+                           rho=None if isinstance(rho, tuple) else rho, **rank.with_warmup().sampler_settings())
     if planned.source.drop_incomplete and not rank.drop_incomplete:
         rank = dataclasses.replace(rank, drop_incomplete=True)
     return rank
 
 
 def _ranking_scores(collected: CollectedScores, planned: Plan, rank: RankOptions) -> Scores:
-    """The ranking's scores: one run per model and dataset, every model present, a score for each."""
+    """The ranking's scores: one run per model and dataset, every model present, a score for each; on one dataset,
+    checked as the joint model reads them (every fold, a known ρ)."""
     scores = _one_run_each(collected.scores, planned.source.on_duplicate)
-    return read_scores(scores, models=planned.models, greater_is_better=rank.greater_is_better,
-                       drop_incomplete=rank.drop_incomplete, skip_missing=rank.skip_missing)
+    scores = read_scores(scores, models=planned.models, greater_is_better=rank.greater_is_better,
+                         drop_incomplete=rank.drop_incomplete, skip_missing=rank.skip_missing)
+    if len(scores.datasets) == 1:
+        joint_inputs(scores, rank)
+    return scores
 
 
 def _one_run_each(scores, on_duplicate: str):

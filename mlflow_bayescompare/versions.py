@@ -3,6 +3,7 @@ and the Stan backends' (:func:`versions`), and the Stan that sampled (:func:`sta
 
 from __future__ import annotations
 
+import functools
 from importlib import metadata
 
 __all__ = ["PACKAGES", "versions", "stan_version"]
@@ -19,8 +20,14 @@ def _version(dist: str) -> str | None:
 
 
 def versions() -> dict[str, str]:
-    """The version of each installed package of :data:`PACKAGES`, by distribution name."""
-    return {dist: version for dist in PACKAGES if (version := _version(dist)) is not None}
+    """The version of each installed package of :data:`PACKAGES`, by distribution name (read once a process:
+    reading the metadata costs milliseconds per package, and a simulation ranks thousands of times)."""
+    return dict(_installed())
+
+
+@functools.cache
+def _installed() -> tuple[tuple[str, str], ...]:
+    return tuple((dist, version) for dist in PACKAGES if (version := _version(dist)) is not None)
 
 
 def stan_version(backend: str | None) -> str | None:

@@ -511,9 +511,10 @@ def bulk_unrelated_runs(client, experiment_id, n):
 
 @pytest.mark.slow
 def test_one_dataset_runs_with_a_warning(tracking_uri, client, experiment_id):
+    """The hierarchical test forced on one dataset (auto answers with the correlated t-test: test_one_dataset.py)."""
     for m in ("rf", "svm"):
         log_steps(client, experiment_id, m, "iris", scores(m, "iris"))
-    result = cli(tracking_uri, experiment_id, "--json")
+    result = cli(tracking_uri, experiment_id, "--json", "--test", "hierarchical")
     assert result.exit_code == 0, result.output
     assert "one dataset only" in result.stderr
     report = json.loads(result.stdout)

@@ -5,8 +5,9 @@ The layers, from the bottom (docs/architecture.md draws the same picture in word
 
 0. vocabulary and plumbing: errors, options and the claims they name, progress and console, tags, keys built from
    names and UI routes, the shared result words;
-1. read and shape: MLflow reads (``tracking.collect``, ``fetch``, ``cvlog``), the tensor (``scores``), the Stan layer
-   (``sampling``), the summaries every test shares (``posterior_summary``, ``baselines``), figures and the report page;
+1. read and shape: MLflow reads (``tracking.collect``, ``fetch``, ``cvlog``, ``search``), the tensor (``scores``), the
+   Stan layer (``sampling``), the summaries every test shares (``posterior_summary``, ``baselines``), figures and the
+   report page;
 2. the test families, each a package that imports only itself and the layers below: ``hierarchical``,
    ``signed_rank``, ``correlated_t``, ``ranking`` (and any family added later);
 3. what a run holds and how it is written (``tracking.bundle``, ``tracking.runlog``), and the matrix summary;
@@ -37,8 +38,8 @@ LAYERS = [
          "tracking.tags", "tracking.keys", "tracking.uiroutes", "tracking.mlflow_internals", "scores.tidy_checks",
          "sampling.pools",
          "sampling.convergence")),
-    (1, ("tracking.collect", "tracking.fetch", "tracking.cvlog", "tracking.reach", "scores", "sampling",
-         "posterior_summary", "baselines", "figures", "report_html")),
+    (1, ("tracking.collect", "tracking.fetch", "tracking.cvlog", "tracking.reach", "tracking.search", "scores",
+         "sampling", "posterior_summary", "baselines", "figures", "report_html")),
     (2, FAMILIES),
     (3, ("tracking.bundle", "tracking.runlog", "matrix")),
     (4, ("preflight", "compare")),

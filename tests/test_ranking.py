@@ -340,9 +340,13 @@ def test_every_pair_tied_is_an_error(ss):
         rank_models(equal, dataset="db", seed=1)
 
 
-def test_a_single_dataset_is_an_error(ss):
-    with pytest.raises(InputError, match="at least 2 datasets; got 1: auto"):
-        rank_models(ss[ss["db"] == "auto"], dataset="db", seed=1)
+def test_a_single_dataset_goes_to_the_joint_model_which_needs_its_folds(ss):
+    """One dataset is ranked by the joint correlated-t model of its folds (tests/test_joint_ranking.py), which
+    refuses folds it cannot tell."""
+    one = ss[ss["db"] == "auto"]
+    with pytest.raises(InputError, match="one dataset .*\n  - the number of cross-validation folds is unknown"):
+        rank_models(one, dataset="db", seed=1)
+    assert rank_models(one, dataset="db", folds=len(one), seed=1).model == "joint-t"
 
 
 def test_every_problem_is_reported_at_once(ss):

@@ -75,6 +75,7 @@ def server(request, tmp_path_factory):
     srv.client = MlflowClient(srv.url)
     srv.means_id = _log_means(srv.client, f"means-{uuid.uuid4().hex[:8]}")
     srv.means_matrix_id = _log_means(srv.client, f"means-matrix-{uuid.uuid4().hex[:8]}")  # the API's matrix
+    srv.one_dataset_id = _log_runs(srv.client, f"one-dataset-{uuid.uuid4().hex[:8]}", datasets=1)
     srv.experiment_id = _log_runs(srv.client, f"cv-{uuid.uuid4().hex[:8]}")  # the newest scores
     srv.experiment_name = srv.client.get_experiment(srv.experiment_id).name
     yield srv
@@ -197,9 +198,34 @@ def test_matrix_on_means_only_runs_compares_the_pairs_by_the_signed_rank_test(se
     assert report.status_code == 200 and "<img" in report.text
 
 
-def _ranking_rows(table) -> list[dict]:
-    """The JSON API's rows of a BBT ranking table."""
-    columns = ["model", "p_best", "mean_rank", "rank_low", "rank_high", "strength"]
+def test_one_dataset_through_the_api_is_the_correlated_t_test_and_its_joint_model(server):
+    """Three models on one dataset: a comparison answers with the correlated t-test (the status's and the run's
+    ``test``), "compare all models" compares its pairs with it and ranks the three by the joint model (its rows with
+    the difference to the leader), each exactly as the Python API does."""
+    api, eid = server.api(), server.one_dataset_id
+    state = api.wait(api.start("comparison", {"experiment_id": [eid], "metric": "accuracy", "model_a": "lda",
+                                              "model_b": "cart", "seed": 1}))
+    assert (state["status"], state["test"]) == ("FINISHED", "correlated-t"), state
+    direct = compare_runs(experiment_ids=[eid], metric="accuracy", model_a="lda", model_b="cart",
+                          tracking_uri=server.url, log=False)
+    assert tuple(state[k] for k in PROBABILITIES) == (direct.p_a_better, direct.p_rope, direct.p_b_better)
+    assert server.client.get_run(state["run_id"]).data.tags[T.TEST] == "correlated-t"
+    state = api.wait(api.start("matrix", {"experiment_id": [eid], "metric": "accuracy", "seed": 3}))
+    assert (state["status"], state["ranking_model"]) == ("FINISHED", "joint-t"), state
+    assert {p["test"] for p in state["pairs"]} == {"correlated-t"}
+    expected = compare_matrix(experiment_ids=[eid], metric="accuracy", tracking_uri=server.url, log=False, jobs=1,
+                              seed=3)
+    assert state["ranking"] == _ranking_rows(expected.ranking, JOINT_COLUMNS)
+    assert state["best"] == expected.ranking["model"].iloc[0]
+
+
+JOINT_COLUMNS = ["model", "p_best", "mean_rank", "rank_low", "rank_high", "mean", "diff_to_leader", "diff_low",
+                 "diff_high"]
+
+
+def _ranking_rows(table, columns=("model", "p_best", "mean_rank", "rank_low", "rank_high", "strength")) -> list[dict]:
+    """The JSON API's rows of a ranking table (BBT's columns unless told)."""
+    columns = list(columns)
     return [{k: (str(v) if k == "model" else float(v)) for k, v in row.items()}
             for row in table[columns].to_dict(orient="records")]
 
@@ -495,6 +521,36 @@ def test_page_compares_means_with_the_signed_rank_test(server):
         assert [page.text_content(f"#{i}") for i in ("p-a", "p-rope", "p-b")] == \
             [f"{getattr(direct, k):.3f}" for k in PROBABILITIES]
         page.frame_locator("#report").locator("img[alt=simplex]").wait_for(timeout=30_000)
+    assert dialogs == []
+
+
+@pytest.mark.browser
+def test_page_on_one_dataset_says_which_test_and_which_ranking_answered(server):
+    """One dataset: "Compare A vs B" says the correlated t-test answered, "Compare all models" that its pairs were
+    compared by it and that the joint correlated-t model ranked them, as the status does."""
+    with _browser() as (page, dialogs):
+        page.goto(f"{server.url}/bayescompare/")
+        page.select_option("#experiment", server.one_dataset_id)
+        page.wait_for_selector('#model_a option[value="svm"]', state="attached")
+        page.select_option("#metric", "accuracy")
+        page.select_option("#model_a", "lda")
+        page.select_option("#model_b", "cart")
+        page.click("#compare-btn")
+        page.wait_for_selector("#verdict:not(:empty)", timeout=300_000)
+        assert server.api().status(_run_id(page))["test"] == "correlated-t"
+        assert page.get_attribute("#test-used", "data-test") == "correlated-t"
+        assert page.text_content("#test-used") == ("Test: Bayesian correlated t-test on the per-fold scores of one "
+                                                   "dataset (the models share one dataset)")
+        page.frame_locator("#report").locator("img[alt=posterior]").wait_for(timeout=30_000)
+        page.click("#matrix-btn")
+        page.wait_for_selector("#ranking:not([hidden])", timeout=300_000)
+        state = server.api().status(_run_id(page))
+        assert (state["kind"], state["ranking_model"]) == ("matrix", "joint-t")
+        assert page.text_content("#ranking-caption") == "Ranking (joint correlated-t model of one dataset's folds)"
+        assert page.text_content("#pairs-caption") == ("Pairs: Bayesian correlated t-test on the per-fold scores of "
+                                                       "one dataset (the models share one dataset)")
+        assert len(page.query_selector_all("#ranking tbody tr")) == 3
+        page.frame_locator("#report").locator('img[alt="leader_gaps"]').wait_for(timeout=30_000)
     assert dialogs == []
 
 

@@ -27,13 +27,14 @@ from ..scores.tensor import CVTensor, from_arrays
 from ..versions import versions
 from .result import CorrelatedTTestResult
 
-__all__ = ["correlated_t_test", "as_tensor", "correlation", "ODDS_DRAWS"]
+__all__ = ["correlated_t_test", "as_tensor", "ODDS_DRAWS", "HEADER"]
 
 #: The count the exact masses are read as for :func:`.posterior_summary.posterior_odds`: the draws the package's
 #: sampled tests summarise at their defaults (4 chains × 1000 draws).  The odds are then those a sampled test would
 #: report with the same probabilities, graded on the same scale, and stay finite (at most 8001) when a mass is 0.
 ODDS_DRAWS = FitOptions.chains * FitOptions.draws
-_HEADER = "Cannot run the Bayesian correlated t-test:"
+#: The header of every problem the test refuses.
+HEADER = "Cannot run the Bayesian correlated t-test:"
 _ACROSS = "across datasets use hierarchical_test on the per-fold scores or signed_rank_test on the per-dataset means"
 
 
@@ -63,7 +64,7 @@ def correlated_t_test(scores_a=None, scores_b=None, *, diffs=None, folds=None, n
     opts = build(FitOptions, options, **settings)
     tensor = as_tensor(scores_a, scores_b, diffs, folds, dataset, model_a, model_b)
     x, k = tensor.diffs[0], tensor.folds[0]
-    rho, reason = correlation(k, opts.rho, n_train, n_test)
+    rho, reason = baselines.correlation(k, opts.rho, n_train, n_test, header=HEADER)
     df, loc, scale = baselines.correlated_t_posterior(x, rho)
     p_left, p_rope, p_right = baselines.correlated_t_masses(df, loc, scale, opts.rope)
     orientation = Orientation(opts.greater_is_better)
@@ -104,19 +105,19 @@ def as_tensor(scores_a=None, scores_b=None, diffs=None, folds=None, dataset=None
         if folds is not None:
             problems.append("a CVTensor carries its folds; pass folds= only with arrays")
         if problems:
-            raise InputError(problems, header=_HEADER)
+            raise InputError(problems, header=HEADER)
         return scores_a
     problems = []
     given = {"scores_a": scores_a, "scores_b": scores_b, "diffs": diffs}
     rows = {name: [_vector(value, name, problems)] for name, value in given.items() if value is not None}
     if problems:
-        raise InputError(problems, header=_HEADER)
+        raise InputError(problems, header=HEADER)
     try:
         return from_arrays(rows.get("scores_a"), rows.get("scores_b"), diffs=rows.get("diffs"), folds=folds,
                            datasets=None if dataset is None else [dataset], model_a=model_a or "A",
                            model_b=model_b or "B")
     except InputError as e:
-        raise InputError(e.problems, header=_HEADER) from None
+        raise InputError(e.problems, header=HEADER) from None
 
 
 def _vector(x, name: str, problems: list[str]) -> np.ndarray:
@@ -133,37 +134,6 @@ def _vector(x, name: str, problems: list[str]) -> np.ndarray:
 
 def _one_dataset(q: int) -> str:
     return f"the correlated t-test compares two models on one dataset, not {q}; {_ACROSS}"
-
-
-def correlation(folds: int | None, rho, n_train: int | None, n_test: int | None) -> tuple[float, str]:
-    """ρ and where it comes from: ``rho`` when given, else n_test/(n_train + n_test) for hold-out splits, else
-    1/folds.  ``folds`` has been checked (a whole number ≥ 2, :data:`.tensor.FOLDS_ONE`); ``rho`` by the options."""
-    problems = []
-    holdout = n_train is not None or n_test is not None
-    if holdout:
-        for name, size in (("n_train", n_train), ("n_test", n_test)):
-            if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
-                problems.append(f"{name} must be a whole number >= 1 (the size of each split's "
-                                f"{'training' if name == 'n_train' else 'test'} set); got {size!r}")
-        if rho is not None:
-            problems.append("give rho or n_train and n_test, not both")
-        if folds is not None:
-            problems.append(f"n_train and n_test describe repeated hold-out splits and folds={folds} k-fold "
-                            "cross-validation: give one")
-    if rho is not None and np.ndim(rho) and len(rho) != 1:
-        problems.append(f"rho has {len(rho)} values for 1 dataset")
-    if problems:
-        raise InputError(problems, header=_HEADER)
-    if rho is not None:
-        return float(np.ravel(rho)[0]), "given"
-    if holdout:
-        value = n_test / (n_train + n_test)
-        return value, f"n_test/(n_train+n_test) = {n_test}/({n_train}+{n_test}) = {value:.4g}"
-    if folds is None:
-        raise InputError("the number of cross-validation folds is unknown: pass folds=K (ρ = 1/K is the correlation "
-                         "between folds), n_train and n_test for repeated hold-out splits, or rho=ρ directly",
-                         header=_HEADER)
-    return 1.0 / folds, f"1/folds with folds={folds}"
 
 
 # --------------------------------------------------------------------------------------------------- summaries

@@ -1,5 +1,6 @@
 """``rank_models``: rank several models across datasets with the Bayesian Bradley-Terry model (BBT) of J. Wainer,
-"A Bayesian Bradley-Terry model to compare multiple ML algorithms on multiple data sets", JMLR 24 (2023).
+"A Bayesian Bradley-Terry model to compare multiple ML algorithms on multiple data sets", JMLR 24 (2023); on one
+dataset, with the joint correlated-t model of their fold scores (:mod:`.joint`: :func:`rank_scores` routes).
 
 Pipeline: scores (tidy, wide, or per-dataset means) → :func:`read_scores` → each pair's outcome on each dataset,
 win, loss or tie by the local ROPE (Sec. 6.1, eqs. (dmin) and (dmin2)) → :func:`win_table`, its ties spread or kept
@@ -20,6 +21,7 @@ from ..options import ModelsOptions, RankOptions, build
 from ..progress import Progress, notify
 from ..result import counted, divergent_transitions
 from ..sampling import sampler
+from .joint import JointRankingResult, rank_one_dataset
 from .result import RankingResult, summarise
 
 __all__ = ["rank_models", "rank_scores", "rank_wins", "Scores", "read_scores", "outcomes", "win_table", "handle_ties",
@@ -37,16 +39,20 @@ _HEADER = "cannot rank the models:"
 @dataclass(frozen=True)
 class Scores:
     """Scores of K models on q datasets, greater is better: ``blocks[d]`` is an array (rows, K) of dataset d, its rows
-    paired across the models (folds; a single row when only the means are known)."""
+    paired across the models (folds; a single row when only the means are known).  ``folds``: the folds of one
+    dataset's cross-validation, when known (ρ = 1/folds of the joint model, :mod:`.joint`)."""
 
     models: list[str]
     datasets: list[str]
     blocks: list[np.ndarray]
+    folds: int | None = None
 
 
-def rank_models(data, *, models=None, dataset: str | None = None, options: RankOptions | None = None,
-                progress: Progress | None = None, **settings) -> RankingResult:
-    """Rank models by their wins across datasets (BBT, Wainer 2023).
+def rank_models(data, *, models=None, dataset: str | None = None, folds: int | None = None,
+                options: RankOptions | None = None, progress: Progress | None = None,
+                **settings) -> RankingResult | JointRankingResult:
+    """Rank models by their wins across datasets (BBT, Wainer 2023), or on one dataset by the joint correlated-t
+    model of their fold scores (:mod:`.joint`).
 
     Args:
         data: a DataFrame in one of three forms.  *Tidy*: columns dataset, model, score and optionally repeat and
@@ -56,19 +62,26 @@ def rank_models(data, *, models=None, dataset: str | None = None, options: RankO
             column, one row per dataset (named by the index).
         models: the models to rank, in the order of the tables (default: every model, in order of appearance).
         dataset: the dataset column (default ``dataset`` in a tidy table; none in a wide one).
+        folds: on one dataset, the folds of its cross-validation (ρ = 1/folds); default: a tidy table's ``folds``
+            column, or its fold labels when a ``repeat`` column pairs them; ``rho=`` gives ρ instead.
         options: a :class:`~.options.RankOptions`; ``settings`` are its fields as keywords instead, which override
             it (local_rope, local_rope_factor, ties, hyper_prior, rope, chains, seed, drop_incomplete, ...).
         progress: a hook receiving the stages ``compiling`` (once per machine) and ``sampling``.
     """
     opts = build(RankOptions, options, **settings)
     scores = read_scores(data, models=models, dataset=dataset, greater_is_better=opts.greater_is_better,
-                         drop_incomplete=opts.drop_incomplete, skip_missing=opts.skip_missing)
+                         drop_incomplete=opts.drop_incomplete, skip_missing=opts.skip_missing, folds=folds)
     return rank_scores(scores, opts, progress)
 
 
-def rank_scores(scores: Scores, opts: RankOptions, progress: Progress | None = None) -> RankingResult:
+def rank_scores(scores: Scores, opts: RankOptions,
+                progress: Progress | None = None) -> RankingResult | JointRankingResult:
     """:func:`rank_models` on scores already read (:func:`read_scores`, by ``opts``' direction and rules for
-    missing scores)."""
+    missing scores): the joint correlated-t model on one dataset, the BBT model across several."""
+    if len(scores.datasets) == 1:
+        notify(progress, "sampling", f"{len(scores.models)} models on the folds of one dataset (joint correlated-t "
+                                     "model, closed form)")
+        return rank_one_dataset(scores, opts)
     table = win_table(scores, local_rope=opts.local_rope, factor=opts.local_rope_factor, ties=opts.ties)
     folds = sorted({len(block) for block in scores.blocks})
     return _rank(scores.models, table, opts, progress, {"datasets": scores.datasets, "rows_per_dataset": folds})
@@ -88,10 +101,11 @@ def rank_wins(wins: pd.DataFrame, *, models=None, options: RankOptions | None = 
 
 
 def read_scores(data, *, models=None, dataset: str | None = None, greater_is_better: bool = True,
-                drop_incomplete: bool = False, skip_missing: bool = False) -> Scores:
+                drop_incomplete: bool = False, skip_missing: bool = False, folds: int | None = None) -> Scores:
     """The scores of :func:`rank_models`'s ``data``, checked: every problem is reported at once.  A missing score
     (NaN, or no row) is an error unless ``drop_incomplete`` (drop the dataset, with a warning) or ``skip_missing``
-    (keep it as NaN: :func:`outcomes` counts no game there)."""
+    (keep it as NaN: :func:`outcomes` counts no game there).  On one dataset, ``folds`` (or the table's own, see
+    :func:`rank_models`) is kept for the joint model."""
     if not isinstance(data, pd.DataFrame):
         raise InputError(f"scores must be a pandas DataFrame (tidy, wide or per-dataset means); got "
                          f"{type(data).__name__}")
@@ -113,14 +127,26 @@ def read_scores(data, *, models=None, dataset: str | None = None, greater_is_bet
     elif lines:
         problems += [*lines, "drop_incomplete=True drops those datasets; skip_missing=True counts no game where a "
                              "score is missing (the paper's rule for missing results)"]
-    if not problems and len(datasets) < 2:
-        problems.append(f"a ranking needs scores on at least 2 datasets; got {len(datasets)}"
-                        f"{': ' + datasets[0] if datasets else ''}")
+    if not problems and not datasets:
+        problems.append("a ranking needs scores on a dataset at least; every dataset was dropped")
     if problems:
         raise InputError(problems, header=_HEADER)
     sign = 1.0 if greater_is_better else -1.0
     blocks = [sign * grid.loc[d].to_numpy(dtype=float) for d in datasets]
-    return Scores(names, datasets, blocks)
+    return Scores(names, datasets, blocks, _fold_count(data, folds) if len(datasets) == 1 else None)
+
+
+def _fold_count(data: pd.DataFrame, folds: int | None) -> int | None:
+    """The folds of one dataset's cross-validation: ``folds``, else the table's ``folds`` column (one value), else
+    the count of fold labels when a ``repeat`` column pairs them; None when unknown."""
+    if folds is not None:
+        return int(folds)
+    if "folds" in data.columns:
+        given = pd.to_numeric(data["folds"], errors="coerce").dropna().unique()
+        return int(given[0]) if len(given) == 1 else None
+    if {"repeat", "fold"} <= set(data.columns):
+        return int(data["fold"].nunique())
+    return None
 
 
 def _tidy_rows(data: pd.DataFrame, dataset: str) -> pd.DataFrame:

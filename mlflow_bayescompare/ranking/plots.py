@@ -1,5 +1,7 @@
-"""Figures of a :class:`~.ranking.result.RankingResult` (Wainer 2023): a Bayesian critical-difference diagram, the
-matrix of P(win) with the rope's probability, and P(best).
+"""Figures of a ranking: of a :class:`~.ranking.result.RankingResult` (Wainer 2023), a Bayesian critical-difference
+diagram, the matrix of P(win) with the rope's probability, and P(best); of a
+:class:`~.ranking.joint.JointRankingResult` (one dataset), the same diagram, the matrix of P(better by more than the
+rope) with P(rope), P(best) and each model's difference to the leader.
 
 Every function builds its own :class:`matplotlib.figure.Figure` through the object-oriented API, never pyplot's
 global state, and sizes it to the number of models (16 stay readable).
@@ -19,27 +21,30 @@ from matplotlib.figure import Figure
 
 from ..figures import INK
 from ..result import COLORS
+from .joint import JointRankingResult
 from .result import RankingResult
 
 MODEL_COLOR = COLORS["a_better"]
 GRID_COLOR = COLORS["rope"]
 
-__all__ = ["all_figures", "critical_difference", "pwin_matrix", "p_best", "indistinct_groups", "MODEL_COLOR",
-           "GRID_COLOR"]
+__all__ = ["all_figures", "critical_difference", "pwin_matrix", "better_matrix", "p_best", "leader_gaps",
+           "indistinct_groups", "MODEL_COLOR", "GRID_COLOR"]
 
 
-def all_figures(res: RankingResult) -> dict[str, Figure]:
-    """The three figures keyed ``critical_difference``, ``pwin_matrix``, ``p_best``."""
+def all_figures(res: RankingResult | JointRankingResult) -> dict[str, Figure]:
+    """The figures by name: ``critical_difference``, ``pwin_matrix`` and ``p_best`` of a BBT ranking;
+    ``critical_difference``, ``better_matrix``, ``p_best`` and ``leader_gaps`` of the joint model of one dataset."""
+    if isinstance(res, JointRankingResult):
+        return {"critical_difference": critical_difference(res), "better_matrix": better_matrix(res),
+                "p_best": p_best(res), "leader_gaps": leader_gaps(res)}
     return {"critical_difference": critical_difference(res), "pwin_matrix": pwin_matrix(res), "p_best": p_best(res)}
 
 
-def indistinct_groups(res: RankingResult, threshold: float | None = None) -> list[list[str]]:
+def indistinct_groups(res: RankingResult | JointRankingResult, threshold: float | None = None) -> list[list[str]]:
     """The bars of the critical-difference diagram: each longest run of consecutive models (by mean rank) in which
-    no two differ credibly, i.e. P(P(win) > 0.5) < ``threshold`` (default: the result's) for every pair."""
-    threshold = res.settings["threshold"] if threshold is None else threshold
+    no two differ credibly (``res.credible_pairs(threshold)``; default threshold: the result's)."""
     order = list(res.ranking.sort_values("mean_rank", kind="stable")["model"])
-    credible = {frozenset((row.better, row.worse)) for row in res.pairs.itertuples(index=False)
-                if row.p_above_half >= threshold}
+    credible = res.credible_pairs(threshold)
     groups, reach = [], 0
     for start in range(len(order)):
         end = start
@@ -52,7 +57,7 @@ def indistinct_groups(res: RankingResult, threshold: float | None = None) -> lis
     return groups
 
 
-def critical_difference(res: RankingResult, threshold: float | None = None) -> Figure:
+def critical_difference(res: RankingResult | JointRankingResult, threshold: float | None = None) -> Figure:
     """Models on the axis of posterior mean rank with their rank HDIs; bars join models that do not differ
     credibly (see the module's docstring)."""
     table = res.ranking.sort_values("mean_rank", kind="stable").reset_index(drop=True)
@@ -81,7 +86,7 @@ def critical_difference(res: RankingResult, threshold: float | None = None) -> F
     for side in ("right", "bottom"):
         ax.spines[side].set_visible(False)
     limit = res.settings["threshold"] if threshold is None else threshold
-    ax.set_title(f"bars join models whose difference is not credible: P(P(win) > 0.5) < {limit:g}",
+    ax.set_title(f"bars join models whose difference is not credible: {res.not_credible_rule(limit)}",
                  fontsize=9, loc="left", color=INK)
     return fig
 
@@ -100,28 +105,63 @@ def _lanes(groups: list[list[str]], row: dict[str, int]) -> list[int]:
 
 def pwin_matrix(res: RankingResult) -> Figure:
     """Posterior mean P(row beats column) on a new dataset, each cell with P(P(win) in the rope) below it."""
-    order, k = res.order, len(res.order)
-    p_win, rope = res.p_win_matrix().to_numpy(dtype=float), res.p_in_rope_matrix().to_numpy(dtype=float)
+    low, high = res.settings["rope"]
+    return _annotated_matrix(res.order, res.p_win_matrix(), res.p_in_rope_matrix(), "RdBu", "P(win)",
+                             f"P(row beats column) on a new dataset; in brackets P(in rope [{low:g}, {high:g}])")
+
+
+def better_matrix(res: JointRankingResult) -> Figure:
+    """P(row better than column by more than the rope), each cell with P(rope) below it (one dataset)."""
+    better, rope = res.better_matrix()
+    return _annotated_matrix(res.order, better, rope, "Blues", "P(better)",
+                             f"P(row better than column by more than ±{res.settings['metric_rope']:g}); "
+                             "in brackets P(rope)")
+
+
+def _annotated_matrix(order: list[str], values, below, cmap: str, label: str, title: str) -> Figure:
+    """A heat map of ``values`` (k × k, NaN on the diagonal), each cell with ``below``'s value in brackets."""
+    k = len(order)
+    top, bottom = values.to_numpy(dtype=float), below.to_numpy(dtype=float)
     size = 2.2 + 0.62 * k
     fig = Figure(figsize=(size + 1.2, size), layout="constrained")
     ax = fig.subplots()
-    image = ax.imshow(np.ma.masked_invalid(p_win), vmin=0, vmax=1, cmap="RdBu")
+    image = ax.imshow(np.ma.masked_invalid(top), vmin=0, vmax=1, cmap=cmap)
     fontsize = max(5.5, 10 - 0.3 * k)
-    for i, j in np.ndindex(p_win.shape):
+    for i, j in np.ndindex(top.shape):
         if i != j:
-            dark = abs(p_win[i, j] - 0.5) > 0.3
-            ax.text(j, i, f"{p_win[i, j]:.2f}\n({rope[i, j]:.2f})", ha="center", va="center", fontsize=fontsize,
+            dark = abs(top[i, j] - 0.5) > 0.3 if cmap == "RdBu" else top[i, j] > 0.6
+            ax.text(j, i, f"{top[i, j]:.2f}\n({bottom[i, j]:.2f})", ha="center", va="center", fontsize=fontsize,
                     color="white" if dark else INK, linespacing=1.1)
     ax.set_xticks(range(k), order, rotation=45, ha="right")
     ax.set_yticks(range(k), order)
-    low, high = res.settings["rope"]
-    ax.set_title(f"P(row beats column) on a new dataset; in brackets P(in rope [{low:g}, {high:g}])", fontsize=10)
-    fig.colorbar(image, ax=ax, shrink=0.7, label="P(win)")
+    ax.set_title(title, fontsize=10)
+    fig.colorbar(image, ax=ax, shrink=0.7, label=label)
     return fig
 
 
-def p_best(res: RankingResult) -> Figure:
-    """The posterior probability that each model is the best (the largest strength), best first."""
+def leader_gaps(res: JointRankingResult) -> Figure:
+    """Each model's posterior mean difference to the leader in metric units with its 95% interval, the rope
+    around 0 shaded (one dataset)."""
+    table = res.ranking
+    k, rope = len(table), res.settings["metric_rope"]
+    fig = Figure(figsize=(7.0, 1.2 + 0.34 * k), layout="constrained")
+    ax = fig.subplots()
+    rows = np.arange(k)
+    ax.axvspan(-rope, rope, color=GRID_COLOR, alpha=0.2, lw=0, label=f"rope ±{rope:g}")
+    ax.axvline(0, color=INK, lw=0.8)
+    ax.hlines(rows, table["diff_low"], table["diff_high"], color=MODEL_COLOR, lw=2.5, alpha=0.6)
+    ax.plot(table["diff_to_leader"], rows, "o", color=MODEL_COLOR, ms=6, zorder=3)
+    ax.set_yticks(rows, table["model"])
+    ax.set_ylim(k - 0.5, -0.5)
+    ax.set_xlabel(f"μ(model) − μ({table['model'].iloc[0]}), metric units: posterior mean and 95% interval")
+    ax.legend(loc="lower left", fontsize=8, frameon=False)
+    for side in ("right", "top"):
+        ax.spines[side].set_visible(False)
+    return fig
+
+
+def p_best(res: RankingResult | JointRankingResult) -> Figure:
+    """The posterior probability that each model is the best (the largest strength, or mean), best first."""
     table = res.ranking
     k = len(table)
     fig = Figure(figsize=(6.5, 1.0 + 0.3 * k), layout="constrained")
@@ -133,7 +173,8 @@ def p_best(res: RankingResult) -> Figure:
     ax.set_yticks(rows, table["model"])
     ax.set_ylim(k - 0.5, -0.5)
     ax.set_xlim(0, 1.1)
-    ax.set_xlabel("P(best): posterior probability of the largest strength")
+    ax.set_xlabel("P(best): posterior probability of the largest " +
+                  ("mean score" if isinstance(res, JointRankingResult) else "strength"))
     for side in ("right", "top"):
         ax.spines[side].set_visible(False)
     return fig

@@ -1,5 +1,6 @@
-"""Text reports of a :class:`~.ranking.result.RankingResult`: the run description (markdown) and a self-contained
-HTML page with the critical-difference diagram, the P(win) matrix and P(best)."""
+"""Text reports of a ranking (a :class:`~.ranking.result.RankingResult` across datasets, a
+:class:`~.ranking.joint.JointRankingResult` on one dataset): the run description (markdown) and a self-contained HTML
+page with its figures (:func:`.plots.all_figures`)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,23 @@ import base64
 import html
 
 from ..report_html import SUMMARY, md_escape
+from .joint import JointRankingResult
 from .result import RankingResult
 
-__all__ = ["render_markdown", "render_html", "headline"]
+__all__ = ["render_markdown", "render_html", "headline", "MODEL_NAMES"]
 
 REFERENCE = ("Bayesian Bradley-Terry model of J. Wainer, “A Bayesian Bradley-Terry model to compare multiple ML "
              "algorithms on multiple data sets”, JMLR 24 (2023).")
+JOINT_REFERENCE = ("Joint correlated-t model of the folds of one dataset: the matrix-normal generalisation of the "
+                   "Bayesian correlated t-test of G. Corani and A. Benavoli, “A Bayesian approach for comparing "
+                   "cross-validated algorithms on multiple data sets”, Machine Learning 100 (2015). The models' mean "
+                   "scores μ are multivariate Student-t with n − 1 degrees of freedom, so that every pair's posterior "
+                   "is the correlated t-test of that pair.")
+#: The ranking models, by a result's ``model``, in words.
+MODEL_NAMES = {"bbt": "Bayesian Bradley-Terry", "joint-t": "joint correlated-t model of one dataset's folds"}
 
 
-def headline(res: RankingResult) -> str:
+def headline(res: RankingResult | JointRankingResult) -> str:
     """One sentence: the best model, how probable it is that it is the best, and what it cannot be told from."""
     top = res.ranking.iloc[0]
     ties = res.pairs[(res.pairs["better"] == top["model"]) & ~res.pairs["credible"]]["worse"].tolist()
@@ -45,8 +54,10 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows])
 
 
-def render_markdown(res: RankingResult, metric: str) -> str:
+def render_markdown(res: RankingResult | JointRankingResult, metric: str) -> str:
     """The run description: the headline, the ranking, the pairs and the warnings."""
+    if isinstance(res, JointRankingResult):
+        return _joint_markdown(res, metric)
     hdi = res.settings.get("hdi_prob", 0.89)
     parts = [f"### Ranking of {len(res.models)} models · {md_escape(metric)}",
              f"**{md_escape(headline(res))}**",
@@ -72,16 +83,60 @@ _CSS = ("body{margin:0;background:#f4f6f8;color:#1f2933;font:14px/1.5 system-ui,
         "img{max-width:100%;height:auto}.warn{background:#fffbea;border:1px solid #f0b429;padding:8px 12px}")
 
 
-def render_html(res: RankingResult, metric: str, figures_png: dict[str, bytes]) -> str:
+def render_html(res: RankingResult | JointRankingResult, metric: str, figures_png: dict[str, bytes]) -> str:
     """The report as one self-contained page: inline CSS, figures as base64 PNG, no script, no external URL."""
+    joint = isinstance(res, JointRankingResult)
+    ranking, pairs = (_joint_rows(res) if joint else
+                      ((RANKING_HEADER, _ranking_rows(res)), (PAIR_HEADER, _pair_rows(res))))
     figures = "".join(
         f'<div class="card"><img alt="{html.escape(name)}" src="data:image/png;base64,'
         f'{base64.b64encode(png).decode("ascii")}"></div>' for name, png in figures_png.items())
     warnings = "".join(f'<p class="warn">⚠ {html.escape(w)}</p>' for w in res.diagnostics.get("warnings") or [])
+    about = f"<p>{html.escape(_joint_about(res))}</p>" if joint else ""
     body = (f"<h1>Ranking of {len(res.models)} models · {html.escape(metric)}</h1>"
-            f'<div class="card"><b>{html.escape(headline(res))}</b>{warnings}</div>'
-            f'<div class="card {SUMMARY}">{_html_table(RANKING_HEADER, _ranking_rows(res))}</div>{figures}'
-            f'<div class="card"><h2>Pairs</h2>{_html_table(PAIR_HEADER, _pair_rows(res))}</div>'
-            f"<footer>{html.escape(REFERENCE)}</footer>")
+            f'<div class="card"><b>{html.escape(headline(res))}</b>{about}{warnings}</div>'
+            f'<div class="card {SUMMARY}">{_html_table(*ranking)}</div>{figures}'
+            f'<div class="card"><h2>Pairs</h2>{_html_table(*pairs)}</div>'
+            f"<footer>{html.escape(JOINT_REFERENCE if joint else REFERENCE)}</footer>")
     return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Ranking · '
             f"{html.escape(metric)}</title><style>{_CSS}</style></head><body><main>{body}</main></body></html>\n")
+
+
+# ------------------------------------------------------------------------------------------------ one dataset
+
+
+JOINT_RANKING_HEADER = ["rank", "model", "P(best)", "mean rank", "rank HDI", "mean score", "μ − μ(leader)",
+                        "95% interval"]
+JOINT_PAIR_HEADER = ["pair", "difference", "95% interval", "P(better)", "P(rope)", "P(worse)", "P(better > worse)",
+                     "credible"]
+
+
+def _joint_rows(res: JointRankingResult) -> tuple[tuple[list[str], list[list[str]]], tuple[list[str], list]]:
+    """The ranking's and the pairs' (header, rows) of the joint model."""
+    ranking = [[str(i + 1), str(r.model), f"{r.p_best:.3f}", f"{r.mean_rank:.2f}", f"{r.rank_low:g}–{r.rank_high:g}",
+                f"{r.mean:.4g}", f"{r.diff_to_leader:+.4g}", f"{r.diff_low:+.4g} to {r.diff_high:+.4g}"]
+               for i, r in enumerate(res.ranking.itertuples())]
+    pairs = [[f"{r.better} > {r.worse}", f"{r.difference:+.4g}", f"{r.hdi_low:+.4g} to {r.hdi_high:+.4g}",
+              f"{r.p_better:.3f}", f"{r.p_rope:.3f}", f"{r.p_worse:.3f}", f"{r.p_above:.3f}",
+              "yes" if r.credible else "no"] for r in res.pairs.itertuples()]
+    return (JOINT_RANKING_HEADER, ranking), (JOINT_PAIR_HEADER, pairs)
+
+
+def _joint_about(res: JointRankingResult) -> str:
+    """What the numbers are, with ρ and the rope."""
+    s = res.settings
+    return (f"One dataset ({s['datasets'][0]}): {s['n']} fold scores per model, ρ = {s['rho']:.4g} "
+            f"({s['rho_reason']}), rope ±{s['metric_rope']:g} in metric units. P(best): the posterior probability "
+            f"of the best mean score ({res.diagnostics['mc_se_max']:.3f} Monte-Carlo standard error at most); rank HDI "
+            f"at {s['hdi_prob']:g}. Each pair's probabilities are its Bayesian correlated t-test's; a pair is "
+            f"credible when the {s['threshold']:g} HDI of its difference lies beyond the rope.")
+
+
+def _joint_markdown(res: JointRankingResult, metric: str) -> str:
+    (ranking_header, ranking), (pair_header, pairs) = _joint_rows(res)
+    parts = [f"### Ranking of {len(res.models)} models · {md_escape(metric)} (one dataset)",
+             f"**{md_escape(headline(res))}**", md_escape(_joint_about(res)), _md_table(ranking_header, ranking),
+             "#### Pairs", _md_table(pair_header, pairs)]
+    parts += [f"> ⚠️ **Warning:** {md_escape(w)}" for w in res.diagnostics.get("warnings") or []]
+    parts.append(md_escape(JOINT_REFERENCE))
+    return "\n\n".join(parts) + "\n"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -61,6 +61,8 @@ class RankingResult:
         stan_data: the data block given to ``stan/bbt.stan``.
     """
 
+    model: ClassVar[str] = "bbt"
+
     models: list[str]
     pairs: pd.DataFrame
     ranking: pd.DataFrame
@@ -85,6 +87,20 @@ class RankingResult:
     def best(self) -> str:
         """The model most probably best (the first of :attr:`order`)."""
         return str(self.order[0])
+
+    def credible_pairs(self, threshold: float | None = None) -> set[frozenset]:
+        """The pairs that differ credibly: P(P(win) > 0.5) reaches ``threshold`` (default: the result's)."""
+        threshold = self.settings["threshold"] if threshold is None else threshold
+        return {frozenset((r.better, r.worse)) for r in self.pairs.itertuples(index=False)
+                if r.p_above_half >= threshold}
+
+    def not_credible_rule(self, threshold: float) -> str:
+        """The rule of the critical-difference diagram's bars, in words."""
+        return f"P(P(win) > 0.5) < {threshold:g}"
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The run's CSV tables by name."""
+        return {"ranking": self.ranking, "pairs": self.pairs, "wins": self.wins, "ppc": self.ppc}
 
     def p_win_matrix(self) -> pd.DataFrame:
         """Posterior mean P(row beats column), K x K in the ranking's order (NaN on the diagonal)."""

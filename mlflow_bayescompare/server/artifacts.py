@@ -17,8 +17,10 @@ __all__ = ["MAX_REPORT_BYTES", "read_report", "read_ranking", "RANKING_COLUMNS"]
 
 MAX_REPORT_BYTES = 50 * 1024 * 1024
 #: the columns of a ranking row in the JSON API, best first (``ranking.csv`` of a ranking run, or of a matrix run
-#: of three or more models)
-RANKING_COLUMNS = ("model", "p_best", "mean_rank", "rank_low", "rank_high", "strength")
+#: of three or more models), those the ranking has: ``strength`` (BBT), or on one dataset the mean score and the
+#: difference to the leader with its 95% interval (the joint model)
+RANKING_COLUMNS = ("model", "p_best", "mean_rank", "rank_low", "rank_high", "strength", "mean", "diff_to_leader",
+                   "diff_low", "diff_high")
 
 
 def read_report(run, name: str = "report.html") -> bytes:
@@ -33,7 +35,7 @@ def read_report(run, name: str = "report.html") -> bytes:
 
 
 def read_ranking(run) -> list[dict] | None:
-    """The Bayesian Bradley-Terry ranking of a finished ranking or matrix run (``ranking.csv``), best first; None
+    """The ranking of a finished ranking or matrix run (``ranking.csv``), best first; None
     when the run has none (a matrix of two models ranks no more than its pair)."""
     with tempfile.TemporaryDirectory(prefix="bayescompare-ranking-") as tmp:
         try:

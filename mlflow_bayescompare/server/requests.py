@@ -34,7 +34,10 @@ _KINDS = {"comparison": (SourceOptions, FitOptions, PairOptions),
           "matrix": (SourceOptions, FitOptions, ModelsOptions),
           "ranking": (SourceOptions, RankOptions, ModelsOptions)}
 #: fields a kind of job does not take (a ranking takes the `rank` command's options, as the command line does)
-_EXCLUDED = {"comparison": (), "matrix": ("sensitivity",), "ranking": ("RankOptions.drop_incomplete", "pair_reports")}
+#: (search_run: the permission check reads source experiments by name or id, not a run's; the command line and the
+#: Python API read search runs)
+_EXCLUDED = {"comparison": ("search_run",), "matrix": ("sensitivity", "search_run"),
+             "ranking": ("RankOptions.drop_incomplete", "pair_reports", "search_run")}
 
 
 class ApiError(Exception):

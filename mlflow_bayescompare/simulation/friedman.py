@@ -4,6 +4,8 @@
 N(0, 1) features; the regression target is turned into two classes by its median.  Orientation: x = acc(lda) -
 acc(cart), so *right* = lda more accurate, the paper's ground truth.  :func:`generate` and :func:`classifiers` are
 also the ``demo`` command's data and models.  ``examples/reproduce_paper/friedman.py`` runs :func:`experiment`.
+scikit-learn (the ``demo`` extra) is imported where the data are made and the models fitted, so that the command
+line, which reads :data:`SETTINGS`, runs without it.
 """
 
 from __future__ import annotations
@@ -18,10 +20,6 @@ from itertools import product
 import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
-from sklearn.datasets import make_friedman1, make_friedman2, make_friedman3
-from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
-from sklearn.model_selection import RepeatedStratifiedKFold
-from sklearn.tree import DecisionTreeClassifier
 
 from ..hierarchical.engine import hierarchical_test
 from .studies import ROPE
@@ -29,7 +27,6 @@ from .studies import ROPE
 __all__ = ["NOISE", "Setting", "SETTINGS", "generate", "sample", "median", "sample_classes", "classifiers",
            "friedman_cv", "actual_delta", "evidence", "cross_validate", "analyse", "experiment", "parallel_map"]
 
-MAKERS = {1: make_friedman1, 2: make_friedman2, 3: make_friedman3}
 NOISE = {1: (0.5, 1, 2), 2: (62.5, 125, 250), 3: (0.05, 0.1, 0.2)}  # half, original, twice the original sd
 SIZES = (30, 100, 1000)
 EXTRA_FEATURES = (0, 20)
@@ -53,16 +50,19 @@ class Setting:
         return f"friedman{self.function}_n{self.n}_sd{self.noise:g}_x{self.extra_features}"
 
 
-SETTINGS = [Setting(f, s, n, k) for f in MAKERS for s, n, k in product(NOISE[f], SIZES, EXTRA_FEATURES)]
+SETTINGS = [Setting(f, s, n, k) for f in NOISE for s, n, k in product(NOISE[f], SIZES, EXTRA_FEATURES)]
 
 
 def generate(setting: Setting, n: int, random_state: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """n instances of ``setting``: features (F#1 has 10, F#2/F#3 have 4, drawn by scikit-learn from
     ``random_state``, then the extra noise features from ``rng``) and y."""
+    from sklearn import datasets  # scikit-learn (the demo extra) only where the data are made: see the docstring
+
     if setting.function == 1:
-        X, y = make_friedman1(n, n_features=10, noise=setting.noise, random_state=random_state)
+        X, y = datasets.make_friedman1(n, n_features=10, noise=setting.noise, random_state=random_state)
     else:
-        X, y = MAKERS[setting.function](n, noise=setting.noise, random_state=random_state)
+        maker = getattr(datasets, f"make_friedman{setting.function}")
+        X, y = maker(n, noise=setting.noise, random_state=random_state)
     return np.hstack([X, rng.standard_normal((n, setting.extra_features))]), y
 
 
@@ -84,12 +84,17 @@ def sample_classes(setting, n, rng):
 
 def classifiers():
     """lda and cart without tuning; the tree uses rpart's defaults minsplit = 20, minbucket = 7 (caret's cart)."""
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+    from sklearn.tree import DecisionTreeClassifier
+
     cart = DecisionTreeClassifier(min_samples_split=20, min_samples_leaf=7, random_state=0)
     return LinearDiscriminantAnalysis(), cart
 
 
 def friedman_cv(setting, runs=10, folds=10, seed=None):
     """One data set of ``setting`` and ``runs`` x ``folds`` paired stratified CV: (acc_lda, acc_cart), run-major."""
+    from sklearn.model_selection import RepeatedStratifiedKFold
+
     rng = np.random.default_rng(seed)
     X, y = sample_classes(setting, setting.n, rng)
     splits = RepeatedStratifiedKFold(n_splits=folds, n_repeats=runs, random_state=int(rng.integers(2**31)))
@@ -140,7 +145,7 @@ def cross_validate(seed, pool):
     settings in ``pool``, drawn at random, one cross-validated data set each, and the seed of its Stan fit."""
     rng = np.random.default_rng(seed)
     chosen = []
-    for f in MAKERS:
+    for f in NOISE:
         of_f = [s for s in pool if s.function == f]
         chosen += [of_f[i] for i in np.sort(rng.choice(len(of_f), size=round(2 * len(of_f) / 3), replace=False))]
     acc_lda, acc_cart = map(np.array, zip(*(friedman_cv(s, seed=int(rng.integers(2**31))) for s in chosen)))

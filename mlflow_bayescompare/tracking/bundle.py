@@ -236,6 +236,7 @@ def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: st
         params = comparison_params(results[0], layout=layout)
         params["models"] = _param_value(list(summary.models))
         run_tags = {
+            **({T.RANKING: ranking.model} if ranking is not None else {}),
             T.KIND: "matrix",
             T.MODELS: fit_tag(",".join(summary.models)),
             T.METRIC: summary.metric,
@@ -244,8 +245,7 @@ def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: st
             T.NOTE: fit_tag(markdown),
         }
         metrics = {"n_models": float(len(summary.models)), "n_pairs": float(len(results)),
-                   "n_datasets": float(max(len(r.datasets if r.test == "signed-rank" else r.shrinkage)
-                                           for r in results)),
+                   "n_datasets": float(max(_dataset_count(r) for r in results)),
                    **(ranking_metrics(ranking) if ranking is not None else {})}
         return Bundle(models_run_name("matrix", len(summary.models), summary.metric), run_tags, params, metrics,
                       root, tmp)
@@ -253,6 +253,13 @@ def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: st
         if tmp is not None:
             tmp.cleanup()
         raise
+
+
+def _dataset_count(result) -> int:
+    """The number of datasets a two-model result compared the models on."""
+    if result.test == "correlated-t":
+        return 1
+    return len(result.datasets if result.test == "signed-rank" else result.shrinkage)
 
 
 def _write_posterior(result, path: Path) -> None:
@@ -290,10 +297,11 @@ def _finite(value: Any) -> bool:
 
 def ranking_bundle(result, *, metric: str, experiment_ids: Sequence[str], layout: str | None = None,
                    directory: Path | None = None) -> Bundle:
-    """The run of a ranking (the BBT model of several models): the ranking, pairs, wins and posterior predictive
-    tables, the critical-difference diagram, the P(win) matrix and P(best) (PNG and SVG), the reports, the posterior
-    and the Stan program with its data.  Per model, the metrics ``p_best.<model>`` and ``mean_rank.<model>``, their
-    keys listed with the models' names in :data:`.keys.KEYS_ARTIFACT`."""
+    """The run of a ranking of several models: its tables (BBT: ranking, pairs, wins and the posterior predictive
+    check; the joint model of one dataset: ranking, pairs and the fold scores), its figures (PNG and SVG:
+    :func:`.ranking.plots.all_figures`), the reports, the posterior and, for BBT, the Stan program with its data.
+    Per model, the metrics ``p_best.<model>`` and ``mean_rank.<model>`` (on one dataset also
+    ``diff_to_leader.<model>``), their keys listed with the models' names in :data:`.keys.KEYS_ARTIFACT`."""
     from ..figures import write_png_and_svg
     from ..ranking import plots as ranking_plots
     from ..ranking import report as ranking_report
@@ -302,19 +310,20 @@ def ranking_bundle(result, *, metric: str, experiment_ids: Sequence[str], layout
     root, tmp = _directory(directory, "bayescompare-ranking-")
     try:
         pngs = write_png_and_svg(ranking_plots.all_figures(result), root / "plots")
-        (root / "stan").mkdir(exist_ok=True)
         markdown = ranking_report.render_markdown(result, metric)
         (root / "report.md").write_text(markdown, encoding="utf-8")
         (root / "report.html").write_text(ranking_report.render_html(result, metric, pngs), encoding="utf-8")
         (root / "summary.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
-        for name in ("ranking", "pairs", "wins", "ppc"):
-            getattr(result, name).to_csv(root / f"{name}.csv", index=False)
+        for name, table in result.tables().items():
+            table.to_csv(root / f"{name}.csv", index=False)
         _write_model_keys(result, root)
         _write_posterior(result, root / "posterior.nc")
-        shutil.copyfile(PROGRAMS["bbt"], root / "stan" / "bbt.stan")
-        (root / "stan" / "data.json").write_text(json.dumps(result.stan_data, indent=1, default=jsonable))
+        if result.model == "bbt":  # the joint model of one dataset samples no Stan program
+            (root / "stan").mkdir(exist_ok=True)
+            shutil.copyfile(PROGRAMS["bbt"], root / "stan" / "bbt.stan")
+            (root / "stan" / "data.json").write_text(json.dumps(result.stan_data, indent=1, default=jsonable))
         models = ",".join(map(str, result.models))
-        run_tags = {T.KIND: "ranking", T.MODELS: fit_tag(models), T.METRIC: metric,
+        run_tags = {T.KIND: "ranking", T.RANKING: result.model, T.MODELS: fit_tag(models), T.METRIC: metric,
                     T.BEST: result.best,
                     T.SOURCE_EXPERIMENTS: ",".join(str(e) for e in experiment_ids),
                     T.DIAGNOSTICS: diagnostics_problem(result) or "ok", T.NOTE: fit_tag(markdown)}
@@ -328,11 +337,14 @@ def ranking_bundle(result, *, metric: str, experiment_ids: Sequence[str], layout
 
 
 def ranking_metrics(result) -> dict[str, float]:
-    """``p_best.<model>`` and ``mean_rank.<model>`` (keys MLflow accepts: :func:`model_keys`), the sizes and the
-    sampler's health."""
+    """``p_best.<model>`` and ``mean_rank.<model>`` (keys MLflow accepts: :func:`model_keys`; on one dataset also
+    ``diff_to_leader.<model>`` in metric units), the sizes and the sampler's health (or the joint model's ρ and
+    Monte-Carlo error)."""
     metrics: dict[str, Any] = {"n_models": len(result.models), "n_datasets": len(result.settings.get("datasets", [])),
+                               "rho": result.settings.get("rho"),
                                **{k: result.diagnostics.get(k) for k in ("rhat_max", "ess_bulk_min", "divergences",
-                                                                          "sampling_seconds", "compile_seconds")}}
+                                                                          "sampling_seconds", "compile_seconds",
+                                                                          "mc_se_max")}}
     for column, keys in model_keys(result).items():
         values = dict(zip(result.ranking["model"].astype(str), result.ranking[column]))
         metrics.update({key: values[model] for model, key in keys.items()})
@@ -340,9 +352,11 @@ def ranking_metrics(result) -> dict[str, float]:
 
 
 def model_keys(result) -> dict[str, dict[str, str]]:
-    """Per metric of a ranking's models (``p_best``, ``mean_rank``), each model's key (:func:`.keys.named_keys`)."""
+    """Per metric of a ranking's models (``p_best``, ``mean_rank``, ``diff_to_leader``), each model's key
+    (:func:`.keys.named_keys`)."""
     models = result.ranking["model"].astype(str)
-    return {column: named_keys(column, models) for column in ("p_best", "mean_rank")}
+    columns = [c for c in ("p_best", "mean_rank", "diff_to_leader") if c in result.ranking.columns]
+    return {column: named_keys(column, models) for column in columns}
 
 
 def _write_model_keys(result, root: Path) -> None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 __all__ = [
     "KIND", "KINDS", "STAGE", "ERROR", "NOTE", "PARENT", "USER", "MODEL_A", "MODEL_B", "MODELS", "METRIC",
-    "VERDICT", "DECISION", "DIAGNOSTICS", "TEST", "REPORT", "NO_REPORT", "BEST", "SOURCE_EXPERIMENTS", "STRICT",
-    "REQUIRE",
+    "VERDICT", "DECISION", "DIAGNOSTICS", "TEST", "REPORT", "NO_REPORT", "BEST", "RANKING", "SOURCE_EXPERIMENTS",
+    "STRICT", "REQUIRE",
     "JOB_OWNER", "JOB_REQUEST",
 ]
 
@@ -25,10 +25,11 @@ METRIC = "bayescompare.metric"
 VERDICT = "bayescompare.verdict"
 DECISION = "bayescompare.decision"
 DIAGNOSTICS = "bayescompare.diagnostics"  # "ok" or the sampler's problems
-TEST = "bayescompare.test"  # which test answered: hierarchical or signed-rank
+TEST = "bayescompare.test"  # which test answered: hierarchical, signed-rank or correlated-t
 REPORT = "bayescompare.report"  # NO_REPORT on a matrix's pair run logged without figures and HTML report
 NO_REPORT = "none"
 BEST = "bayescompare.best"  # the best model of a matrix or ranking
+RANKING = "bayescompare.ranking"  # the model that ranked them: bbt, or joint-t (one dataset's folds)
 SOURCE_EXPERIMENTS = "bayescompare.source_experiment_ids"
 STRICT = "bayescompare.strict"  # set by --strict when the sampler's output failed the gate
 REQUIRE = "bayescompare.require"  # "<claim>@<threshold>" asked of a server job

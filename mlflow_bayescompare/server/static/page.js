@@ -230,6 +230,18 @@
   const TESTS = {
     hierarchical: "Bayesian hierarchical test on the per-fold scores",
     "signed-rank": "Bayesian signed-rank test on the per-dataset means (the runs hold one score per dataset)",
+    "correlated-t": "Bayesian correlated t-test on the per-fold scores of one dataset (the models share one dataset)",
+  };
+
+  // "Pairs: <test>": the test that compared them, as each pair's run says.
+  function pairsCaption(pairs) {
+    const tests = Array.from(new Set(pairs.map((p) => p.test).filter((t) => t)));
+    return tests.length ? "Pairs: " + tests.map((t) => TESTS[t] || t).join("; ") : "Pairs";
+  }
+
+  const RANKINGS = {
+    bbt: "Bayesian Bradley–Terry",
+    "joint-t": "joint correlated-t model of one dataset's folds",
   };
 
   function renderPair(job) {
@@ -308,11 +320,13 @@
     $("sensitivity-note").hidden = !(pair && truthy((job.settings || {}).sensitivity));
     const ranking = done && job.ranking ? job.ranking : null;
     $("ranking").hidden = !ranking;
+    $("ranking-caption").textContent = "Ranking (" + (RANKINGS[job.ranking_model] || RANKINGS.bbt) + ")";
     if (ranking)
       fillTable($("ranking"), ranking.map((r, i) => [i + 1, r.model, fmt(r.p_best),
         typeof r.mean_rank === "number" ? r.mean_rank.toFixed(2) : "", rankInterval(r)]));
     const pairs = done && job.pairs ? job.pairs : null;
     $("pairs").hidden = !pairs;
+    if (pairs) $("pairs-caption").textContent = pairsCaption(pairs);
     if (pairs)
       fillTable($("pairs"), pairs.map((p) => [p.model_a + " vs " + p.model_b, p.verdict, fmt(p.p_a_better),
         fmt(p.p_rope), fmt(p.p_b_better)]));
