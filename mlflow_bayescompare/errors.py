@@ -8,12 +8,13 @@ class BayesCompareError(Exception):
 
 
 class InputError(BayesCompareError, ValueError):
-    """Bad input.  ``problems`` lists every problem found, each naming its dataset / model / fold / run."""
+    """Bad input.  ``problems`` lists every problem found, each naming its dataset / model / fold / run; ``footer``
+    says, once, what the user can do about them."""
 
-    def __init__(self, problems: str | list[str], header: str | None = None):
+    def __init__(self, problems: str | list[str], header: str | None = None, footer: list[str] = ()):
         self.problems = [problems] if isinstance(problems, str) else list(problems)
         lines = self.problems if header is None else [header, *("  - " + p for p in self.problems)]
-        super().__init__("\n".join(lines))
+        super().__init__("\n".join([*lines, *footer]))
 
 
 class SamplingError(BayesCompareError, RuntimeError):

@@ -184,6 +184,8 @@ def test_unequal_fold_counts_name_the_dataset(tracking_uri, client, experiment_i
     assert result.stderr[result.stderr.index("Error: "):].splitlines() == [
         "Error: Cannot compare 'rf' with 'svm':",
         "  - dataset 'abalone': fold count differs: 'rf' uses 10 folds, 'svm' uses 5",
+        "to leave out the datasets with missing or extra folds or scores: --drop-incomplete on the command line, "
+        "drop_incomplete=True in Python",  # what to do, once
     ]
 
 

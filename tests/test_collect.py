@@ -293,7 +293,7 @@ def test_means_layout_problems_are_named(client, experiment_id, paper, caplog):
     newer = log_means(client, experiment_id, logged[(logged.model == "nbc") & (logged.dataset == "uci2")]
                       .assign(score=0.5))[("nbc", "uci2")]
     result = collect_scores(client, [experiment_id], "accuracy")
-    with pytest.raises(InputError, match="dataset 'uci2': model 'nbc' has 2 runs .*--latest") as e:
+    with pytest.raises(InputError, match="(?s)dataset 'uci2': model 'nbc' has 2 runs .*--latest") as e:
         result.means("nbc", "aode", drop_incomplete=True)
     assert ids["nbc", "uci2"] in str(e.value) and newer in str(e.value)
     latest = result.means("nbc", "aode", drop_incomplete=True, on_duplicate="latest")

@@ -303,7 +303,8 @@ def _keep_complete(rows: Rows, problems: list[Problem], drop_incomplete: bool) -
     messages = [p.message for p in problems]
     fatal = [p for p in problems if p.dataset is None or p.kind not in _DROPPABLE]
     if fatal or (problems and not drop_incomplete):
-        raise InputError(messages, header=f"Cannot compare '{rows.model_a}' with '{rows.model_b}':")
+        raise InputError(messages, header=f"Cannot compare '{rows.model_a}' with '{rows.model_b}':",
+                         footer=_ways_on(problems, drop_incomplete))
     if not problems:
         return rows
     bad = list(dict.fromkeys(p.dataset for p in problems))
@@ -312,6 +313,19 @@ def _keep_complete(rows: Rows, problems: list[Problem], drop_incomplete: bool) -
     log.warning("dropping %d incomplete dataset(s): %s", len(bad), "; ".join(messages))
     gone = set(bad)
     return replace(rows, d=rows.d[~rows.d["dataset"].isin(gone)], datasets=[d for d in rows.datasets if d not in gone])
+
+
+def _ways_on(problems: list[Problem], drop_incomplete: bool) -> list[str]:
+    """What the user can do about ``problems``, said once however many there are."""
+    kinds = {p.kind for p in problems}
+    ways = []
+    if "duplicate_runs" in kinds:
+        ways.append("to keep the latest run of each model on a dataset: --latest on the command line, "
+                    "on_duplicate='latest' in Python (or delete or filter out the extra runs)")
+    if not drop_incomplete and kinds & _DROPPABLE:
+        ways.append("to leave out the datasets with missing or extra folds or scores: --drop-incomplete on the "
+                    "command line, drop_incomplete=True in Python")
+    return ways
 
 
 def _pair(rows: Rows) -> CVTensor:
@@ -364,7 +378,7 @@ def means_from_tidy(df: pd.DataFrame, model_a: str, model_b: str, *, time_col: s
     cols = _Columns("dataset", "model", "repeat", "fold", "score", "run_id", time_col, folds="")
     rows = _normalise(df, str(model_a), str(model_b), cols, on_duplicate=on_duplicate)
     problems = check_types(rows) + check_duplicate_runs(rows)
-    problems += check_duplicate_scores(rows, skip={p.dataset for p in problems if p.kind == "duplicate"})
+    problems += check_duplicate_scores(rows, skip={p.dataset for p in problems if p.kind == "duplicate_runs"})
     problems += check_nonfinite(rows) + check_one_model(rows)
     # one score per (model, dataset): the fold the messages would name is always 0
     problems = [replace(p, message=p.message.replace(" at fold 0", "")) for p in problems]

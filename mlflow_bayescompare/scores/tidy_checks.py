@@ -59,7 +59,7 @@ def find_problems(rows: Rows) -> tuple[Rows, list[Problem]]:
     """Every problem, in a fixed order, and the rows with fold counts known and global fold indexes split."""
     problems = check_types(rows) + check_duplicate_runs(rows) + check_fold_counts(rows)
     rows = split_global_index(replace(rows, k=dataset_folds(rows)))
-    problems += check_duplicate_scores(rows, skip=_datasets_with(problems, "duplicate"))
+    problems += check_duplicate_scores(rows, skip=_datasets_with(problems, "duplicate_runs"))
     problems += check_nonfinite(rows) + check_one_model(rows)
     pairs = _pair_up(rows, skip=_datasets_with(problems, "fold_count"))
     problems += check_missing_folds(rows, pairs) + check_extra_folds(rows, pairs) + check_too_few(pairs)
@@ -93,9 +93,8 @@ def check_duplicate_runs(rows: Rows) -> list[Problem]:
     if not rows.has_runs:
         return []
     runs = rows.d.groupby(["dataset", "model"], sort=False)["run_id"].unique()
-    return [Problem(ds, "duplicate", f"dataset '{ds}': model '{m}' has {len(ids)} runs ({', '.join(map(str, ids))}); "
-                    "delete or filter out the extra runs, or keep the latest (--latest on the command line, "
-                    "on_duplicate='latest' in Python)")
+    return [Problem(ds, "duplicate_runs",
+                    f"dataset '{ds}': model '{m}' has {len(ids)} runs ({', '.join(map(str, ids))})")
             for (ds, m), ids in runs[runs.map(len) > 1].items()]
 
 
