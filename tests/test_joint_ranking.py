@@ -183,6 +183,7 @@ def test_rank_on_one_dataset_logs_the_joint_model(client, tracking_uri, experime
     assert f"diff_to_leader.{res.ranking['model'].iloc[1]}" in run.data.metrics
     assert set(artifact_paths(client, outcome.run_id)) == {
         "report.html", "report.md", "summary.json", "ranking.csv", "pairs.csv", "cv_scores.csv", "posterior.nc",
+        "metric_keys.json",
         *(f"plots/{name}.{ext}" for name in ("critical_difference", "better_matrix", "p_best", "leader_gaps")
           for ext in ("png", "svg"))}
 

@@ -83,6 +83,11 @@ class JointRankingResult:
         """The models, best first."""
         return list(self.ranking["model"])
 
+    @property
+    def best(self) -> str:
+        """The model most probably best (the first of :attr:`order`)."""
+        return str(self.order[0])
+
     def credible_pairs(self, threshold: float | None = None) -> set[frozenset]:
         """The pairs whose ``threshold`` (default: the result's) interval of the difference lies beyond the rope."""
         if threshold is None:
@@ -121,7 +126,7 @@ class JointRankingResult:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable summary (no draws)."""
-        return json_ready({"model": self.model, "models": self.models,
+        return json_ready({"model": self.model, "models": self.models, "best": self.best,
                            "ranking": self.ranking.to_dict(orient="records"),
                            "pairs": self.pairs.to_dict(orient="records"), "diagnostics": self.diagnostics,
                            "settings": self.settings})
