@@ -41,7 +41,7 @@ from ..errors import InputError
 from ..options import RankOptions, draw_seed
 from ..result import Orientation, json_ready
 from ..versions import versions
-from .result import rank_table
+from .result import RankedModels, rank_table
 
 __all__ = ["rank_one_dataset", "joint_inputs", "posterior_draws", "JointRankingResult", "HEADER"]
 
@@ -49,7 +49,7 @@ HEADER = "Cannot rank the models on one dataset (the joint correlated-t model):"
 
 
 @dataclass
-class JointRankingResult:
+class JointRankingResult(RankedModels):
     """The joint correlated-t ranking of k models on the folds of one dataset.
 
     Attributes:
@@ -77,16 +77,6 @@ class JointRankingResult:
     diagnostics: dict[str, Any]
     settings: dict[str, Any]
     draws: np.ndarray = field(repr=False)
-
-    @property
-    def order(self) -> list[str]:
-        """The models, best first."""
-        return list(self.ranking["model"])
-
-    @property
-    def best(self) -> str:
-        """The model most probably best (the first of :attr:`order`)."""
-        return str(self.order[0])
 
     def credible_pairs(self, threshold: float | None = None) -> set[frozenset]:
         """The pairs whose ``threshold`` (default: the result's) interval of the difference lies beyond the rope."""

@@ -23,7 +23,7 @@ from ..result import json_safe, jsonable
 from ..sampling import sampler
 from ..versions import versions
 
-__all__ = ["RankingResult", "summarise", "pair_table", "rank_table", "ppc_table", "replicate_wins",
+__all__ = ["RankedModels", "RankingResult", "summarise", "pair_table", "rank_table", "ppc_table", "replicate_wins",
            "PPC_LEVELS", "SAMPLE_STATS"]
 
 #: the HDI levels of the posterior predictive check (bbtcomp's ``table_ppc``; 1 is the range of the replicates)
@@ -34,8 +34,24 @@ SAMPLE_STATS = {"lp__": "lp", "accept_stat__": "acceptance_rate", "stepsize__": 
                 "energy__": "energy"}
 
 
+class RankedModels:
+    """What every ranking's result answers from its ``ranking`` table (one row per model, best first)."""
+
+    ranking: pd.DataFrame
+
+    @property
+    def order(self) -> list[str]:
+        """The models, best first."""
+        return list(self.ranking["model"])
+
+    @property
+    def best(self) -> str:
+        """The model most probably best (the first of :attr:`order`)."""
+        return str(self.order[0])
+
+
 @dataclass
-class RankingResult:
+class RankingResult(RankedModels):
     """A ranking of K models on their wins across datasets.
 
     Attributes:
@@ -77,16 +93,6 @@ class RankingResult:
     @property
     def seed(self) -> int:
         return self.settings["seed"]
-
-    @property
-    def order(self) -> list[str]:
-        """The models, best first."""
-        return list(self.ranking["model"])
-
-    @property
-    def best(self) -> str:
-        """The model most probably best (the first of :attr:`order`)."""
-        return str(self.order[0])
 
     def credible_pairs(self, threshold: float | None = None) -> set[frozenset]:
         """The pairs that differ credibly: P(P(win) > 0.5) reaches ``threshold`` (default: the result's)."""
