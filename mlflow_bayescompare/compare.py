@@ -184,10 +184,12 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
         log = log or run_id is not None
         with workers.started(jobs, len(pairs), warm_up=_warm_up) as pool:  # they start up during the pre-flight
             checked = preflight.check(client, planned, progress, streamed=True)
+            # the pairs' program and the ranking's compiled at once, before the workers load them
+            sampler.compile_programs([p for p, fitted in (("hierarchical", not checked.signed_rank),
+                                                          ("bbt", planned.ranked)) if fitted], fit.backend, progress)
             if checked.signed_rank:
                 notify(progress, "sampling", f"{len(pairs)} pairs (signed-rank test on the per-dataset means)")
             else:
-                sampler.compile_program("hierarchical", fit.backend, progress)  # once, before the workers load it
                 notify(progress, "sampling", f"{len(pairs)} pairs ({fit.chains} chains × {fit.draws} draws each)")
             # each pair handed to the workers once its data are checked; a bad pair stops them, after every pair's
             # problems are found (nothing is logged before every pair is fitted)

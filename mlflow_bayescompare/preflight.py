@@ -40,6 +40,11 @@ class Plan:
     models: list[str]
     pairs: list[tuple[str, str]]
 
+    @property
+    def ranked(self) -> bool:
+        """Whether the work holds a Bayesian Bradley-Terry ranking: a ranking's, a matrix's of three models or more."""
+        return self.kind == "ranking" or (self.kind == "matrix" and len(self.models) >= 3)
+
 
 @dataclass
 class Checked:
@@ -75,7 +80,7 @@ class Checked:
                 yield (a, b), self.data[a, b]
         if problems:
             raise InputError(problems, header="Cannot compare every pair:")
-        if planned.kind == "matrix" and len(planned.models) >= 3:
+        if planned.ranked:
             self.rank = _rank_options(planned)
             self.ranking = _ranking_scores(self.collected, planned, self.rank)
 
