@@ -11,6 +11,7 @@ future) is kept out of that output.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 import warnings
@@ -56,8 +57,9 @@ def install_cli_handler(stream=None) -> CliHandler:
     handler = CliHandler(stream)
     log.addHandler(handler)
     log.setLevel(logging.INFO)
-    import mlflow  # noqa: F401  (importing MLflow configures its loggers: quiet them after that)
-
+    # MLflow sets its loggers' level as it is imported, from this variable: quiet an import still to come, without
+    # importing it now (seconds, before the command has printed anything), and one already done by the levels below
+    os.environ["MLFLOW_LOGGING_LEVEL"] = "WARNING"
     for name in _THIRD_PARTY:
         logging.getLogger(name).setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"arviz(\.|$)")

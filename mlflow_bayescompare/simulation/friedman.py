@@ -4,6 +4,7 @@
 N(0, 1) features; the regression target is turned into two classes by its median.  Orientation: x = acc(lda) -
 acc(cart), so *right* = lda more accurate, the paper's ground truth.  :func:`generate` and :func:`classifiers` are
 also the ``demo`` command's data and models.  ``examples/reproduce_paper/friedman.py`` runs :func:`experiment`.
+scikit-learn, SciPy, pandas and the engine are imported where they are used: the command line imports this module.
 """
 
 from __future__ import annotations
@@ -16,20 +17,10 @@ from functools import cache
 from itertools import product
 
 import numpy as np
-import pandas as pd
-from scipy.stats import wilcoxon
-from sklearn.datasets import make_friedman1, make_friedman2, make_friedman3
-from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
-from sklearn.model_selection import RepeatedStratifiedKFold
-from sklearn.tree import DecisionTreeClassifier
-
-from ..hierarchical.engine import hierarchical_test
-from .studies import ROPE
 
 __all__ = ["NOISE", "Setting", "SETTINGS", "generate", "sample", "median", "sample_classes", "classifiers",
            "friedman_cv", "actual_delta", "evidence", "cross_validate", "analyse", "experiment", "parallel_map"]
 
-MAKERS = {1: make_friedman1, 2: make_friedman2, 3: make_friedman3}
 NOISE = {1: (0.5, 1, 2), 2: (62.5, 125, 250), 3: (0.05, 0.1, 0.2)}  # half, original, twice the original sd
 SIZES = (30, 100, 1000)
 EXTRA_FEATURES = (0, 20)
@@ -53,16 +44,17 @@ class Setting:
         return f"friedman{self.function}_n{self.n}_sd{self.noise:g}_x{self.extra_features}"
 
 
-SETTINGS = [Setting(f, s, n, k) for f in MAKERS for s, n, k in product(NOISE[f], SIZES, EXTRA_FEATURES)]
+SETTINGS = [Setting(f, s, n, k) for f in NOISE for s, n, k in product(NOISE[f], SIZES, EXTRA_FEATURES)]
 
 
 def generate(setting: Setting, n: int, random_state: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """n instances of ``setting``: features (F#1 has 10, F#2/F#3 have 4, drawn by scikit-learn from
     ``random_state``, then the extra noise features from ``rng``) and y."""
-    if setting.function == 1:
-        X, y = make_friedman1(n, n_features=10, noise=setting.noise, random_state=random_state)
-    else:
-        X, y = MAKERS[setting.function](n, noise=setting.noise, random_state=random_state)
+    from sklearn import datasets
+
+    make = getattr(datasets, f"make_friedman{setting.function}")
+    more = {"n_features": 10} if setting.function == 1 else {}
+    X, y = make(n, noise=setting.noise, random_state=random_state, **more)
     return np.hstack([X, rng.standard_normal((n, setting.extra_features))]), y
 
 
@@ -84,12 +76,17 @@ def sample_classes(setting, n, rng):
 
 def classifiers():
     """lda and cart without tuning; the tree uses rpart's defaults minsplit = 20, minbucket = 7 (caret's cart)."""
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+    from sklearn.tree import DecisionTreeClassifier
+
     cart = DecisionTreeClassifier(min_samples_split=20, min_samples_leaf=7, random_state=0)
     return LinearDiscriminantAnalysis(), cart
 
 
 def friedman_cv(setting, runs=10, folds=10, seed=None):
     """One data set of ``setting`` and ``runs`` x ``folds`` paired stratified CV: (acc_lda, acc_cart), run-major."""
+    from sklearn.model_selection import RepeatedStratifiedKFold
+
     rng = np.random.default_rng(seed)
     X, y = sample_classes(setting, setting.n, rng)
     splits = RepeatedStratifiedKFold(n_splits=folds, n_repeats=runs, random_state=int(rng.integers(2**31)))
@@ -140,7 +137,7 @@ def cross_validate(seed, pool):
     settings in ``pool``, drawn at random, one cross-validated data set each, and the seed of its Stan fit."""
     rng = np.random.default_rng(seed)
     chosen = []
-    for f in MAKERS:
+    for f in NOISE:
         of_f = [s for s in pool if s.function == f]
         chosen += [of_f[i] for i in np.sort(rng.choice(len(of_f), size=round(2 * len(of_f) / 3), replace=False))]
     acc_lda, acc_cart = map(np.array, zip(*(friedman_cv(s, seed=int(rng.integers(2**31))) for s in chosen)))
@@ -149,6 +146,11 @@ def cross_validate(seed, pool):
 
 def analyse(rep, chosen, acc_lda, acc_cart, fit_seed, truth, **fit_kwargs):
     """Both tests on one replicate's data, as one table row."""
+    from scipy.stats import wilcoxon
+
+    from ..hierarchical.engine import hierarchical_test
+    from .studies import ROPE
+
     result = hierarchical_test(
         acc_lda, acc_cart, rope=ROPE, folds=10, model_a="lda", model_b="cart", seed=fit_seed, **fit_kwargs
     )
@@ -175,6 +177,8 @@ def experiment(pool, truth, reps=200, seed=0, jobs=1, **fit_kwargs):
 
     The cross-validation (the expensive part) runs in ``jobs`` processes, the Stan fits in this one; every
     replicate has its own seed, so the table does not depend on ``jobs``."""
+    import pandas as pd
+
     seeds = np.random.SeedSequence(seed).spawn(reps)
     data = parallel_map(cross_validate, [(s, pool) for s in seeds], jobs)
     return evidence(pd.DataFrame([analyse(rep, *d, truth, **fit_kwargs) for rep, d in enumerate(data)]))
