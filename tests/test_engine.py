@@ -386,6 +386,21 @@ def test_two_programs_compile_at_once_and_leave_only_the_loaded_model(tmp_path, 
 
 
 @pytest.mark.slow
+def test_stanc_may_take_over_httpstans_second_in_a_compile(monkeypatch):
+    """httpstan gives stanc one second, which a busy machine exceeded (two compiles starting at once on two shared
+    cores): the compile failed with ``TimeoutExpired``.  The compile process gives it ``STANC_SECONDS``; shown on a
+    program that stanc takes seconds to translate on any machine (600 statements)."""
+    import httpstan.compile
+
+    monkeypatch.setattr(httpstan.compile, "subprocess", httpstan.compile.subprocess)  # put back after the test
+    code = ("transformed data {\n" + "".join(f"  real x{i} = {i} * 0.5;\n" for i in range(600))
+            + "}\nparameters { real y; }\nmodel { y ~ std_normal(); }\n")
+    pystan_backend._patient_stanc()
+    cpp, _ = httpstan.compile.compile(code, "model_slow_stanc")
+    assert "x599" in cpp
+
+
+@pytest.mark.slow
 def test_a_script_without_the_main_guard_compiles(tmp_path):
     """The compile runs in a process started afresh: a multiprocessing child re-runs the caller's ``__main__``, so a
     script calling the package at top level, without the ``if __name__ == "__main__":`` guard, waited forever on

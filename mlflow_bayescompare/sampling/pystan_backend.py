@@ -21,7 +21,9 @@ read, not run).  What is used beyond their public API:
   starting ``error:`` / ``warn:``;
 * ``httpstan.models.calculate_model_name`` and ``httpstan.cache`` (``list_model_names``, ``model_directory``,
   ``delete_model_directory``): the compiled-model cache;
-* ``stan.common.HttpstanClient`` and httpstan's ``POST /models``: a compile without data;
+* ``stan.common.HttpstanClient`` (its ``base_url``) and httpstan's ``POST /models``: a compile without data, asked
+  through an aiohttp session of this module's, without a time limit; ``httpstan.compile``'s ``subprocess.run`` of
+  stanc and its one-second limit, raised in the compile process;
 * ``stan.fit.Fit``'s constructor (outputs, chains, param names, constrained names, dims, warmup, draws, thin,
   save_warmup): parsing one chain's output;
 * ``stan.model.ConsoleIO`` (clikit's ``ConsoleIO``, with clikit's ``Input``/``Output`` and null streams):
@@ -47,6 +49,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 from functools import cache
 from pathlib import Path
 
@@ -57,9 +60,9 @@ from ..progress import Progress
 from . import programs
 from .pools import pool_processes
 
-__all__ = ["SERVICE", "COMPILED_LIST", "SUPERSEDED_DAYS", "NO_DEBUG_INFO", "compile_program", "cache_directories",
-           "kill_compilers", "drop_build_leftovers", "build", "sample", "run_chains", "quiet", "stop_samplers",
-           "kill_samplers", "shutdown", "forget_superseded"]
+__all__ = ["SERVICE", "COMPILED_LIST", "SUPERSEDED_DAYS", "NO_DEBUG_INFO", "STANC_SECONDS", "compile_program",
+           "cache_directories", "kill_compilers", "drop_build_leftovers", "build", "sample", "run_chains", "quiet",
+           "stop_samplers", "kill_samplers", "shutdown", "forget_superseded"]
 
 SERVICE = "hmc_nuts_diag_e_adapt"  # the function pystan's ``sample`` calls
 SUPERSEDED_DAYS = 7  # a compiled model of an earlier .stan file goes once unused for this long
@@ -74,6 +77,7 @@ _compilers: set[subprocess.Popen] = set()  # the compile processes running (kill
 #: added to the compile process's compiler flags: no debug information, which no loaded model uses (``-g0`` also
 #: compiles faster; the linker's ``-S`` drops the 45 MB of it that httpstan's prebuilt object brings)
 NO_DEBUG_INFO = {"CFLAGS": "-g0", "LDFLAGS": "-Wl,-S"}
+STANC_SECONDS = 120  # stanc's time limit in a compile (httpstan's own: 1 s)
 
 
 def compile_program(program: str = "hierarchical", progress: Progress | None = None) -> float:
@@ -202,20 +206,39 @@ def compile_main() -> None:
     multiprocessing child, which would re-run the caller's ``__main__``: a script without the ``if __name__ ==
     "__main__":`` guard then waited forever on its own compile lock), because httpstan's compile holds the
     interpreter's lock for the whole minute, which would freeze the progress display and every other thread of the
-    caller."""
+    caller.  On a busy machine a compile may take longer than pystan's session allows (aiohttp's default, 5 minutes):
+    the request has no time limit, and stanc more than httpstan's one second (:func:`_patient_stanc`)."""
     import asyncio
 
+    import aiohttp
     import stan.common
 
     async def post(code: str):
-        async with stan.common.HttpstanClient() as client:
-            response = await client.post("/models", json={"program_code": code})
-            return response.status, ("" if response.status == 201 else response.json().get("message", ""))
+        async with stan.common.HttpstanClient() as client, \
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)) as session, \
+                session.post(f"{client.base_url}/models", json={"program_code": code}) as response:
+            message = "" if response.status == 201 else await response.text()
+            with contextlib.suppress(ValueError, KeyError, TypeError):  # JSON but for an exception httpstan let by
+                message = json.loads(message)["message"]
+            return response.status, message
 
     code = sys.stdin.read()
+    _patient_stanc()
     with quiet():
         answer = asyncio.run(post(code))
     print(json.dumps(answer), flush=True)
+
+
+def _patient_stanc() -> None:
+    """Give stanc :data:`STANC_SECONDS` where httpstan gives it one second: on a busy machine (two compiles starting
+    at once on two cores shared with other work) it took longer, and the compile failed with ``TimeoutExpired``.
+    For the compile process, which does nothing else."""
+    import httpstan.compile
+
+    def run(*args, **kwargs):
+        return subprocess.run(*args, **{**kwargs, "timeout": STANC_SECONDS})
+
+    httpstan.compile.subprocess = types.SimpleNamespace(**{**vars(subprocess), "run": run})
 
 
 def build(program: str, data: dict, seed: int | None = None):
