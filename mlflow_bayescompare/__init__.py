@@ -2,19 +2,44 @@
 
 The Bayesian hierarchical correlated t-test of Corani, Benavoli, Demšar, Mangili & Zaffalon (Machine Learning,
 2017), run on per-fold cross-validation scores read from MLflow and logged back as a comparison run.
+
+The names below are imported on first use, so that importing a part of the package (the command line, above all)
+does not import MLflow, ArviZ, SciPy and matplotlib before it needs them.
 """
 
-from .correlated_t.engine import correlated_t_test
-from .correlated_t.result import CorrelatedTTestResult
-from .errors import BayesCompareError, InputError, SamplingError
-from .hierarchical.engine import hierarchical_test
-from .hierarchical.result import HierarchicalResult
-from .options import FitOptions, ModelsOptions, PairOptions, RankOptions, SourceOptions
-from .ranking.engine import rank_models
-from .ranking.result import RankingResult
-from .signed_rank.engine import SignedRankResult, signed_rank_test
-from .tracking.cvlog import log_cv_scores
+from importlib import import_module
 
-__all__ = ["hierarchical_test", "HierarchicalResult", "signed_rank_test", "SignedRankResult", "correlated_t_test",
-           "CorrelatedTTestResult", "rank_models", "RankingResult", "log_cv_scores", "FitOptions", "RankOptions",
-           "SourceOptions", "PairOptions", "ModelsOptions", "BayesCompareError", "InputError", "SamplingError"]
+#: each public name and the module that defines it
+_HOMES = {
+    "hierarchical_test": ".hierarchical.engine",
+    "HierarchicalResult": ".hierarchical.result",
+    "signed_rank_test": ".signed_rank.engine",
+    "SignedRankResult": ".signed_rank.engine",
+    "correlated_t_test": ".correlated_t.engine",
+    "CorrelatedTTestResult": ".correlated_t.result",
+    "rank_models": ".ranking.engine",
+    "RankingResult": ".ranking.result",
+    "log_cv_scores": ".tracking.cvlog",
+    "FitOptions": ".options",
+    "RankOptions": ".options",
+    "SourceOptions": ".options",
+    "PairOptions": ".options",
+    "ModelsOptions": ".options",
+    "BayesCompareError": ".errors",
+    "InputError": ".errors",
+    "SamplingError": ".errors",
+}
+
+__all__ = list(_HOMES)
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(_HOMES[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -1,7 +1,9 @@
-"""The ``mlflow-bayescompare`` command line: ``compare``, ``matrix``, ``rank`` and ``demo`` over :mod:`.compare`.
+"""The ``mlflow-bayescompare`` command line: ``compare``, ``matrix``, ``rank`` and ``demo`` over :mod:`.compare`,
+and ``compile``.
 
 The options of each command are declared from :mod:`.options` and validated there; this module adds only what is
-the command line's own: where the store is, whether to log, JSON output, ``--strict`` and the text shown.
+the command line's own: where the store is, whether to log, JSON output, ``--strict`` and the text shown.  It imports
+MLflow and the engines only once a command's progress line shows (they take seconds to import on a first run).
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ from .options import (
     click_options,
     parse_fields,
 )
-from .progress import TerminalProgress
+from .progress import TerminalProgress, notify
 from .result import TEST_NAMES, counted, json_safe
+from .sampling.programs import PROGRAMS
 from .tracking import mlflow_internals
 
 __all__ = ["main"]
@@ -104,13 +107,13 @@ def _run_options(fn):
 @click.option("--strict", is_flag=True, help="Exit 1 (and tag the run) when R-hat > 1.01 or any divergence.")
 def compare(tracking_uri, no_log, as_json, strict, **fields) -> None:
     """Is model A better than model B across the datasets?  Logs a comparison run."""
-    from . import compare as api
-    from .tracking.bundle import diagnostics_problem
-    from .tracking.tags import STRICT
-
     with _errors(), _output(as_json) as out:
         source, fit, pair = parse_fields(fields, [SourceOptions, FitOptions, PairOptions], origin="cli")
-        with TerminalProgress(sys.stderr) as progress:
+        with _progress() as progress:
+            from . import compare as api
+            from .tracking.bundle import diagnostics_problem
+            from .tracking.tags import STRICT
+
             outcome = api.compare_runs(model_a=pair.model_a, model_b=pair.model_b, source=source, fit=fit,
                                        log=not no_log, tracking_uri=tracking_uri, progress=progress)
         report = outcome.to_dict()
@@ -132,12 +135,12 @@ def compare(tracking_uri, no_log, as_json, strict, **fields) -> None:
 @click.option("--jobs", type=click.IntRange(min=1), help="Pairs fitted in parallel (default: one per CPU).")
 def matrix(tracking_uri, no_log, as_json, jobs, **fields) -> None:
     """Compare every pair of models: one child comparison run per pair under a parent run with the ranking."""
-    from . import compare as api
-
     with _errors(), _output(as_json) as out:
         source, fit, models = parse_fields(fields, [SourceOptions, FitOptions, ModelsOptions], origin="cli",
                                            exclude=("sensitivity",))
-        with TerminalProgress(sys.stderr) as progress:
+        with _progress() as progress:
+            from . import compare as api
+
             outcome = api.compare_matrix(models=models.models, pair_reports=models.pair_reports, source=source,
                                          fit=fit, log=not no_log, tracking_uri=tracking_uri, jobs=jobs,
                                          progress=progress)
@@ -152,13 +155,13 @@ def matrix(tracking_uri, no_log, as_json, jobs, **fields) -> None:
 def rank(tracking_uri, no_log, as_json, require_best, **fields) -> None:
     """Which of my models is best?  Ranks three or more models at once (Bayesian Bradley-Terry across datasets, the
     joint correlated-t model of the folds on one dataset) and logs a ranking run."""
-    from . import compare as api
-
     with _errors(), _output(as_json) as out:
         source, options, models = parse_fields(fields, [SourceOptions, RankOptions, ModelsOptions], origin="cli",
                                                exclude=("RankOptions.drop_incomplete", "pair_reports"))
         wanted = claims.best_claim(require_best) if require_best is not None else None
-        with TerminalProgress(sys.stderr) as progress:
+        with _progress() as progress:
+            from . import compare as api
+
             outcome = api.rank_runs(models=models.models, source=source, rank=options, log=not no_log,
                                     tracking_uri=tracking_uri, progress=progress, claim=wanted)
         report = outcome.to_dict()
@@ -186,6 +189,29 @@ def demo(tracking_uri, datasets, seed, chains, draws) -> None:
                  echo=click.echo)
 
 
+_SAMPLING_ONLY = ("chains", "draws", "warmup", "seed")  # SamplerOptions that compile leaves out: all but backend
+
+
+@main.command("compile")
+@click.option("--program", "names", multiple=True, type=click.Choice(list(PROGRAMS)),
+              help="A Stan program to compile (repeat it for more; default: every program).")
+@click_options(SamplerOptions, exclude=_SAMPLING_ONLY)
+def compile_(names, **fields) -> None:
+    """Compile the Stan programs into the per-user cache ahead of the first comparison, all at once: for a Docker
+    image layer or a CI cache step.  Prints each program, compiled or cached, with the seconds it took, and the
+    folders that hold the cache.  Exit codes: 0 done, 1 a compile failed, 2 bad input (no such backend)."""
+    from .sampling import sampler
+
+    with _errors():
+        (options,) = parse_fields(fields, [SamplerOptions], origin="cli", exclude=_SAMPLING_ONLY)
+        with TerminalProgress(sys.stderr) as progress:
+            seconds = sampler.compile_programs(names or PROGRAMS, options.backend, progress)
+        width = max(map(len, seconds))
+        for name, took in seconds.items():
+            click.echo(f"{name.ljust(width)}  {'compiled' if took else 'cached':8}  {took:.0f} s")
+        click.echo(f"cache: {', '.join(map(str, sampler.cache_directories(options.backend)))}")
+
+
 # ------------------------------------------------------------------------------------------------------ helpers
 
 
@@ -196,21 +222,31 @@ def _client(tracking_uri):
 
 
 @contextlib.contextmanager
+def _progress():
+    """The live progress line, started on the stage ``fetching`` (the pre-flight's first), so that it shows while
+    MLflow and the engines are imported."""
+    with TerminalProgress(sys.stderr) as progress:
+        notify(progress, "fetching")
+        yield progress
+
+
+@contextlib.contextmanager
 def _errors():
     """This package's errors (and MLflow's) → ``Error: …`` with exit code 2 for bad input, 1 otherwise."""
-    from mlflow.exceptions import MlflowException
-
     try:
         yield
     except InputError as exc:
         raise CliError(str(exc), exit_code=2) from exc
     except BayesCompareError as exc:
         raise CliError(str(exc), exit_code=1) from exc
-    except MlflowException as exc:
-        bad_input = exc.error_code in ("INVALID_PARAMETER_VALUE", "RESOURCE_DOES_NOT_EXIST", "BAD_REQUEST")
-        raise CliError(f"MLflow: {exc.message}", exit_code=2 if bad_input else 1) from exc
     except OSError as exc:
         raise CliError(f"{type(exc).__name__}: {exc}", exit_code=1) from exc
+    except Exception as exc:
+        mlflow_errors = sys.modules.get("mlflow.exceptions")  # none raised before MLflow is imported
+        if mlflow_errors is None or not isinstance(exc, mlflow_errors.MlflowException):
+            raise
+        bad_input = exc.error_code in ("INVALID_PARAMETER_VALUE", "RESOURCE_DOES_NOT_EXIST", "BAD_REQUEST")
+        raise CliError(f"MLflow: {exc.message}", exit_code=2 if bad_input else 1) from exc
 
 
 @contextlib.contextmanager

@@ -195,8 +195,10 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
         with workers.started(jobs, len(pairs), warm_up=_warm_up) as pool:  # they start up during the pre-flight
             checked = preflight.check(client, planned, progress, streamed=True)
             ahead = checked.test_ahead()
+            # the pairs' program and the ranking's compiled at once, before the workers load them
+            sampler.compile_programs([p for p, fitted in (("hierarchical", ahead == "hierarchical"),
+                                                          ("bbt", planned.ranked)) if fitted], fit.backend, progress)
             if ahead == "hierarchical":
-                sampler.compile_program("hierarchical", fit.backend, progress)  # once, before the workers load it
                 notify(progress, "sampling",
                        f"{counted(len(pairs), 'pair')} ({fit.chains} chains × {fit.draws} draws each)")
             else:

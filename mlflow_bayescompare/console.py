@@ -11,6 +11,7 @@ future) is kept out of that output.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 import time
@@ -88,8 +89,9 @@ def install_cli_handler(stream=None) -> CliHandler:
     retries = logging.getLogger(mlflow_internals.RETRY_LOGGER)
     retries.addHandler(RetryNotices())
     retries.setLevel(logging.DEBUG)  # urllib3 reports a retry on an error status at DEBUG
-    import mlflow  # noqa: F401  (importing MLflow configures its loggers: quiet them after that)
-
+    # MLflow sets its loggers' level as it is imported, from this variable: quiet an import still to come, without
+    # importing it now (seconds, before the command has printed anything), and one already done by the levels below
+    os.environ["MLFLOW_LOGGING_LEVEL"] = "WARNING"
     for name in _THIRD_PARTY:
         logging.getLogger(name).setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", category=FutureWarning, module=r"arviz(\.|$)")

@@ -54,24 +54,25 @@ def run_demo(
     echo: Callable[[str], None] = print,
 ):
     """Generate, cross-validate and log; rank the three models, then compare LDA with CART (the paper's pair).
-    Returns the :class:`ComparisonOutcome` of the pair."""
-    from mlflow import MlflowClient
-
-    from .compare import compare_runs, rank_runs
-    from .ranking.report import headline
+    Returns the :class:`ComparisonOutcome` of the pair.  Both Stan programs compile (once per machine) while the
+    models are cross-validated; the first line is printed before MLflow is imported."""
+    from .sampling.sampler import Compiles
 
     uri = tracking_uri or default_tracking_uri()
-    client = MlflowClient(uri)
-    check_reachable(client.tracking_uri)
-    experiment_id = _experiment(client, EXPERIMENT)
     echo(f"Demo: {', '.join(MODELS)} on {n_settings} Friedman settings, {repeats}x{folds} cross-validation "
-         f"(seed {seed})\n  tracking URI: {redact_uri(uri)}\n  experiment:   {EXPERIMENT} (id {experiment_id})")
-    _log_settings(client, experiment_id, SETTINGS[:n_settings], repeats=repeats, folds=folds, seed=seed, echo=echo)
-    common = dict(experiment_ids=[experiment_id], metric=METRIC, seed=seed, tracking_uri=uri, on_duplicate="latest",
-                  chains=chains, draws=draws, filter_string="tags.`bayescompare.demo` = 'friedman'")
-    with TerminalProgress(sys.stderr) as progress:
-        ranking = rank_runs(models=MODELS, progress=progress, **common)
-        outcome = compare_runs(model_a=MODELS[0], model_b=MODELS[1], progress=progress, **common)
+         f"(seed {seed})\n  tracking URI: {redact_uri(uri)}")
+    with Compiles(("bbt", "hierarchical")) as compiles:
+        experiment_id = _log_settings(uri, SETTINGS[:n_settings], repeats=repeats, folds=folds, seed=seed, echo=echo)
+        from .compare import compare_runs, rank_runs
+        from .ranking.report import headline
+
+        common = dict(experiment_ids=[experiment_id], metric=METRIC, seed=seed, tracking_uri=uri,
+                      on_duplicate="latest", chains=chains, draws=draws,
+                      filter_string="tags.`bayescompare.demo` = 'friedman'")
+        with TerminalProgress(sys.stderr) as progress:
+            compiles.wait(progress)
+            ranking = rank_runs(models=MODELS, progress=progress, **common)
+            outcome = compare_runs(model_a=MODELS[0], model_b=MODELS[1], progress=progress, **common)
     shown = tracking_uri or "sqlite:///mlflow.db"
     rows = ranking.ranking[["model", "p_best", "mean_rank"]].to_string(index=False, float_format=lambda v: f"{v:.3f}")
     a, b = MODELS[:2]
@@ -86,10 +87,17 @@ def run_demo(
     return outcome
 
 
-def _log_settings(client, experiment_id: str, settings, *, repeats: int, folds: int, seed: int, echo) -> None:
-    """Cross-validate every model on every setting (the same folds for all) and log the scores, steps layout."""
+def _log_settings(uri: str, settings, *, repeats: int, folds: int, seed: int, echo) -> str:
+    """Cross-validate every model on every setting (the same folds for all) and log the scores, steps layout, into
+    the demo's experiment (its id returned)."""
+    from mlflow import MlflowClient
+
     from .tracking.cvlog import log_cv_scores
 
+    client = MlflowClient(uri)
+    check_reachable(client.tracking_uri)
+    experiment_id = _experiment(client, EXPERIMENT)
+    echo(f"  experiment:   {EXPERIMENT} (id {experiment_id})")
     start = time.perf_counter()
     for i, setting in enumerate(settings):
         X, y = friedman_classification(setting, np.random.default_rng([seed, i]))
@@ -103,6 +111,7 @@ def _log_settings(client, experiment_id: str, settings, *, repeats: int, folds: 
         echo(f"  [{i + 1}/{len(settings)}] {setting.name}: mean accuracy "
              + ", ".join(f"{m} {np.mean(v):.3f}" for m, v in scores.items()))
     echo(f"  cross-validated and logged {len(MODELS) * len(settings)} runs in {time.perf_counter() - start:.0f} s")
+    return experiment_id
 
 
 def friedman_classification(setting: Setting, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

@@ -54,6 +54,11 @@ class Plan:
     pairs: list[tuple[str, str]]
     collected: CollectedScores | None = None  # a search run's scores, read whole when it was planned
 
+    @property
+    def ranked(self) -> bool:
+        """Whether the work holds a Bayesian Bradley-Terry ranking: a ranking's, a matrix's of three models or more."""
+        return self.kind == "ranking" or (self.kind == "matrix" and len(self.models) >= 3)
+
 
 @dataclass
 class Checked:
@@ -96,7 +101,7 @@ class Checked:
                 yield (a, b), self.data[a, b]
         if problems:
             raise InputError(problems, header="Cannot compare every pair:")
-        if planned.kind == "matrix" and len(planned.models) >= 3:
+        if planned.ranked:
             self.rank = _rank_options(planned)
             self.ranking = _ranking_scores(self.collected, planned, self.rank)
 

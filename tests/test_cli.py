@@ -141,6 +141,44 @@ def test_rank_has_no_pair_reports_option(tracking_uri):
     assert result.exit_code == 2 and "No such option" in result.output and "--pair-reports" in result.output
 
 
+def test_compile_says_a_program_in_the_cache_is_cached(monkeypatch):
+    """``compile`` on a program in the cache: "cached", 0 s, then the folders to keep in a CI cache; exit 0.  An
+    unknown program is refused with exit 2."""
+    import httpstan.cache
+
+    from mlflow_bayescompare.sampling import programs, pystan_backend, sampler
+
+    sampler.compile_program("hierarchical", backend="pystan")  # in the cache from now on (compiled once per machine)
+    monkeypatch.setattr(pystan_backend, "_compiled", set())  # this process forgets it: the command looks in the cache
+    result = CliRunner().invoke(main, ["compile", "--program", "hierarchical", "--backend", "pystan"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == ["hierarchical  cached    0 s",
+                                          f"cache: {httpstan.cache.cache_directory()}, {programs.cache_dir()}"]
+    refused = CliRunner().invoke(main, ["compile", "--program", "nope"])
+    assert refused.exit_code == 2 and "'nope' is not one of 'hierarchical', 'bbt'" in refused.output
+
+
+def test_the_first_line_shows_before_mlflow_is_imported(tmp_path):
+    """A command's first line (the stage ``fetching``) comes before MLflow, ArviZ, SciPy and the rest are imported,
+    which takes seconds on a first run: ``-X importtime`` lists each import on stderr as it ends, in order with that
+    line.  The command is stopped once the line is seen."""
+    argv = [sys.executable, "-X", "importtime", "-m", "mlflow_bayescompare.cli", "compare", "--experiment-name", "cv",
+            "--metric", "accuracy", "--model-a", "a", "--model-b", "b", "--no-log", "--tracking-uri",
+            f"sqlite:///{tmp_path / 'mlflow.db'}"]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    imported = []
+    try:
+        for line in process.stderr:
+            if line.startswith("bayescompare: fetching"):
+                break
+            imported.append(line.rsplit("|", 1)[-1].strip().split(".")[0])
+    finally:
+        process.kill()
+        process.wait()
+    assert "mlflow_bayescompare" in imported, imported[-20:]
+    assert not {"mlflow", "arviz", "scipy", "matplotlib", "pandas", "sklearn", "httpstan"} & set(imported)
+
+
 @pytest.mark.slow
 def test_compare_as_a_subprocess_honours_the_environment(tracking_uri, uci_experiment):
     env = {**os.environ, "MLFLOW_TRACKING_URI": tracking_uri}

@@ -4,6 +4,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -309,39 +310,94 @@ def test_compiled_models_of_earlier_programs_go_once_unused(tmp_path, monkeypatc
             httpstan.cache.delete_model_directory(name)
 
 
+def test_object_files_left_by_earlier_compiles_go_unless_their_compile_runs(tmp_path, monkeypatch):
+    """Earlier versions compiled in the cache directory, where setuptools left ``build/temp.*/<the model's folder>/``
+    with the model's object file (40 to 90 MB).  They go, each under its model's compile lock: one whose lock is
+    held (an earlier version compiling that model now) stays, with ``build/``, until it is free."""
+    import fcntl
+
+    monkeypatch.setenv("MLFLOW_BAYESCOMPARE_CACHE", str(tmp_path))
+    models = tmp_path / "build" / "temp.linux-x86_64-cpython-311" / "root" / ".cache" / "httpstan" / "4.13.0" / "models"
+    for model_id in ("zzfree", "zzbusy"):
+        (models / model_id).mkdir(parents=True)
+        (models / model_id / f"model_{model_id}.o").write_bytes(b"\0" * 1024)
+    with open(tmp_path / "compile-zzbusy.lock", "w") as busy:
+        fcntl.flock(busy, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        pystan_backend.drop_build_leftovers()
+        assert not (models / "zzfree").exists() and (models / "zzbusy" / "model_zzbusy.o").exists()
+    pystan_backend.drop_build_leftovers()
+    assert not (tmp_path / "build").exists()
+    pystan_backend.drop_build_leftovers()  # nothing left to do
+
+
+def _tiny_program(path: Path) -> Path:
+    """A tiny Stan program with a text of its own (so it is really compiled)."""
+    path.write_text(f"// {uuid.uuid4().hex}\nparameters {{ real y; }}\nmodel {{ y ~ std_normal(); }}\n"
+                    "generated quantities { array[2] real z = {y, -y}; }\n")
+    return path
+
+
 @pytest.mark.slow
-def test_pystan_build_leaves_the_working_directory_clean(tmp_path, monkeypatch):
-    """httpstan's compile leaves setuptools' ``build/`` folder in the working directory; the package compiles from
-    its cache directory instead.  A tiny program with a text of its own is really compiled (into caches under
-    ``tmp_path``), announced as the stage ``compiling``, timed apart from the sampling, and then sampled like any
-    program: its draws are named by what it declares."""
+def test_two_programs_compile_at_once_and_leave_only_the_loaded_model(tmp_path, monkeypatch):
+    """The suite's cold compile: two tiny programs compiled at once, into caches under ``tmp_path``, one in the
+    background (:class:`~.sampler.Compiles`) while the other is compiled, announced as the stage ``compiling``,
+    timed apart from the sampling and sampled.  The compiles overlap: each model's C++ file, written as its compile
+    starts, is older than the other's extension module, written as it ends.  Nothing but what a loaded model needs
+    is left: no setuptools ``build/`` folder or object file (in the working directory, the cache or the temporary
+    folder), and no debug information in the extension module.  Both models then sample like any program."""
     import httpstan.cache
     import httpstan.models
 
-    program = tmp_path / "tiny.stan"
-    program.write_text(f"// {uuid.uuid4().hex}\nparameters {{ real y; }}\nmodel {{ y ~ std_normal(); }}\n"
-                       "generated quantities { array[2] real z = {y, -y}; }\n")
-    monkeypatch.setitem(programs.PROGRAMS, "tiny", program)
+    for name in ("tiny", "tiny2"):
+        monkeypatch.setitem(programs.PROGRAMS, name, _tiny_program(tmp_path / f"{name}.stan"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # httpstan's cache and ours
     monkeypatch.delenv("MLFLOW_BAYESCOMPARE_CACHE", raising=False)
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
     stages = []
     pystan_backend.stop_samplers()  # httpstan's sampler processes start anew, seeing this test's cache ...
     try:
-        raw = sampler.run("tiny", {}, chains=2, draws=20, warmup=20, seed=1, backend="pystan",
-                      progress=lambda stage, detail=None: stages.append(stage))
+        with sampler.Compiles(["tiny2"], backend="pystan") as background:
+            raw = sampler.run("tiny", {}, chains=2, draws=20, warmup=20, seed=1, backend="pystan",
+                              progress=lambda stage, detail=None: stages.append(stage))
+            assert background.wait()["tiny2"] > 1
+        other = sampler.run("tiny2", {}, chains=2, draws=20, warmup=20, seed=1, backend="pystan")
     finally:
         pystan_backend.stop_samplers()  # ... and again after it
-    assert os.listdir(work) == []
-    name = httpstan.models.calculate_model_name(program.read_text())
-    assert name in httpstan.cache.list_model_names()
-    assert httpstan.cache.model_directory(name).is_relative_to(tmp_path / "cache")
     assert stages == ["compiling", "sampling"] and raw.compile_seconds > 1 and raw.seconds < raw.compile_seconds
-    assert {k: v.shape for k, v in raw.draws.items()} == {"y": (2, 20), "z": (2, 20, 2)}
-    np.testing.assert_array_equal(raw.draws["z"][..., 1], -raw.draws["y"])
-    assert sampler.compile_program("tiny", backend="pystan") == 0
+    folders = [httpstan.cache.model_directory(httpstan.models.calculate_model_name(programs.program_code(name)))
+               for name in ("tiny", "tiny2")]
+    assert all(folder.is_relative_to(tmp_path / "cache") for folder in folders)
+    modules = [next(p for p in folder.iterdir() if p.name.endswith(".so")) for folder in folders]
+    started = [(folder / f"model_{folder.name}.cpp").stat().st_mtime for folder in folders]
+    assert max(started) < min(module.stat().st_mtime for module in modules)  # the two compiles overlapped
+    assert os.listdir(work) == [] and os.listdir(tmp_path / "tmp") == []
+    assert not list(tmp_path.rglob("build")) and not list(tmp_path.rglob("*.o"))
+    for module in modules:
+        binary = module.read_bytes()
+        assert not binary.startswith(b"\x7fELF") or b".debug_info" not in binary  # ELF: its section names
+    for run in (raw, other):
+        assert {k: v.shape for k, v in run.draws.items()} == {"y": (2, 20), "z": (2, 20, 2)}
+        np.testing.assert_array_equal(run.draws["z"][..., 1], -run.draws["y"])
+    assert other.compile_seconds == 0 and sampler.compile_program("tiny", backend="pystan") == 0
+
+
+@pytest.mark.slow
+def test_stanc_may_take_over_httpstans_second_in_a_compile(monkeypatch):
+    """httpstan gives stanc one second, which a busy machine exceeded (two compiles starting at once on two shared
+    cores): the compile failed with ``TimeoutExpired``.  The compile process gives it ``STANC_SECONDS``; shown on a
+    program that stanc takes seconds to translate on any machine (600 statements)."""
+    import httpstan.compile
+
+    monkeypatch.setattr(httpstan.compile, "subprocess", httpstan.compile.subprocess)  # put back after the test
+    code = ("transformed data {\n" + "".join(f"  real x{i} = {i} * 0.5;\n" for i in range(600))
+            + "}\nparameters { real y; }\nmodel { y ~ std_normal(); }\n")
+    pystan_backend._patient_stanc()
+    cpp, _ = httpstan.compile.compile(code, "model_slow_stanc")
+    assert "x599" in cpp
 
 
 @pytest.mark.slow

@@ -18,9 +18,9 @@ from ..errors import SamplingError
 from ..progress import Progress
 from . import programs
 
-__all__ = ["compile_program", "sample"]
+__all__ = ["compile_program", "cache_directories", "kill_compilers", "sample"]
 
-_lock = threading.Lock()
+_lock = threading.Lock()  # also keeps compiles one at a time: two makes in one CmdStan tree would race on its files
 _models: dict = {}  # program -> cmdstanpy.CmdStanModel, once per process
 
 
@@ -48,6 +48,15 @@ def compile_program(program: str = "hierarchical", progress: Progress | None = N
         except Exception as exc:
             raise SamplingError(f"CmdStan could not compile {source.name}: {exc}") from exc
         return 0.0 if cached else time.perf_counter() - start
+
+
+def cache_directories() -> list:
+    """Where compiled programs are kept: the executables in :func:`.programs.cache_dir`."""
+    return [programs.cache_dir()]
+
+
+def kill_compilers() -> None:
+    """Nothing to kill from here: cmdstanpy runs CmdStan's ``make`` itself (Ctrl-C at a terminal reaches it)."""
 
 
 def sample(program: str, stan_data: dict, *, chains: int, draws: int, warmup: int, seed: int,

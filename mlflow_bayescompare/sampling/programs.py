@@ -120,7 +120,7 @@ def resolve_backend(backend: str = "auto") -> str:
 def announce_compile(program: str, cache: Path, progress: Progress | None = None) -> None:
     """Say, once per compile, that ``program`` is being compiled: the stage ``compiling`` and one log line."""
     notify(progress, "compiling")
-    log.info("compiling the Stan program %s once (about 1-2 minutes); later runs reuse the cache in %s",
+    log.info("compiling the Stan program %s once (a few minutes); later runs reuse the cache in %s",
              program, cache)
 
 

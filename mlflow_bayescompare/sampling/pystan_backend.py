@@ -21,12 +21,15 @@ read, not run).  What is used beyond their public API:
   starting ``error:`` / ``warn:``;
 * ``httpstan.models.calculate_model_name`` and ``httpstan.cache`` (``list_model_names``, ``model_directory``,
   ``delete_model_directory``): the compiled-model cache;
-* ``stan.common.HttpstanClient`` and httpstan's ``POST /models``: a compile without data;
+* ``stan.common.HttpstanClient`` (its ``base_url``) and httpstan's ``POST /models``: a compile without data, asked
+  through an aiohttp session of this module's, without a time limit; ``httpstan.compile``'s ``subprocess.run`` of
+  stanc and its one-second limit, raised in the compile process;
 * ``stan.fit.Fit``'s constructor (outputs, chains, param names, constrained names, dims, warmup, draws, thin,
   save_warmup): parsing one chain's output;
 * ``stan.model.ConsoleIO`` (clikit's ``ConsoleIO``, with clikit's ``Input``/``Output`` and null streams):
   swapped for a silent console while pystan builds;
-* setuptools' ``build/`` folder, which httpstan's compile leaves in the working directory.
+* setuptools' ``build/`` folder, which httpstan's compile leaves in the working directory (``build/temp.*/`` then
+  the path of the model's folder, holding its object file), and setuptools' use of ``CFLAGS`` and ``LDFLAGS``.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import multiprocessing
 import os
 import re
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -45,6 +49,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 from functools import cache
 from pathlib import Path
 
@@ -55,8 +60,9 @@ from ..progress import Progress
 from . import programs
 from .pools import pool_processes
 
-__all__ = ["SERVICE", "COMPILED_LIST", "SUPERSEDED_DAYS", "compile_program", "build", "sample", "run_chains",
-           "quiet", "stop_samplers", "kill_samplers", "shutdown", "forget_superseded"]
+__all__ = ["SERVICE", "COMPILED_LIST", "SUPERSEDED_DAYS", "NO_DEBUG_INFO", "STANC_SECONDS", "compile_program",
+           "cache_directories", "kill_compilers", "drop_build_leftovers", "build", "sample", "run_chains", "quiet",
+           "stop_samplers", "kill_samplers", "shutdown", "forget_superseded"]
 
 SERVICE = "hmc_nuts_diag_e_adapt"  # the function pystan's ``sample`` calls
 SUPERSEDED_DAYS = 7  # a compiled model of an earlier .stan file goes once unused for this long
@@ -66,36 +72,53 @@ _pool: concurrent.futures.ProcessPoolExecutor | None = None  # the sampler pool 
 
 _lock = threading.Lock()
 _compiled: set[str] = set()  # httpstan model names known to be compiled
-
+_compiling: dict[str, threading.Lock] = {}  # one lock per model name: two programs compile at once
+_compilers: set[subprocess.Popen] = set()  # the compile processes running (kill_compilers)
+#: added to the compile process's compiler flags: no debug information, which no loaded model uses (``-g0`` for the
+#: program's own code; the linker's ``-S`` for the 45 MB of it that httpstan's prebuilt object brings)
+NO_DEBUG_INFO = {"CFLAGS": "-g0", "LDFLAGS": "-Wl,-S"}
+STANC_SECONDS = 120  # stanc's time limit in a compile (httpstan's own: 1 s)
 
 
 def compile_program(program: str = "hierarchical", progress: Progress | None = None) -> float:
     """Compile ``program`` into httpstan's cache unless it is there; the seconds spent compiling, or waiting for
-    another process's compile of it (0 when cached)."""
+    another process's compile of it (0 when cached).  Threads may compile different programs at once."""
     import httpstan.models
 
     code = programs.program_code(program)
     name = httpstan.models.calculate_model_name(code)
     with _lock:
+        model_lock = _compiling.setdefault(name, threading.Lock())
+    with model_lock:
         if name in _compiled:
             return 0.0
         seconds = _compile(program, code, name, progress)
         _compiled.add(name)
-    if seconds:
-        forget_superseded(name)
+    with _lock:  # the cache's housekeeping, once per model and process, one thread at a time
+        if seconds:
+            forget_superseded(name)
+        drop_build_leftovers()
     return seconds
+
+
+def cache_directories() -> list[Path]:
+    """Where compiled programs are kept: httpstan's cache (the models) and :func:`.programs.cache_dir` (their compile
+    locks and the list of the models this package compiled)."""
+    import httpstan.cache
+
+    return [httpstan.cache.cache_directory(), programs.cache_dir()]
 
 
 def _compile(program: str, code: str, name: str, progress: Progress | None) -> float:
     """Compile under a lock file in :func:`.programs.cache_dir`: httpstan's compile of a model first deletes its
     folder, so two at once (a server's start-up compile and a job's) would break each other, and a model is in the
-    cache only once its compile has ended.  The compile runs in a new process (:func:`compile_main`)."""
+    cache only once its compile has ended.  The compile runs in a new process (:func:`_run_compiler`)."""
     import fcntl
 
     import httpstan.cache
 
     where, start, announced = httpstan.cache.model_directory(name), time.perf_counter(), False
-    with open(programs.cache_dir() / f"compile-{name.rsplit('/', 1)[-1]}.lock", "w") as lock:
+    with open(_lock_file(name.rsplit("/", 1)[-1]), "w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:  # another process compiles it: wait for that
@@ -106,16 +129,75 @@ def _compile(program: str, code: str, name: str, progress: Progress | None) -> f
             return time.perf_counter() - start if announced else 0.0
         if not announced:
             programs.announce_compile(program, where, progress)
-        package_root = str(Path(__file__).resolve().parents[1])  # importable even when run from a source tree
-        paths = [package_root, os.environ.get("PYTHONPATH")]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
-        compiler = subprocess.run([sys.executable, "-c", f"import {__name__} as m; m.compile_main()"], input=code,
-                                  capture_output=True, text=True, cwd=programs.cache_dir(), env=env)
-    answer = compiler.stdout.strip().splitlines()[-1:] if compiler.returncode == 0 else []
-    status, message = json.loads(answer[0]) if answer else (None, compiler.stderr.strip()[-2000:])
+        returncode, stdout, stderr = _run_compiler(code)
+    answer = stdout.strip().splitlines()[-1:] if returncode == 0 else []
+    status, message = json.loads(answer[0]) if answer else (None, stderr.strip()[-2000:])
     if status != 201:
         raise SamplingError(f"pystan could not compile {programs.program_file(program).name}: {message}")
     return time.perf_counter() - start
+
+
+def _lock_file(model_id: str) -> Path:
+    """The compile lock of httpstan's model ``models/<model_id>``."""
+    return programs.cache_dir() / f"compile-{model_id}.lock"
+
+
+def _run_compiler(code: str) -> tuple[int, str, str]:
+    """Run :func:`compile_main` on ``code`` in a new process: its return code, stdout and stderr.  It runs in a
+    temporary folder, deleted with what setuptools leaves there (its ``build/`` folder, with the model's object
+    file: 40 to 90 MB that no loaded model needs), and without debug information (:data:`NO_DEBUG_INFO`).  The
+    process is listed for :func:`kill_compilers` while it runs, and killed if this thread is interrupted."""
+    package_root = str(Path(__file__).resolve().parents[1])  # importable even when run from a source tree
+    paths = [package_root, os.environ.get("PYTHONPATH")]
+    flags = {key: f"{os.environ.get(key, '')} {value}".strip() for key, value in NO_DEBUG_INFO.items()}
+    env = {**os.environ, **flags, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+    with tempfile.TemporaryDirectory(prefix="bayescompare-build-") as build:
+        process = subprocess.Popen([sys.executable, "-c", f"import {__name__} as m; m.compile_main()"], cwd=build,
+                                   env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+        _compilers.add(process)
+        try:
+            stdout, stderr = process.communicate(code)
+        except BaseException:
+            process.kill()
+            process.wait()
+            raise
+        finally:
+            _compilers.discard(process)
+    return process.returncode, stdout, stderr
+
+
+def kill_compilers() -> None:
+    """Kill this process's compile processes (a failed or interrupted :class:`~.sampler.Compiles`); takes no lock.
+    Their models stay out of the cache, and the next compile of each starts afresh."""
+    for process in list(_compilers):
+        with contextlib.suppress(OSError):
+            process.kill()
+
+
+def drop_build_leftovers() -> None:
+    """Delete the object files (40 to 90 MB a model) that earlier versions of this package left in
+    :func:`.programs.cache_dir`'s ``build/`` folder, where they compiled: no loaded model needs them.  A model's
+    folder goes only under its compile lock (an earlier version may be compiling that model), and ``build/`` as a
+    whole only when none of it is in use."""
+    build = programs.cache_dir() / "build"
+    with contextlib.ExitStack() as held:
+        folders = list(build.glob("temp.*/**/models/*"))
+        free = [folder for folder in folders if _locked_now(held, folder.name)]
+        for folder in free if len(free) < len(folders) else [build]:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _locked_now(held: contextlib.ExitStack, model_id: str) -> bool:
+    """Take the compile lock of a model if it is free, held until ``held`` closes; whether it was."""
+    import fcntl
+
+    lock = held.enter_context(open(_lock_file(model_id), "w"))
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
 
 
 def compile_main() -> None:
@@ -124,20 +206,39 @@ def compile_main() -> None:
     multiprocessing child, which would re-run the caller's ``__main__``: a script without the ``if __name__ ==
     "__main__":`` guard then waited forever on its own compile lock), because httpstan's compile holds the
     interpreter's lock for the whole minute, which would freeze the progress display and every other thread of the
-    caller; from the cache directory, where setuptools leaves its ``build/`` folder."""
+    caller.  On a busy machine a compile may take longer than pystan's session allows (aiohttp's default, 5 minutes):
+    the request has no time limit, and stanc more than httpstan's one second (:func:`_patient_stanc`)."""
     import asyncio
 
+    import aiohttp
     import stan.common
 
     async def post(code: str):
-        async with stan.common.HttpstanClient() as client:
-            response = await client.post("/models", json={"program_code": code})
-            return response.status, ("" if response.status == 201 else response.json().get("message", ""))
+        async with stan.common.HttpstanClient() as client, \
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)) as session, \
+                session.post(f"{client.base_url}/models", json={"program_code": code}) as response:
+            message = "" if response.status == 201 else await response.text()
+            with contextlib.suppress(ValueError, KeyError, TypeError):  # JSON but for an exception httpstan let by
+                message = json.loads(message)["message"]
+            return response.status, message
 
     code = sys.stdin.read()
+    _patient_stanc()
     with quiet():
         answer = asyncio.run(post(code))
     print(json.dumps(answer), flush=True)
+
+
+def _patient_stanc() -> None:
+    """Give stanc :data:`STANC_SECONDS` where httpstan gives it one second: on a busy machine (two compiles starting
+    at once on two cores shared with other work) it took longer, and the compile failed with ``TimeoutExpired``.
+    For the compile process, which does nothing else."""
+    import httpstan.compile
+
+    def run(*args, **kwargs):
+        return subprocess.run(*args, **{**kwargs, "timeout": STANC_SECONDS})
+
+    httpstan.compile.subprocess = types.SimpleNamespace(**{**vars(subprocess), "run": run})
 
 
 def build(program: str, data: dict, seed: int | None = None):
@@ -158,10 +259,11 @@ def build(program: str, data: dict, seed: int | None = None):
 
 
 def forget_superseded(compiled: str) -> None:
-    """Delete the compiled models (about 110 MB each, kept by httpstan forever) of earlier versions of the programs:
-    those listed in :func:`.programs.cache_dir` as compiled by this package, neither ``compiled`` nor a current
-    program's, once unused for ``SUPERSEDED_DAYS`` (each build dates its model's folder; earlier versions of the
-    package dated its ``fits``), which spares another installed version still in use.  Nothing else is touched."""
+    """Delete the compiled models (kept by httpstan forever: 1 to 2 MB each, 47 to 90 MB when compiled by earlier
+    versions) of earlier versions of the programs: those listed in :func:`.programs.cache_dir` as compiled by this
+    package, neither ``compiled`` nor a current program's, once unused for ``SUPERSEDED_DAYS`` (each build dates its
+    model's folder; earlier versions of the package dated its ``fits``), which spares another installed version
+    still in use.  Nothing else is touched."""
     import httpstan.cache
     import httpstan.models
 

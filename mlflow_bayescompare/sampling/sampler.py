@@ -2,13 +2,16 @@
 
 :func:`run` samples any program of :data:`.programs.PROGRAMS` and returns its raw draws; :func:`sample` runs the
 hierarchical program and puts δ_i back together (:class:`Fit`); :func:`compile_program` compiles a program ahead of
-its first fit.  A backend announces a compile through the ``progress`` hook (stage ``compiling``, then ``sampling``
-once it is built) and one log line.
+its first fit, :func:`compile_programs` (:class:`Compiles`) several at once.  A backend announces a compile through
+the ``progress`` hook (stage ``compiling``, then ``sampling`` once it is built) and one log line.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +19,8 @@ import numpy as np
 from ..progress import Progress, notify
 from . import programs
 
-__all__ = ["Run", "Fit", "HIERARCHICAL_DRAWS", "MAX_TREEDEPTH", "run", "sample", "compile_program", "backend_module"]
+__all__ = ["Run", "Fit", "HIERARCHICAL_DRAWS", "MAX_TREEDEPTH", "run", "sample", "compile_program", "compile_programs",
+           "Compiles", "cache_directories", "backend_module"]
 
 #: what :class:`Fit` keeps of the hierarchical program (``delta`` assembled from Stan's ``delta`` and ``delta_w``)
 HIERARCHICAL_DRAWS = ("delta0", "sigma0", "nu_minus_one", "gamma_alpha", "gamma_beta")
@@ -60,6 +64,70 @@ def compile_program(program: str = "hierarchical", backend: str = "auto", progre
     """Compile ``program`` for ``backend`` (or find it in the cache) without data; the seconds spent compiling,
     0 when it was cached.  Call it ahead of the first fit: at a server's start-up, before spawning workers."""
     return backend_module(programs.resolve_backend(backend)).compile_program(program, progress)
+
+
+def cache_directories(backend: str = "auto") -> list:
+    """The folders that hold ``backend``'s compiled programs (the ones to keep in a CI cache)."""
+    return backend_module(programs.resolve_backend(backend)).cache_directories()
+
+
+def compile_programs(names: Iterable[str], backend: str = "auto", progress: Progress | None = None) -> dict[str, float]:
+    """Compile the programs ``names`` for ``backend`` at once (or find them in the cache); the seconds each took,
+    0 when it was cached."""
+    with Compiles(names, backend, progress) as compiles:
+        return compiles.wait()
+
+
+class Compiles:
+    """Stan programs compiling at once, each on a thread of its own waiting for its compile (pystan compiles each in
+    a process of its own; cmdstanpy one after the other), from the moment this is created; :meth:`wait` for them.
+    Used as a context manager, a failure or an interruption (Ctrl-C, SIGTERM) kills the compiles still running.
+    The threads are daemons: one waiting for another process's compile lock does not hold up this one's exit."""
+
+    def __init__(self, names: Iterable[str], backend: str = "auto", progress: Progress | None = None):
+        names = list(dict.fromkeys(names))
+        for name in names:
+            programs.program_file(name)  # an unknown name is refused before anything starts
+        self.engine = backend_module(programs.resolve_backend(backend))
+        self._progress, self._announced, self._lock = progress, False, threading.Lock()
+        self.futures = {name: concurrent.futures.Future() for name in names}
+        for name in names:
+            threading.Thread(target=self._compile, args=(name,), name=f"stan-compile-{name}", daemon=True).start()
+
+    def _compile(self, name: str) -> None:
+        try:
+            self.futures[name].set_result(self.engine.compile_program(name, self._announce))
+        except BaseException as exc:
+            self.futures[name].set_exception(exc)
+
+    def _announce(self, stage: str, detail: str | None = None) -> None:
+        """A backend's progress (the stage ``compiling``), passed on to the progress hook of the moment."""
+        with self._lock:
+            self._announced = True
+            progress = self._progress
+        notify(progress, stage, detail)
+
+    def wait(self, progress: Progress | None = None) -> dict[str, float]:
+        """The seconds each program took (0: cached) once every compile has ended; the first failure is raised as
+        soon as it happens.  ``progress`` (when given) hears the compiles from now on: the stage ``compiling`` at
+        once if one was announced before and is still running."""
+        with self._lock:
+            self._progress = progress or self._progress
+            announced = self._announced
+        if progress is not None and announced and not all(f.done() for f in self.futures.values()):
+            notify(progress, "compiling")
+        done, _ = concurrent.futures.wait(self.futures.values(), return_when=concurrent.futures.FIRST_EXCEPTION)
+        for future in done:
+            if future.exception() is not None:
+                raise future.exception()
+        return {name: future.result() for name, future in self.futures.items()}
+
+    def __enter__(self) -> Compiles:
+        return self
+
+    def __exit__(self, kind, exc, traceback) -> None:
+        if kind is not None:
+            self.engine.kill_compilers()
 
 
 def run(program: str, stan_data: dict, *, chains: int, draws: int, warmup: int, seed: int, backend: str = "auto",

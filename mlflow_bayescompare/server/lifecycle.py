@@ -78,15 +78,14 @@ def compile_in_background() -> threading.Thread | None:
 
 
 def _compile_programs() -> None:
-    """In the compile process: compile every Stan program, the hierarchical test's first.  The backends compile a
-    program once per host (a job that needs it meanwhile waits for this compile, with the stage ``compiling``)."""
+    """In the compile process: compile every Stan program, all at once.  The backends compile a program once per
+    host (a job that needs it meanwhile waits for this compile, with the stage ``compiling``)."""
     from ..console import install_cli_handler, log
     from ..sampling.programs import PROGRAMS
-    from ..sampling.sampler import compile_program
+    from ..sampling.sampler import compile_programs
 
     install_cli_handler()  # its lines go to the server's log
-    for program in sorted(PROGRAMS, key=lambda name: name != "hierarchical"):
-        seconds = compile_program(program, backend="auto")
+    for program, seconds in compile_programs(PROGRAMS, backend="auto").items():
         if seconds:
             log.info("compiled the Stan program %s at start-up in %.0f s", program, seconds)
 

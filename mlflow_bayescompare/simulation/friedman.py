@@ -4,8 +4,7 @@
 N(0, 1) features; the regression target is turned into two classes by its median.  Orientation: x = acc(lda) -
 acc(cart), so *right* = lda more accurate, the paper's ground truth.  :func:`generate` and :func:`classifiers` are
 also the ``demo`` command's data and models.  ``examples/reproduce_paper/friedman.py`` runs :func:`experiment`.
-scikit-learn (the ``demo`` extra) is imported where the data are made and the models fitted, so that the command
-line, which reads :data:`SETTINGS`, runs without it.
+scikit-learn, SciPy, pandas and the engine are imported where they are used: the command line imports this module.
 """
 
 from __future__ import annotations
@@ -18,11 +17,6 @@ from functools import cache
 from itertools import product
 
 import numpy as np
-import pandas as pd
-from scipy.stats import wilcoxon
-
-from ..hierarchical.engine import hierarchical_test
-from .studies import ROPE
 
 __all__ = ["NOISE", "Setting", "SETTINGS", "generate", "sample", "median", "sample_classes", "classifiers",
            "friedman_cv", "actual_delta", "evidence", "cross_validate", "analyse", "experiment", "parallel_map"]
@@ -56,13 +50,11 @@ SETTINGS = [Setting(f, s, n, k) for f in NOISE for s, n, k in product(NOISE[f], 
 def generate(setting: Setting, n: int, random_state: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """n instances of ``setting``: features (F#1 has 10, F#2/F#3 have 4, drawn by scikit-learn from
     ``random_state``, then the extra noise features from ``rng``) and y."""
-    from sklearn import datasets  # scikit-learn (the demo extra) only where the data are made: see the docstring
+    from sklearn import datasets
 
-    if setting.function == 1:
-        X, y = datasets.make_friedman1(n, n_features=10, noise=setting.noise, random_state=random_state)
-    else:
-        maker = getattr(datasets, f"make_friedman{setting.function}")
-        X, y = maker(n, noise=setting.noise, random_state=random_state)
+    make = getattr(datasets, f"make_friedman{setting.function}")
+    more = {"n_features": 10} if setting.function == 1 else {}
+    X, y = make(n, noise=setting.noise, random_state=random_state, **more)
     return np.hstack([X, rng.standard_normal((n, setting.extra_features))]), y
 
 
@@ -154,6 +146,11 @@ def cross_validate(seed, pool):
 
 def analyse(rep, chosen, acc_lda, acc_cart, fit_seed, truth, **fit_kwargs):
     """Both tests on one replicate's data, as one table row."""
+    from scipy.stats import wilcoxon
+
+    from ..hierarchical.engine import hierarchical_test
+    from .studies import ROPE
+
     result = hierarchical_test(
         acc_lda, acc_cart, rope=ROPE, folds=10, model_a="lda", model_b="cart", seed=fit_seed, **fit_kwargs
     )
@@ -180,6 +177,8 @@ def experiment(pool, truth, reps=200, seed=0, jobs=1, **fit_kwargs):
 
     The cross-validation (the expensive part) runs in ``jobs`` processes, the Stan fits in this one; every
     replicate has its own seed, so the table does not depend on ``jobs``."""
+    import pandas as pd
+
     seeds = np.random.SeedSequence(seed).spawn(reps)
     data = parallel_map(cross_validate, [(s, pool) for s in seeds], jobs)
     return evidence(pd.DataFrame([analyse(rep, *d, truth, **fit_kwargs) for rep, d in enumerate(data)]))
