@@ -519,3 +519,51 @@ def test_credentials_in_the_tracking_uri_are_never_printed(auth_server):
     assert f"http://{host}/#/experiments/{ids['e-edit']}/runs/" in result.stdout  # the closing line's link
     assert "View run" not in printed and "View experiment" not in printed
     assert "pre@" not in printed and "TAIL-carol" not in printed
+
+
+def _autologged_search(srv, experiment: str) -> str:
+    """A GridSearchCV on iris autologged by the admin into ``experiment``: the search run's id."""
+    import warnings
+
+    import mlflow
+    import mlflow.sklearn
+    from sklearn.datasets import load_iris
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.svm import SVC
+
+    X, y = load_iris(return_X_y=True)
+    previous = mlflow.get_tracking_uri()
+    with _as(ADMIN), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mlflow.set_tracking_uri(srv.url)
+        try:
+            mlflow.sklearn.autolog(log_models=False, log_datasets=False, max_tuning_runs=0,
+                                   log_post_training_metrics=False, silent=True)
+            with mlflow.start_run(experiment_id=srv.ids[experiment]) as run:
+                GridSearchCV(SVC(), {"C": [0.1, 1], "kernel": ["linear", "rbf"]}, cv=5).fit(X, y)
+        finally:
+            mlflow.sklearn.autolog(disable=True)
+            mlflow.set_tracking_uri(previous)
+    return run.info.run_id
+
+
+def test_a_search_run_is_read_only_by_who_may_read_its_experiment(auth_server):
+    """The JSON API's ``search_run``: read on the run's experiment is checked first, a run in an experiment the
+    user may not read is refused exactly as an absent one, and a permitted one runs into the target."""
+    alice = auth_server.api(ALICE)
+    hidden, readable = _autologged_search(auth_server, "e-none"), _autologged_search(auth_server, "e-read")
+    before = _snapshot(auth_server)
+    body = {"metric": "score", "model_a": "C=1, kernel=rbf", "model_b": "C=0.1, kernel=linear",
+            "target_experiment": "e-edit"}
+    refused = alice.session.post(f"{auth_server.url}/bayescompare/api/comparisons",
+                                 json={**body, "search_run": hidden}, timeout=60)
+    absent = alice.session.post(f"{auth_server.url}/bayescompare/api/comparisons",
+                                json={**body, "search_run": ABSENT_RUN}, timeout=60)
+    assert refused.status_code == 400 and "no run" in refused.json()["error"], refused.text
+    _same(refused, absent, hidden, ABSENT_RUN)
+    assert _snapshot(auth_server) == before
+    state = alice.wait(alice.start("comparison", {**body, "search_run": readable}))
+    assert (state["status"], state["experiment_id"]) == ("FINISHED", auth_server.ids["e-edit"]), state
+    with _as(ADMIN):
+        tags = auth_server.admin.get_run(state["run_id"]).data.tags
+    assert tags[T.TEST] == "correlated-t" and tags[T.SOURCE_EXPERIMENTS] == auth_server.ids["e-read"], tags

@@ -34,7 +34,8 @@ def accept(granted: permissions.Granted):
     with context.runner().reserve() as submit:
         target = permissions.create_target(granted.target)
         name = _run_name(job)
-        run_id = start_run(store, target, name=name, tags=_job_tags(job), stage="queued")
+        run_id = start_run(store, target, name=name, tags=_job_tags(job, granted.experiment_ids),
+                           stage="queued")
         spec = JobSpec(kind=job.kind, run_id=run_id, models=job.models, fit=job.fit, pair_reports=job.pair_reports,
                        source=dataclasses.replace(job.source, target_experiment=str(target)),
                        tracking_uri=_job_uri(), state_dir=str(settings.state_dir), slots=settings.max_jobs,
@@ -72,14 +73,14 @@ def _run_name(job: JobRequest) -> str:
     return models_run_name(job.kind, len(job.models), job.source.metric)
 
 
-def _job_tags(job: JobRequest) -> dict[str, str]:
+def _job_tags(job: JobRequest, sources: list[str]) -> dict[str, str]:
     source = job.source
     record = {"kind": job.kind, **source.to_dict(), **job.fit.to_dict(), "models": list(job.models),
               "claim": job.claim, **({"pair_reports": job.pair_reports} if job.kind == "matrix" else {})}
     tags = {
         T.KIND: job.kind,
         T.METRIC: source.metric,
-        T.SOURCE_EXPERIMENTS: ",".join(source.experiment_ids),
+        T.SOURCE_EXPERIMENTS: ",".join(sources),
         T.JOB_REQUEST: fit_tag(json.dumps(json_safe(record), default=str), 5000),
         **owner_tags(),
     }

@@ -236,7 +236,9 @@ def readable_experiments(limit: int = 5000) -> list[dict[str, str]]:
 
 def resolve_sources(source: SourceOptions) -> list[str]:
     """The ids of the source experiments, in order; one :class:`InputError` naming every one that does not exist,
-    is deleted or may not be read (in the same words for each)."""
+    is deleted or may not be read (in the same words for each).  A search run's source is its experiment."""
+    if source.search_run is not None:
+        return [_readable_search_run(source.search_run)]
     ids, problems = [], []
     for name in source.experiment_names:
         found = _experiment(name=name)
@@ -300,6 +302,20 @@ def create_target(target: Target) -> str:
 
 
 # --------------------------------------------------------------------------------------------------- runs
+
+
+def _readable_search_run(run_id: str) -> str:
+    """The experiment of the run ``run_id`` (a scikit-learn search, read by the job), when the user may read it;
+    else the one refusal of a run that does not exist.  The run is read only to learn its experiment."""
+    try:
+        run = context.store_client().get_run(run_id)
+    except MlflowException as exc:
+        if exc.error_code not in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"):
+            raise
+        run = None
+    if run is None or not _visible(_experiment(experiment_id=run.info.experiment_id)):
+        raise InputError([f"no run '{run_id[:64]}'"], header="Unknown search run:")
+    return run.info.experiment_id
 
 
 def _readable_run(run_id: str):

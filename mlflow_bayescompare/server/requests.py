@@ -34,10 +34,7 @@ _KINDS = {"comparison": (SourceOptions, FitOptions, PairOptions),
           "matrix": (SourceOptions, FitOptions, ModelsOptions),
           "ranking": (SourceOptions, RankOptions, ModelsOptions)}
 #: fields a kind of job does not take (a ranking takes the `rank` command's options, as the command line does)
-#: (search_run: the permission check reads source experiments by name or id, not a run's; the command line and the
-#: Python API read search runs)
-_EXCLUDED = {"comparison": ("search_run",), "matrix": ("sensitivity", "search_run"),
-             "ranking": ("RankOptions.drop_incomplete", "pair_reports", "search_run")}
+_EXCLUDED = {"comparison": (), "matrix": ("sensitivity",), "ranking": ("RankOptions.drop_incomplete", "pair_reports")}
 
 
 class ApiError(Exception):
@@ -174,7 +171,10 @@ def check_model_count(models: tuple[str, ...], settings: Settings) -> None:
 
 
 def with_sources(job: JobRequest, experiment_ids: list[str]) -> JobRequest:
-    """``job`` reading exactly ``experiment_ids`` (resolved and permitted), by id."""
+    """``job`` reading exactly ``experiment_ids`` (resolved and permitted), by id; a search run's job reads its run
+    (whose experiment was resolved and permitted)."""
+    if job.source.search_run is not None:
+        return job
     source = dataclasses.replace(job.source, experiment_names=(), experiment_ids=tuple(experiment_ids))
     return dataclasses.replace(job, source=source)
 

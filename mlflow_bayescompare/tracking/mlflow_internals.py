@@ -39,12 +39,13 @@ import contextlib
 import logging
 import os
 import threading
+import urllib.parse
 from collections.abc import Callable, Iterator
 
 __all__ = ["TRACKING_URI_ENV", "RETRY_LOGGER", "active_experiment_id", "as_user", "authenticated_user",
            "backend_store_uri", "cors_allowed_origins", "end_run", "experiment_permission", "is_valid_key",
-           "register_auth_validator", "retry_notice", "run_artifact_location", "served_by_uvicorn", "server_boot_id",
-           "static_prefix", "tracking_store"]
+           "register_auth_validator", "retry_notice", "run_artifact_location", "download_top_artifact",
+           "served_by_uvicorn", "server_boot_id", "static_prefix", "tracking_store"]
 
 #: the environment variable of MLflow's tracking URI
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
@@ -184,6 +185,23 @@ def run_artifact_location(run, path: str) -> tuple:
         return (handlers._get_artifact_repo_mlflow_artifacts(),
                 handlers._get_proxied_run_artifact_destination_path(proxied_artifact_root=uri, relative_path=path))
     return handlers._get_artifact_repo(run), path
+
+
+def download_top_artifact(client, run, name: str, destination: str) -> str | None:
+    """The local path of the run's top-level artifact ``name`` downloaded into ``destination``, None when the run
+    has none.  A client on a tracking server downloads through it; a client on a server's own backend store (the
+    plugin's pre-flight, inside the server) cannot resolve ``mlflow-artifacts:`` URIs, and reads where the server's
+    ``/get-artifact`` does (:func:`run_artifact_location`)."""
+    if urllib.parse.urlsplit(client.tracking_uri).scheme in ("http", "https") \
+            or not run.info.artifact_uri.startswith("mlflow-artifacts:"):
+        if name not in {a.path for a in client.list_artifacts(run.info.run_id)}:
+            return None
+        return client.download_artifacts(run.info.run_id, name, destination)
+    repo, located = run_artifact_location(run, name)
+    folder = located.rpartition("/")[0] or None
+    if name not in {a.path.rpartition("/")[2] for a in repo.list_artifacts(folder)}:
+        return None
+    return repo.download_artifacts(located, dst_path=destination)
 
 
 # --------------------------------------------------------------------------------------------------- basic-auth

@@ -19,12 +19,12 @@ import re
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 from mlflow.exceptions import MlflowException
 
 from ..errors import InputError
+from . import mlflow_internals
 from .collect import SCORE_COLUMNS, CollectedScores
 
 __all__ = ["Search", "read_search", "split_scheme", "SEARCH_ESTIMATORS", "CV_RESULTS", "BEST"]
@@ -148,12 +148,11 @@ def _search_run(client, run_id: str):
 
 def _cv_results(client, run) -> pd.DataFrame:
     """The run's ``cv_results.csv``, the settings' columns read as text (``1`` stays ``1``, not ``1.0``)."""
-    run_id = run.info.run_id
-    if CV_RESULTS not in {a.path for a in client.list_artifacts(run_id)}:
-        raise InputError(f"search run {run_id} has no {CV_RESULTS} artifact, which holds each candidate's score on "
-                         f"every split: {MISSING_CV_RESULTS}", header=_HEADER)
     with tempfile.TemporaryDirectory(prefix="bayescompare-search-") as tmp:
-        path = Path(client.download_artifacts(run_id, CV_RESULTS, tmp))
+        path = mlflow_internals.download_top_artifact(client, run, CV_RESULTS, tmp)
+        if path is None:
+            raise InputError(f"search run {run.info.run_id} has no {CV_RESULTS} artifact, which holds each "
+                             f"candidate's score on every split: {MISSING_CV_RESULTS}", header=_HEADER)
         head = pd.read_csv(path, nrows=0).columns
         return pd.read_csv(path, dtype={c: str for c in head if c.startswith("param_")}, keep_default_na=False,
                            na_values={c: [""] for c in head if not c.startswith("param_")})
