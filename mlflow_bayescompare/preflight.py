@@ -28,6 +28,7 @@ from .progress import Progress, notify
 from .ranking.engine import Scores, read_scores
 from .ranking.joint import joint_inputs
 from .tracking.collect import CollectedScores, collect_scores, discover, resolve_experiments
+from .tracking.runkey import RunKey, parse_key
 from .tracking.search import read_search
 
 __all__ = ["Plan", "Checked", "plan", "check", "choose_test", "ROPE_LIMIT"]
@@ -115,8 +116,9 @@ def plan(client, kind: str, source: SourceOptions, options: FitOptions | RankOpt
         return _search_plan(client, kind, source, options, models, claim, progress)
     ids = resolve_experiments(client, source.experiment_names, source.experiment_ids)
     notify(progress, "fetching")
-    models = [str(m) for m in models] or discover(client, ids, model_tag=source.model_tag,
-                                                  dataset_tag=source.dataset_tag)["models"]
+    models = [str(m) for m in models] or discover(client, ids, model_key=source.model_key,
+                                                  dataset_key=source.dataset_key,
+                                                  filter_string=source.filter_string)["models"]
     if claim is not None:
         best_model(claim, models)
     return Plan(kind, source, options, ids, models, _pairs(kind, models))
@@ -147,7 +149,7 @@ def check(client, planned: Plan, progress: Progress | None = None, *, streamed: 
     source = planned.source
     collected = planned.collected or collect_scores(
         client, planned.experiment_ids, source.metric, planned.models, filter_string=source.filter_string,
-        layout=source.layout, model_tag=source.model_tag, dataset_tag=source.dataset_tag, folds=source.folds,
+        layout=source.layout, model_key=source.model_key, dataset_key=source.dataset_key, folds=source.folds,
         progress=progress)
     if planned.kind == "ranking":
         rank = _rank_options(planned)
@@ -194,23 +196,24 @@ def _pair_data(collected: CollectedScores, pair: tuple[str, str], source: Source
     tensor = collected.tensor(*pair, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
     test = choose_test(fit.test, collected.layout, len(tensor.datasets))
     if test == "correlated-t":
-        _one_dataset(tensor, source.dataset_tag)
+        _one_dataset(tensor, parse_key(collected.dataset_key, "dataset"))
         correlation(tensor.folds[0], fit.rho, None, None, header=CORRELATED_T)
     else:
         correlations(tensor.datasets, tensor.folds, fit.rho)
     return tensor, test
 
 
-def _one_dataset(tensor, dataset_tag: str) -> None:
+def _one_dataset(tensor, dataset_key: RunKey) -> None:
     """The correlated t-test asked for on a pair that shares several datasets: refused, with what to do."""
     q = len(tensor.datasets)
     if q == 1:
         return
     shown = ", ".join(map(repr, tensor.datasets[:5])) + (f" and {q - 5} more" if q > 5 else "")
+    clause = dataset_key.equals_clause(tensor.datasets[0])
     raise InputError(f"the correlated t-test compares two models on one dataset, but '{tensor.model_a}' and "
                      f"'{tensor.model_b}' share {q} datasets ({shown}): use the hierarchical test (--test "
-                     "hierarchical, or auto), or keep one dataset with a filter, e.g. --filter "
-                     f"\"tags.`{dataset_tag}` = '{tensor.datasets[0]}'\"")
+                     "hierarchical, or auto), or keep one dataset with a filter"
+                     + (f", e.g. --filter \"{clause}\"" if clause else ""))
 
 
 def _rank_options(planned: Plan) -> RankOptions:

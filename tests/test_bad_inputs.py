@@ -145,10 +145,13 @@ def test_model_tag_missing_everywhere(tracking_uri, client, experiment_id):
     for d in DATASETS[:2]:
         log_steps(client, experiment_id, "rf", d, scores("rf", d), tags={"algo": "rf", "dataset": d})
     result = cli(tracking_uri, experiment_id)
-    assert_refused(result, client, experiment_id, 2, "model 'rf' is in no run tagged 'model'", "models present: none")
-    # with the right tag key it is found (the other model is still missing, by name)
-    result = cli(tracking_uri, experiment_id, "--model-tag", "algo")
-    assert_refused(result, client, experiment_id, 2, "model 'svm' is in no run tagged 'algo'")
+    assert_refused(result, client, experiment_id, 2, "no run carries tag 'model' for the model and no param that "
+                   "every run carries varies across them", "params: cv_folds, cv_repeats; tags: algo, dataset",
+                   "Say where the model is with --model-key")
+    # with the right key, or the old option, it is found (the other model is still missing, by name)
+    for option in (["--model-key", "tag:algo"], ["--model-tag", "algo"]):
+        result = cli(tracking_uri, experiment_id, *option)
+        assert_refused(result, client, experiment_id, 2, "model 'svm' is in no run tagged 'algo'")
 
 
 def test_tag_key_with_backtick(tracking_uri, client, experiment_id, grid):
