@@ -27,6 +27,8 @@ from .options import FitOptions, RankOptions, SourceOptions
 from .progress import Progress, notify
 from .ranking.engine import Scores, read_scores
 from .ranking.joint import joint_inputs
+from .scores.tensor import left_out_note
+from .signed_rank.engine import too_few
 from .tracking.collect import CollectedScores, collect_scores, discover, resolve_experiments
 from .tracking.runkey import RunKey, parse_key
 from .tracking.search import read_search
@@ -103,7 +105,7 @@ class Checked:
         if problems:
             raise InputError(problems, header="Cannot compare every pair:")
         if planned.ranked:
-            self.rank = _rank_options(planned)
+            self.rank = _rank_options(planned, self.collected)
             self.ranking = _ranking_scores(self.collected, planned, self.rank)
 
 
@@ -151,8 +153,10 @@ def check(client, planned: Plan, progress: Progress | None = None, *, streamed: 
         client, planned.experiment_ids, source.metric, planned.models, filter_string=source.filter_string,
         layout=source.layout, model_key=source.model_key, dataset_key=source.dataset_key, folds=source.folds,
         progress=progress)
+    if planned.kind == "matrix" and source.drop_incomplete:  # one set of datasets for every pair
+        collected = collected.common(planned.models)
     if planned.kind == "ranking":
-        rank = _rank_options(planned)
+        rank = _rank_options(planned, collected)
         return Checked(planned, collected, ranking=_ranking_scores(collected, planned, rank), rank=rank)
     _check_rope(planned.options.rope, collected)
     checked = Checked(planned, collected, choose_test(planned.options.test, collected.layout) == "signed-rank")
@@ -188,6 +192,10 @@ def _pair_data(collected: CollectedScores, pair: tuple[str, str], source: Source
     fold scores, checked as the test will read them (their correlation ρ)."""
     if signed_rank:
         means = collected.means(*pair, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
+        if len(means.datasets) < 2:
+            raise InputError(too_few(means.datasets) + ([left_out_note(means.left_out, means.datasets)]
+                                                        if means.left_out else []),
+                             header="Cannot run the signed-rank test:")
         return means, "signed-rank"
     if fit.test == "correlated-t" and collected.layout == "means":
         raise InputError(f"the runs hold one '{collected.metric}' score per model and dataset (the means layout), "
@@ -216,17 +224,27 @@ def _one_dataset(tensor, dataset_key: RunKey) -> None:
                      + (f", e.g. --filter \"{clause}\"" if clause else ""))
 
 
-def _rank_options(planned: Plan) -> RankOptions:
-    """The ranking's options: a ranking's own, a matrix's sampled like its pairs; datasets a model lacks dropped
-    when the source says so."""
+def _rank_options(planned: Plan, collected: CollectedScores) -> RankOptions:
+    """The ranking's options: a ranking's own, a matrix's sampled like its pairs (on datasets some models lack,
+    Bradley-Terry's rule: no game where a model lacks the dataset); datasets a model lacks dropped when the source
+    says so."""
     rank = planned.options
     if planned.kind == "matrix":  # on one dataset, the joint model reads the pairs' rope and ρ
         rho = rank.rho[0] if isinstance(rank.rho, tuple) and len(rank.rho) == 1 else rank.rho
         rank = RankOptions(greater_is_better=rank.greater_is_better, threshold=rank.threshold, metric_rope=rank.rope,
-                           rho=None if isinstance(rho, tuple) else rho, **rank.with_warmup().sampler_settings())
+                           rho=None if isinstance(rho, tuple) else rho, skip_missing=_ragged(collected, planned),
+                           **rank.with_warmup().sampler_settings())
     if planned.source.drop_incomplete and not rank.drop_incomplete:
         rank = dataclasses.replace(rank, drop_incomplete=True)
     return rank
+
+
+def _ragged(collected: CollectedScores, planned: Plan) -> bool:
+    """Whether some model lacks a dataset another has (and the source keeps such datasets)."""
+    if planned.source.drop_incomplete:
+        return False
+    scores = collected.scores[collected.scores["model"].isin(planned.models)]
+    return bool((scores.groupby("dataset")["model"].nunique() < len(set(planned.models))).any())
 
 
 def _ranking_scores(collected: CollectedScores, planned: Plan, rank: RankOptions) -> Scores:

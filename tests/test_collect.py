@@ -360,12 +360,11 @@ def test_means_layout_problems_are_named(client, experiment_id, paper, caplog):
     assert result.layout == "means"
     with pytest.raises(InputError) as e:
         result.means("nbc", "aode")
-    assert e.value.problems == [f"dataset 'uci4' model 'nbc' (run {nan_run}): score is nan",
-                                "dataset 'uci3': only model 'nbc' has scores, 'aode' has none"]
+    assert e.value.problems == [f"dataset 'uci4' model 'nbc' (run {nan_run}): score is nan"]  # uci3 is left out
     with caplog.at_level(logging.WARNING, logger="mlflow_bayescompare"):
         kept = result.means("nbc", "aode", drop_incomplete=True)
-    assert kept.datasets == ["uci1", "uci2"]
-    assert any("dropping 2 incomplete dataset(s)" in r.getMessage() for r in caplog.records)
+    assert (kept.datasets, kept.left_out) == (["uci1", "uci2"], {"uci3": "no scores of 'aode'"})
+    assert any("dropping 1 incomplete dataset(s)" in r.getMessage() for r in caplog.records)
     one = collect_scores(client, [experiment_id], "accuracy", filter_string="tags.dataset = 'uci1'")
     with pytest.raises(InputError, match=r"Cannot run the signed-rank test:\n  - 1 dataset \('uci1'\): .* at least 2"):
         signed_rank_test(one.means("nbc", "aode"))

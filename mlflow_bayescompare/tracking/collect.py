@@ -3,6 +3,7 @@ score per (model, dataset) (means)."""
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from dataclasses import dataclass, field
@@ -46,6 +47,18 @@ class CollectedScores:
     model_key: str = DEFAULT_KEYS["model"]  # the keys the runs were read by (given, or detected)
     dataset_key: str = DEFAULT_KEYS["dataset"]
     notes: list[str] = field(default_factory=list)  # what the reading said: keys detected, names that collide
+    left_out: dict[str, str] = field(default_factory=dict)  # datasets left out for every pair, and why
+
+    def common(self, models: list[str]) -> CollectedScores:
+        """These scores on the datasets every one of ``models`` has (``--drop-incomplete`` of a matrix: one set for
+        every pair); the others are :attr:`left_out`."""
+        have = self.scores[self.scores["model"].isin(models)].groupby("dataset")["model"].nunique()
+        lacking = {ds: f"not every model has it (--drop-incomplete): {_lacking(self.scores, ds, models)}"
+                   for ds in have.index[have < len(set(models))]}
+        if not lacking:
+            return self
+        return dataclasses.replace(self, scores=self.scores[~self.scores["dataset"].isin(lacking)],
+                                   left_out={**self.left_out, **lacking})
 
     def tensor(self, model_a: str, model_b: str, **kwargs) -> CVTensor:
         """Pair two models' per-fold scores (keyword arguments go to ``from_tidy``, e.g. ``on_duplicate``)."""
@@ -54,7 +67,7 @@ class CollectedScores:
                              "the hierarchical test needs the per-fold scores: use the signed-rank test "
                              "(--test signed-rank), or log every fold's score")
         tensor = from_tidy(self.scores, model_a, model_b, time_col="start_time", **kwargs)
-        tensor.metric = self.metric
+        tensor.metric, tensor.left_out = self.metric, {**self.left_out, **tensor.left_out}
         return tensor
 
     def means(self, model_a: str, model_b: str, *, drop_incomplete: bool = False,
@@ -67,8 +80,14 @@ class CollectedScores:
         else:
             means = dataset_means(self.tensor(model_a, model_b, drop_incomplete=drop_incomplete,
                                               on_duplicate=on_duplicate))
-        means.metric = self.metric
+        means.metric, means.left_out = self.metric, {**self.left_out, **means.left_out}
         return means
+
+
+def _lacking(scores: pd.DataFrame, dataset: str, models: list[str]) -> str:
+    """``no scores of 'a', 'b'``: the models without scores on ``dataset``."""
+    present = set(scores.loc[scores["dataset"] == dataset, "model"])
+    return "no scores of " + ", ".join(f"'{m}'" for m in models if m not in present)
 
 
 # ---------------------------------------------------------------------------------------------- public
