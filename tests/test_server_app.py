@@ -406,8 +406,9 @@ def test_page_runs_a_comparison_and_follows_its_stages(server):
     ARTIFACTS.mkdir(exist_ok=True)
     with _browser() as (page, dialogs):
         page.goto(f"{server.url}/bayescompare/")
-        defaults = {k: page.input_value(f"#{k}") for k in ("rope", "chains", "draws", "threshold", "model_tag")}
-        assert defaults == {"rope": "0.01", "chains": "4", "draws": "1000", "threshold": "0.95", "model_tag": "model"}
+        defaults = {k: page.input_value(f"#{k}") for k in ("rope", "chains", "draws", "threshold", "model_key")}
+        assert defaults == {"rope": "0.01", "chains": "4", "draws": "1000", "threshold": "0.95",
+                            "model_key": "tag:model"}
         _fill_form(page, server, seed=4, draws=20000)  # long enough to be seen sampling
         page.click("#compare-btn")
         seen, deadline = [], time.monotonic() + 600
