@@ -302,7 +302,8 @@ def test_experiments_and_choices(server):
     choices = s.get(f"{server.url}/bayescompare/api/choices", params={"experiment_id": server.experiment_id},
                     timeout=30).json()
     assert choices == {"experiment_id": server.experiment_id, "models": sorted(MODELS), "metrics": ["accuracy"],
-                       "datasets": [f"dataset-{d}" for d in range(5)], "runs": 15}
+                       "datasets": [f"dataset-{d}" for d in range(5)], "runs": 15, "model_key": "tag:model",
+                       "dataset_key": "tag:dataset"}
 
 
 def test_stock_mlflow_ui_and_rest_api_still_answer(server):
