@@ -323,6 +323,7 @@ def _comparison_text(outcome, claim: claims.Report | None, tracking_uri) -> str:
     lines += _table([(f"P({a} better)", f"{outcome.p_a_better:.3f}"), ("P(rope)", f"{outcome.p_rope:.3f}"),
                      (f"P({b} better)", f"{outcome.p_b_better:.3f}")])
     lines.append(f"Verdict: {outcome.verdict}")
+    lines += _left_out_lines(outcome)
     if claim is not None:
         lines.append(claim.line())
     if getattr(outcome.result, "sensitivity", None) is not None:
@@ -334,6 +335,12 @@ def _comparison_text(outcome, claim: claims.Report | None, tracking_uri) -> str:
     return "\n".join(lines)
 
 
+def _left_out_lines(outcome) -> list[str]:
+    """``Left out: 'x' (no scores of 'b'), …``: the datasets a pair did not compare, when there are any."""
+    left_out = outcome.tensor.left_out
+    return [f"Left out: {', '.join(f'{d!r} ({why})' for d, why in left_out.items())}"] if left_out else []
+
+
 def _matrix_text(outcome, tracking_uri) -> str:
     lines = [f"Ranking of {len(outcome.models)} models · {outcome.summary.metric}:",
              outcome.ranking.to_string(index=False, float_format=lambda v: f"{v:.3f}"),
@@ -342,6 +349,7 @@ def _matrix_text(outcome, tracking_uri) -> str:
     for (a, b), o in outcome.pairs.items():
         lines.append(f"  {f'{a} vs {b}'.ljust(width)}  P(a) {o.p_a_better:.3f} · rope {o.p_rope:.3f} · "
                      f"P(b) {o.p_b_better:.3f}  {o.verdict}")
+        lines += ["  " + line for line in _left_out_lines(o)]
     if outcome.run_id:
         lines += _where(tracking_uri, "Parent run", outcome.run_id, outcome.experiment_id)
     return "\n".join(lines)

@@ -38,6 +38,7 @@ from .progress import Progress, notify
 from .ranking.engine import rank_scores
 from .result import TEST_NAMES, counted
 from .sampling import sampler, workers
+from .scores.tensor import left_out_note
 from .signed_rank.engine import signed_rank_test
 from .tracking import reach, runlog
 from .tracking.bundle import (
@@ -90,7 +91,8 @@ class ComparisonOutcome(Outcome):
     tensor: Any = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "n_datasets": len(self.tensor.datasets)}
+        return {**super().to_dict(), "n_datasets": len(self.tensor.datasets),
+                "datasets_left_out": dict(self.tensor.left_out)}
 
 
 @dataclass
@@ -122,7 +124,8 @@ class MatrixOutcome:
             "p_rope": _nested(self.summary.rope),
             "pairs": [
                 {"model_a": a, "model_b": b, "p_a_better": o.p_a_better, "p_rope": o.p_rope,
-                 "p_b_better": o.p_b_better, "verdict": o.verdict, "decision": o.decision, "run_id": o.run_id}
+                 "p_b_better": o.p_b_better, "verdict": o.verdict, "decision": o.decision, "run_id": o.run_id,
+                 "datasets_left_out": dict(o.tensor.left_out)}
                 for (a, b), o in self.pairs.items()
             ],
         }
@@ -307,11 +310,22 @@ def _pair_test(data, test: str, fit: FitOptions, progress: Progress | None = Non
     (with its PSIS-LOO model check unless ``model_check=False``; as a ``matrix_pair``, after the matrix's warm-up
     when none is given)."""
     if test == "signed-rank":
-        return signed_rank_test(data, options=fit)
-    if test == "correlated-t":
-        return correlated_t_test(data, options=fit)
-    return hierarchical_test(data, options=fit, progress=progress, model_check=model_check,
-                             default_warmup=MATRIX_PAIR_WARMUP if matrix_pair else WARMUP)
+        result = signed_rank_test(data, options=fit)
+    elif test == "correlated-t":
+        result = correlated_t_test(data, options=fit)
+    else:
+        result = hierarchical_test(data, options=fit, progress=progress, model_check=model_check,
+                                   default_warmup=MATRIX_PAIR_WARMUP if matrix_pair else WARMUP)
+    return _noting_left_out(result, data)
+
+
+def _noting_left_out(result, data):
+    """``result`` with the datasets its pair left out (:attr:`~.scores.tensor.CVTensor.left_out`) in its settings
+    (the run's param and tag) and its warnings (the reports)."""
+    if data.left_out:
+        result.settings["datasets_left_out"] = dict(data.left_out)
+        result.diagnostics.setdefault("warnings", []).append(left_out_note(data.left_out, data.datasets))
+    return result
 
 
 def _pair_bundle(result, data, metric: str, ids, layout: str, *, run_id: str | None = None,

@@ -28,8 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .claims import CLAIMS
+from .errors import InputError
 from .optionparse import build, checked_click_option, click_options, defaults, from_keywords, parse_fields, public_name
 from .optionspec import Option, OptionsBase, option, required_option
+from .tracking.runkey import DEFAULT_KEYS, RunKey, parse_key
 
 __all__ = [
     "Option", "SourceOptions", "SamplerOptions", "FitOptions", "PairOptions", "ModelsOptions", "RankOptions",
@@ -74,8 +76,19 @@ class SourceOptions(OptionsBase):
     experiment_ids: tuple[str, ...] = option((), "Source experiment by id (repeatable).", "strings",
                                               public="experiment_id", high=20)
     layout: str = option("auto", "How the per-fold scores are logged.", "choice", choices=LAYOUTS)
-    model_tag: str = option("model", "Run tag naming the model.", "str")
-    dataset_tag: str = option("dataset", "Run tag naming the dataset.", "str")
+    model_key: str = option(DEFAULT_KEYS["model"], "Where a run's model name comes from: tag:NAME, param:NAME, "
+                                                   "run-name, or logged-model (the name of the run's logged model). "
+                                                   "Without the default tag in the runs, a param that varies across "
+                                                   "them is looked for.", "str")
+    dataset_key: str = option(DEFAULT_KEYS["dataset"], "Where a run's dataset name comes from: tag:NAME, param:NAME, "
+                                                       "run-name, or input (the run's dataset inputs, as "
+                                                       "mlflow.log_input and autolog log them, told apart by digest). "
+                                                       "Without the default tag in the runs, dataset inputs are looked "
+                                                       "for.", "str")
+    model_tag: str | None = option(None, "Run tag naming the model: the same as --model-key tag:NAME.", "str",
+                                   nullable=True)
+    dataset_tag: str | None = option(None, "Run tag naming the dataset: the same as --dataset-key tag:NAME.", "str",
+                                     nullable=True)
     filter_string: str = option("", "Extra MLflow search filter, e.g. \"params.version = '2'\".", "str",
                                  public="filter", max_length=MAX_FILTER)
     folds: int | None = option(None, "Folds per repeat, when runs lack the param cv_folds.", "int", low=2,
@@ -97,13 +110,35 @@ class SourceOptions(OptionsBase):
         if self.search_run is not None and (self.experiment_names or self.experiment_ids):
             problems.append("search_run is read from its own experiment: give no experiment_name or experiment_id "
                             "with it")
-        for name in ("model_tag", "dataset_tag"):
-            value = getattr(self, name)
-            if isinstance(value, str) and "`" in value:
-                problems.append(f"{name} contains a backtick, which MLflow's filters cannot express; got {value!r}")
-            elif isinstance(value, str) and not value.strip():
-                problems.append(f"{name} must not be empty")
+        for role in ("model", "dataset"):
+            problems += self._key_problems(role)
         return problems
+
+    def _key_problems(self, role: str) -> list[str]:
+        """The key of ``role``, with its old tag option folded in (``model_tag="algo"`` is ``model_key="tag:algo"``):
+        its problems, or none once it is set."""
+        key, tag = getattr(self, f"{role}_key"), getattr(self, f"{role}_tag")
+        if isinstance(tag, str):
+            if "`" in tag:
+                return [f"{role}_tag contains a backtick, which MLflow's filters cannot express; got {tag!r}"]
+            if not tag.strip():
+                return [f"{role}_tag must not be empty"]
+            if key not in (DEFAULT_KEYS[role], f"tag:{tag}"):
+                return [f"{role}_tag {tag!r} is the key 'tag:{tag}', but {role}_key is {key!r}: give one of the two"]
+            key = f"tag:{tag}"
+        if not isinstance(key, str):  # its own check said so
+            return []
+        try:
+            parsed = parse_key(key, role)
+        except InputError as exc:
+            return exc.problems
+        object.__setattr__(self, f"{role}_key", str(parsed))
+        object.__setattr__(self, f"{role}_tag", None)
+        return []
+
+    def run_key(self, role: str) -> RunKey:
+        """The parsed ``model_key`` or ``dataset_key``."""
+        return parse_key(getattr(self, f"{role}_key"), role)
 
 
 def draw_seed() -> int:

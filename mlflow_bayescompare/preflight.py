@@ -27,7 +27,10 @@ from .options import FitOptions, RankOptions, SourceOptions
 from .progress import Progress, notify
 from .ranking.engine import Scores, read_scores
 from .ranking.joint import joint_inputs
+from .scores.tensor import left_out_note
+from .signed_rank.engine import too_few
 from .tracking.collect import CollectedScores, collect_scores, discover, resolve_experiments
+from .tracking.runkey import RunKey, parse_key
 from .tracking.search import read_search
 
 __all__ = ["Plan", "Checked", "plan", "check", "choose_test", "ROPE_LIMIT"]
@@ -102,7 +105,7 @@ class Checked:
         if problems:
             raise InputError(problems, header="Cannot compare every pair:")
         if planned.ranked:
-            self.rank = _rank_options(planned)
+            self.rank = _rank_options(planned, self.collected)
             self.ranking = _ranking_scores(self.collected, planned, self.rank)
 
 
@@ -115,8 +118,9 @@ def plan(client, kind: str, source: SourceOptions, options: FitOptions | RankOpt
         return _search_plan(client, kind, source, options, models, claim, progress)
     ids = resolve_experiments(client, source.experiment_names, source.experiment_ids)
     notify(progress, "fetching")
-    models = [str(m) for m in models] or discover(client, ids, model_tag=source.model_tag,
-                                                  dataset_tag=source.dataset_tag)["models"]
+    models = [str(m) for m in models] or discover(client, ids, model_key=source.model_key,
+                                                  dataset_key=source.dataset_key,
+                                                  filter_string=source.filter_string)["models"]
     if claim is not None:
         best_model(claim, models)
     return Plan(kind, source, options, ids, models, _pairs(kind, models))
@@ -147,10 +151,12 @@ def check(client, planned: Plan, progress: Progress | None = None, *, streamed: 
     source = planned.source
     collected = planned.collected or collect_scores(
         client, planned.experiment_ids, source.metric, planned.models, filter_string=source.filter_string,
-        layout=source.layout, model_tag=source.model_tag, dataset_tag=source.dataset_tag, folds=source.folds,
+        layout=source.layout, model_key=source.model_key, dataset_key=source.dataset_key, folds=source.folds,
         progress=progress)
+    if planned.kind == "matrix" and source.drop_incomplete:  # one set of datasets for every pair
+        collected = collected.common(planned.models)
     if planned.kind == "ranking":
-        rank = _rank_options(planned)
+        rank = _rank_options(planned, collected)
         return Checked(planned, collected, ranking=_ranking_scores(collected, planned, rank), rank=rank)
     _check_rope(planned.options.rope, collected)
     checked = Checked(planned, collected, choose_test(planned.options.test, collected.layout) == "signed-rank")
@@ -186,6 +192,10 @@ def _pair_data(collected: CollectedScores, pair: tuple[str, str], source: Source
     fold scores, checked as the test will read them (their correlation ρ)."""
     if signed_rank:
         means = collected.means(*pair, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
+        if len(means.datasets) < 2:
+            raise InputError(too_few(means.datasets) + ([left_out_note(means.left_out, means.datasets)]
+                                                        if means.left_out else []),
+                             header="Cannot run the signed-rank test:")
         return means, "signed-rank"
     if fit.test == "correlated-t" and collected.layout == "means":
         raise InputError(f"the runs hold one '{collected.metric}' score per model and dataset (the means layout), "
@@ -194,36 +204,47 @@ def _pair_data(collected: CollectedScores, pair: tuple[str, str], source: Source
     tensor = collected.tensor(*pair, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
     test = choose_test(fit.test, collected.layout, len(tensor.datasets))
     if test == "correlated-t":
-        _one_dataset(tensor, source.dataset_tag)
+        _one_dataset(tensor, parse_key(collected.dataset_key, "dataset"))
         correlation(tensor.folds[0], fit.rho, None, None, header=CORRELATED_T)
     else:
         correlations(tensor.datasets, tensor.folds, fit.rho)
     return tensor, test
 
 
-def _one_dataset(tensor, dataset_tag: str) -> None:
+def _one_dataset(tensor, dataset_key: RunKey) -> None:
     """The correlated t-test asked for on a pair that shares several datasets: refused, with what to do."""
     q = len(tensor.datasets)
     if q == 1:
         return
     shown = ", ".join(map(repr, tensor.datasets[:5])) + (f" and {q - 5} more" if q > 5 else "")
+    clause = dataset_key.equals_clause(tensor.datasets[0])
     raise InputError(f"the correlated t-test compares two models on one dataset, but '{tensor.model_a}' and "
                      f"'{tensor.model_b}' share {q} datasets ({shown}): use the hierarchical test (--test "
-                     "hierarchical, or auto), or keep one dataset with a filter, e.g. --filter "
-                     f"\"tags.`{dataset_tag}` = '{tensor.datasets[0]}'\"")
+                     "hierarchical, or auto), or keep one dataset with a filter"
+                     + (f", e.g. --filter \"{clause}\"" if clause else ""))
 
 
-def _rank_options(planned: Plan) -> RankOptions:
-    """The ranking's options: a ranking's own, a matrix's sampled like its pairs; datasets a model lacks dropped
-    when the source says so."""
+def _rank_options(planned: Plan, collected: CollectedScores) -> RankOptions:
+    """The ranking's options: a ranking's own, a matrix's sampled like its pairs (on datasets some models lack,
+    Bradley-Terry's rule: no game where a model lacks the dataset); datasets a model lacks dropped when the source
+    says so."""
     rank = planned.options
     if planned.kind == "matrix":  # on one dataset, the joint model reads the pairs' rope and ρ
         rho = rank.rho[0] if isinstance(rank.rho, tuple) and len(rank.rho) == 1 else rank.rho
         rank = RankOptions(greater_is_better=rank.greater_is_better, threshold=rank.threshold, metric_rope=rank.rope,
-                           rho=None if isinstance(rho, tuple) else rho, **rank.with_warmup().sampler_settings())
+                           rho=None if isinstance(rho, tuple) else rho, skip_missing=_ragged(collected, planned),
+                           **rank.with_warmup().sampler_settings())
     if planned.source.drop_incomplete and not rank.drop_incomplete:
         rank = dataclasses.replace(rank, drop_incomplete=True)
     return rank
+
+
+def _ragged(collected: CollectedScores, planned: Plan) -> bool:
+    """Whether some model lacks a dataset another has (and the source keeps such datasets)."""
+    if planned.source.drop_incomplete:
+        return False
+    scores = collected.scores[collected.scores["model"].isin(planned.models)]
+    return bool((scores.groupby("dataset")["model"].nunique() < len(set(planned.models))).any())
 
 
 def _ranking_scores(collected: CollectedScores, planned: Plan, rank: RankOptions) -> Scores:

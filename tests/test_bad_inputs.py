@@ -145,10 +145,13 @@ def test_model_tag_missing_everywhere(tracking_uri, client, experiment_id):
     for d in DATASETS[:2]:
         log_steps(client, experiment_id, "rf", d, scores("rf", d), tags={"algo": "rf", "dataset": d})
     result = cli(tracking_uri, experiment_id)
-    assert_refused(result, client, experiment_id, 2, "model 'rf' is in no run tagged 'model'", "models present: none")
-    # with the right tag key it is found (the other model is still missing, by name)
-    result = cli(tracking_uri, experiment_id, "--model-tag", "algo")
-    assert_refused(result, client, experiment_id, 2, "model 'svm' is in no run tagged 'algo'")
+    assert_refused(result, client, experiment_id, 2, "no run carries tag 'model' for the model and no param that "
+                   "every run carries varies across them", "params: cv_folds, cv_repeats; tags: algo, dataset",
+                   "Say where the model is with --model-key")
+    # with the right key, or the old option, it is found (the other model is still missing, by name)
+    for option in (["--model-key", "tag:algo"], ["--model-tag", "algo"]):
+        result = cli(tracking_uri, experiment_id, *option)
+        assert_refused(result, client, experiment_id, 2, "model 'svm' is in no run tagged 'algo'")
 
 
 def test_tag_key_with_backtick(tracking_uri, client, experiment_id, grid):
@@ -164,15 +167,64 @@ def test_empty_experiment(tracking_uri, client, experiment_id):
 # ------------------------------------------------------------------------------------------- the CV tensor
 
 
-def test_dataset_with_one_model_only_is_named(tracking_uri, client, experiment_id, grid):
+def test_a_dataset_one_model_lacks_is_left_out_and_named(tracking_uri, client, experiment_id, grid, tmp_path):
+    """The pair is compared on the datasets both have; the one left out is named in the messages, the JSON, the
+    run (tag, param, description), its HTML report and the text."""
     log_steps(client, experiment_id, "rf", "abalone", scores("rf", "iris"))
-    result = cli(tracking_uri, experiment_id)
-    assert_refused(result, client, experiment_id, 2, "abalone", "svm")
-    # --drop-incomplete drops it, with a warning that names it, and compares the rest
-    result = cli(tracking_uri, experiment_id, "--drop-incomplete", "--no-log", "--json")
+    result = cli(tracking_uri, experiment_id, "--json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["n_datasets"] == 4
-    assert "bayescompare: warning: dropping 1 incomplete dataset(s): dataset 'abalone'" in result.stderr
+    out, note = json.loads(result.stdout), "left out 1 dataset only one of the two models has"
+    assert (out["n_datasets"], out["datasets_left_out"]) == (4, {"abalone": "no scores of 'svm'"})
+    assert f"{note}: 'abalone' (no scores of 'svm'); compared on the 4 both have" in result.stderr
+    run = client.get_run(out["run_id"])
+    assert run.data.tags["bayescompare.datasets_left_out"] == "abalone"
+    assert json.loads(run.data.params["datasets_left_out"]) == {"abalone": "no scores of 'svm'"}
+    assert note in run.data.tags["mlflow.note.content"]
+    report = client.download_artifacts(out["run_id"], "report.html", str(tmp_path))
+    assert note in open(report, encoding="utf-8").read()
+    result = cli(tracking_uri, experiment_id, "--no-log", "--test", "signed-rank")
+    assert result.exit_code == 0 and "Left out: 'abalone' (no scores of 'svm')" in result.stdout, result.output
+
+
+def test_fewer_than_two_shared_datasets(tracking_uri, client, experiment_id, grid):
+    """One shared dataset: the correlated t-test of its folds, said; the signed-rank test refused with the
+    one-dataset test named; no shared dataset: each model's named."""
+    log_steps(client, experiment_id, "knn", "iris", scores("knn", "iris"))
+    log_steps(client, experiment_id, "knn", "abalone", scores("knn", "iris"))
+    result = cli(tracking_uri, experiment_id, "--model-b", "knn", "--no-log", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["test"] == "correlated-t" and sorted(out["datasets_left_out"]) == ["abalone", "glass", "wine", "yeast"]
+    assert "compared on the 1 both have ('iris'): one dataset, on which the correlated t-test" in result.stderr
+    result = cli(tracking_uri, experiment_id, "--model-b", "knn", "--test", "signed-rank")
+    assert_refused(result, client, experiment_id, 2, "1 dataset ('iris'): the signed-rank test compares two models "
+                   "across datasets", "(the Bayesian correlated t-test)", "left out 4 datasets")
+    log_steps(client, experiment_id, "lgbm", "abalone", scores("rf", "iris"))
+    result = cli(tracking_uri, experiment_id, "--model-b", "lgbm")
+    assert_refused(result, client, experiment_id, 2, "'rf' and 'lgbm' share no dataset: 'rf' has 'glass', 'iris', "
+                   "'wine', 'yeast'; 'lgbm' has 'abalone'")
+
+
+@pytest.mark.slow
+def test_a_matrix_compares_each_pair_on_its_shared_datasets(tracking_uri, client, experiment_id):
+    """Per pair, the datasets both models have; the ranking plays no game where a model lacks a dataset;
+    --drop-incomplete keeps one common set for every pair (means layout: signed-rank pairs, a BBT ranking)."""
+    for m in MODELS:
+        for d in DATASETS:
+            if (m, d) not in (("svm", "glass"), ("knn", "yeast")):
+                log_steps(client, experiment_id, m, d, scores(m, d, n=1), folds=None, repeats=None)
+    argv = ["matrix", "--tracking-uri", tracking_uri, "--experiment-id", experiment_id, "--metric", "accuracy",
+            *FAST, "--no-log", "--json", "--jobs", "1"]
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 0, result.output
+    left_out = {(p["model_a"], p["model_b"]): p["datasets_left_out"] for p in json.loads(result.stdout)["pairs"]}
+    assert left_out == {("rf", "svm"): {"glass": "no scores of 'svm'"}, ("knn", "rf"): {"yeast": "no scores of 'knn'"},
+                        ("knn", "svm"): {"yeast": "no scores of 'knn'", "glass": "no scores of 'svm'"}}
+    assert "pairs count no game where one is missing" in result.stderr
+    result = CliRunner().invoke(main, [*argv, "--drop-incomplete"])
+    assert result.exit_code == 0, result.output
+    assert all(sorted(p["datasets_left_out"]) == ["glass", "yeast"] for p in json.loads(result.stdout)["pairs"])
+    assert "pairs count no game" not in result.stderr
 
 
 def test_unequal_fold_counts_name_the_dataset(tracking_uri, client, experiment_id, grid):

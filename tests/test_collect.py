@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from mlflow import MlflowClient
-from mlflow.entities import Metric, Param
+from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param
 from mlflow.store.tracking.dbmodels.models import SqlRun, SqlTag
 from sqlalchemy.orm import Session
 
@@ -20,6 +20,7 @@ from mlflow_bayescompare.scores.tensor import from_tidy
 from mlflow_bayescompare.signed_rank.engine import signed_rank_test
 from mlflow_bayescompare.tracking import collect as collect_module
 from mlflow_bayescompare.tracking import fetch as fetch_module
+from mlflow_bayescompare.tracking import identify as identify_module
 from mlflow_bayescompare.tracking.collect import collect_scores, discover, resolve_experiments
 from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 from mlflow_bayescompare.tracking.fetch import fetch_histories
@@ -191,7 +192,8 @@ def test_lookup_errors(client, experiment_id, paper):
         collect_scores(client, [experiment_id], "accuracy", ["xgb", "nbc"])
     with pytest.raises(InputError, match="invalid filter string 'params.x = 1 OR params.y = 2'"):
         collect_scores(client, [experiment_id], "accuracy", filter_string="params.x = 1 OR params.y = 2")
-    with pytest.raises(InputError, match="no run in experiment.* has tags 'algo' and 'dataset'"):
+    with pytest.raises(InputError, match="no run in experiment.* has tag 'algo' and tag 'dataset'\n.*the runs carry "
+                                         "params: cv_folds, cv_repeats; tags: dataset, model"):
         collect_scores(client, [experiment_id], "accuracy", model_tag="algo")
     with pytest.raises(InputError, match="layout must be one of"):
         collect_scores(client, [experiment_id], "accuracy", layout="rows")
@@ -219,18 +221,96 @@ def test_resolve_and_discover(client, experiment_id, paper):
     assert e.value.problems == ["no experiment named 'nope'", "no experiment with id '12345'"]
     found = discover(client, [experiment_id])
     assert found == {"models": ["aode", "nbc"], "datasets": ["uci1", "uci2", "uci3"], "metrics": ["accuracy"],
-                     "runs": 6}
+                     "runs": 6, "model_key": "tag:model", "dataset_key": "tag:dataset"}
 
 
 def test_progress_hook_hears_fetching(client, experiment_id, paper, monkeypatch):
     log_steps(client, experiment_id, paper)
-    monkeypatch.setattr(collect_module, "PAGE", 4)  # 6 runs in pages of 4: one "listed" note
+    monkeypatch.setattr(identify_module, "PAGE", 4)  # 6 runs in pages of 4: one "listed" note
     heard = []
     collect_scores(client, [experiment_id], "accuracy",
                    progress=lambda stage, detail=None: heard.append((stage, detail)))
     assert ("fetching", "listed 4 runs") in heard
     assert heard[-1] == ("fetching", "read metric histories of 6/6 runs")
     assert {stage for stage, _ in heard} == {"fetching"}
+
+
+# ---------------------------------------------------------------------------------------------- where names come from
+
+
+def log_untagged(client, eid, df, names, model_param="estimator", **params):
+    """One run per (model, dataset) with no tags, steps layout: the model in the param ``model_param`` and the run
+    name, the dataset as the run's training input named ``names[dataset]`` (its digest the dataset's own), ``params``
+    as ``{param: {(model, dataset): value}}``.  Returns ``(model, dataset) -> run id``."""
+    ids = {}
+    for (model, dataset), g in groups(df):
+        rid = client.create_run(eid, run_name=model).info.run_id
+        entity = Dataset(names[dataset], f"d{dataset}", "code", "{}")
+        client.log_inputs(rid, datasets=[DatasetInput(entity, [InputTag("mlflow.data.context", "training")])])
+        logged = {model_param: model, "cv_folds": FOLDS, "cv_repeats": REPEATS, "rows": dataset,
+                  **{k: v[model, dataset] for k, v in params.items()}}
+        client.log_batch(rid, metrics=[Metric("accuracy", v, 0, int(i)) for i, v in zip(g.g, g.score)],
+                         params=[Param(k, str(v)) for k, v in logged.items()])
+        ids[model, dataset] = rid
+    return ids
+
+
+def test_keys_detected_from_inputs_and_a_param(client, experiment_id, paper, caplog):
+    """No tags: the datasets are the runs' inputs, the models the one param that varies within a dataset (not
+    ``rows``, which varies with the dataset only); two datasets named alike are told apart by their digests."""
+    log_untagged(client, experiment_id, paper, {"uci1": "dataset", "uci2": "dataset", "uci3": "uci3"})
+    with caplog.at_level(logging.WARNING, logger="mlflow_bayescompare"):
+        result = collect_scores(client, [experiment_id], "accuracy")
+    assert (result.model_key, result.dataset_key, result.layout) == ("param:estimator", "input", "steps")
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "no run carries tag 'model' or tag 'dataset'" in said and "--model-key param:estimator" in said
+    assert "dataset inputs named 'dataset' have 2 digests (duci1, duci2)" in said
+    renamed = {"uci1": "dataset@duci1", "uci2": "dataset@duci2", "uci3": "uci3"}
+    t = result.tensor("nbc", "aode")
+    assert sorted(t.datasets) == sorted(renamed.values())
+    for name, diff in expected_diffs(paper).items():
+        np.testing.assert_allclose(t.diffs[t.datasets.index(renamed[name])], diff)
+    found = discover(client, [experiment_id])
+    assert (found["models"], found["model_key"], found["dataset_key"]) == (["aode", "nbc"], "param:estimator", "input")
+
+
+def test_keys_given(client, experiment_id, paper):
+    """param:, run-name and logged-model for the model, param: for the dataset; a model named by its logged
+    model, created with the run as its source or listed in the run's outputs."""
+    ids = log_untagged(client, experiment_id, paper, {"uci1": "a", "uci2": "b", "uci3": "c"})
+    for (model, _), rid in ids.items():
+        client.create_logged_model(experiment_id, name=f"{model}-model", source_run_id=rid)
+    expected = expected_diffs(paper)
+    for model_key, a, b in (("param:estimator", "nbc", "aode"), ("run-name", "nbc", "aode"),
+                            ("logged-model", "nbc-model", "aode-model")):
+        result = collect_scores(client, [experiment_id], "accuracy", [a, b], model_key=model_key,
+                                dataset_key="param:rows")
+        t = result.tensor(a, b)
+        assert (result.model_key, result.dataset_key, sorted(t.datasets)) == (model_key, "param:rows", sorted(expected))
+        np.testing.assert_allclose(t.diffs[t.datasets.index("uci2")], expected["uci2"])
+
+
+def test_keys_that_match_nothing_or_do_not_decide(client, experiment_id, paper):
+    """A key no run carries names the params and tags the runs carry; two varying params ask for a key; a run with
+    two inputs and no training one is named."""
+    seeds = {key: str(i) for i, key in enumerate(sorted(groups(paper).groups))}
+    log_untagged(client, experiment_id, paper, {"uci1": "a", "uci2": "b", "uci3": "c"}, "kind", seed=seeds)
+    with pytest.raises(InputError) as e:
+        collect_scores(client, [experiment_id], "accuracy", model_key="param:model_type", dataset_key="input")
+    assert "no run in experiment(s) 1 has param 'model_type' and a dataset input" in str(e.value)
+    assert "the runs carry params: cv_folds, cv_repeats, kind, rows, seed; tags: none" in str(e.value)
+    with pytest.raises(InputError, match="model 'rf' is in no run with param 'kind'; models present: aode, nbc"):
+        collect_scores(client, [experiment_id], "accuracy", ["rf"], model_key="param:kind", dataset_key="input")
+    with pytest.raises(InputError, match=r"(?s)Cannot tell the runs apart:.*several params vary across the runs "
+                                         r"\(kind, seed\); .* carry params: cv_folds, cv_repeats, kind, rows, seed; "
+                                         r"tags: none\. Say where the model is with --model-key"):
+        collect_scores(client, [experiment_id], "accuracy")
+    assert discover(client, [experiment_id], strict=False)["models"] == []
+    rid = client.create_run(experiment_id, tags={"model": "nbc"}).info.run_id
+    client.log_inputs(rid, datasets=[DatasetInput(Dataset(n, n, "code", "{}"), [InputTag("mlflow.data.context", c)])
+                                     for n, c in (("x", "eval"), ("y", "test"))])
+    with pytest.raises(InputError, match=f"run {rid} has 2 dataset inputs .*'x' \\(digest x, context eval\\)"):
+        collect_scores(client, [experiment_id], "accuracy", dataset_key="input")
 
 
 # ---------------------------------------------------------------------------------------------- means layout
@@ -280,12 +360,11 @@ def test_means_layout_problems_are_named(client, experiment_id, paper, caplog):
     assert result.layout == "means"
     with pytest.raises(InputError) as e:
         result.means("nbc", "aode")
-    assert e.value.problems == [f"dataset 'uci4' model 'nbc' (run {nan_run}): score is nan",
-                                "dataset 'uci3': only model 'nbc' has scores, 'aode' has none"]
+    assert e.value.problems == [f"dataset 'uci4' model 'nbc' (run {nan_run}): score is nan"]  # uci3 is left out
     with caplog.at_level(logging.WARNING, logger="mlflow_bayescompare"):
         kept = result.means("nbc", "aode", drop_incomplete=True)
-    assert kept.datasets == ["uci1", "uci2"]
-    assert any("dropping 2 incomplete dataset(s)" in r.getMessage() for r in caplog.records)
+    assert (kept.datasets, kept.left_out) == (["uci1", "uci2"], {"uci3": "no scores of 'aode'"})
+    assert any("dropping 1 incomplete dataset(s)" in r.getMessage() for r in caplog.records)
     one = collect_scores(client, [experiment_id], "accuracy", filter_string="tags.dataset = 'uci1'")
     with pytest.raises(InputError, match=r"Cannot run the signed-rank test:\n  - 1 dataset \('uci1'\): .* at least 2"):
         signed_rank_test(one.means("nbc", "aode"))

@@ -35,11 +35,11 @@ FAMILIES = ("hierarchical", "signed_rank", "correlated_t", "ranking")
 #: each module's layer, by its dotted name under the package (the first matching prefix wins)
 LAYERS = [
     (0, ("errors", "claims", "optionspec", "optionparse", "options", "versions", "progress", "console", "result",
-         "tracking.tags", "tracking.keys", "tracking.uiroutes", "tracking.mlflow_internals", "scores.tidy_checks",
-         "sampling.pools",
+         "tracking.tags", "tracking.keys", "tracking.runkey", "tracking.uiroutes", "tracking.mlflow_internals",
+         "scores.tidy_checks", "sampling.pools",
          "sampling.convergence")),
-    (1, ("tracking.collect", "tracking.fetch", "tracking.cvlog", "tracking.reach", "tracking.search", "scores",
-         "sampling", "posterior_summary", "baselines", "figures", "report_html")),
+    (1, ("tracking.collect", "tracking.identify", "tracking.fetch", "tracking.cvlog", "tracking.reach",
+         "tracking.search", "scores", "sampling", "posterior_summary", "baselines", "figures", "report_html")),
     (2, FAMILIES),
     (3, ("tracking.bundle", "tracking.runlog", "matrix")),
     (4, ("preflight", "compare")),

@@ -93,6 +93,26 @@ def test_json_fields_build_every_object_and_name_every_problem():
     assert "model A and model B are both 'x'" in text
 
 
+def test_keys_are_parsed_once_and_the_old_tag_options_are_their_aliases():
+    [source] = parse_fields({"metric": "m", "model_key": "Param:estimator", "dataset_key": "input"}, [SourceOptions])
+    assert (source.model_key, source.dataset_key, str(source.run_key("model"))) == ("param:estimator", "input",
+                                                                                   "param:estimator")
+    [old] = parse_fields({"metric": "m", "model_tag": "algo"}, [SourceOptions])
+    assert (old.model_key, old.model_tag, old.dataset_key) == ("tag:algo", None, "tag:dataset")
+    assert dataclasses.replace(old, metric="n").model_key == "tag:algo"  # folded once, and stays so
+    with pytest.raises(InputError) as caught:
+        parse_fields({"model_key": "input", "dataset_key": "logged-model", "dataset_tag": "d", "metric": "m"},
+                     [SourceOptions], origin="cli")
+    assert caught.value.problems == [
+        "Invalid value for '--model-key': must be one of tag:<name>, param:<name>, run-name, logged-model; got "
+        "'input'",
+        "Invalid value for '--dataset-tag': 'd' is the key 'tag:d', but dataset_key is 'logged-model': give one of "
+        "the two"]
+    for bad in ("tag:", "param", "run-name:x", "tag:mo`del"):
+        with pytest.raises(InputError, match="model_key"):
+            SourceOptions(metric="m", model_key=bad)
+
+
 #: JSON values of the wrong type for most fields (a name where an object is sent, a lone surrogate, nested lists)
 WRONG_TYPES = [{"G": 1}, [{"G": 1}], [[1]], [None], True, -1, "G\ud800", ["G\ud800"], [], {}]
 JOBS = [("comparison", [SourceOptions, FitOptions, PairOptions], {"model_a": "a", "model_b": "b"}),

@@ -302,7 +302,8 @@ def test_experiments_and_choices(server):
     choices = s.get(f"{server.url}/bayescompare/api/choices", params={"experiment_id": server.experiment_id},
                     timeout=30).json()
     assert choices == {"experiment_id": server.experiment_id, "models": sorted(MODELS), "metrics": ["accuracy"],
-                       "datasets": [f"dataset-{d}" for d in range(5)], "runs": 15}
+                       "datasets": [f"dataset-{d}" for d in range(5)], "runs": 15, "model_key": "tag:model",
+                       "dataset_key": "tag:dataset"}
 
 
 def test_stock_mlflow_ui_and_rest_api_still_answer(server):
@@ -406,8 +407,9 @@ def test_page_runs_a_comparison_and_follows_its_stages(server):
     ARTIFACTS.mkdir(exist_ok=True)
     with _browser() as (page, dialogs):
         page.goto(f"{server.url}/bayescompare/")
-        defaults = {k: page.input_value(f"#{k}") for k in ("rope", "chains", "draws", "threshold", "model_tag")}
-        assert defaults == {"rope": "0.01", "chains": "4", "draws": "1000", "threshold": "0.95", "model_tag": "model"}
+        defaults = {k: page.input_value(f"#{k}") for k in ("rope", "chains", "draws", "threshold", "model_key")}
+        assert defaults == {"rope": "0.01", "chains": "4", "draws": "1000", "threshold": "0.95",
+                            "model_key": "tag:model"}
         _fill_form(page, server, seed=4, draws=20000)  # long enough to be seen sampling
         page.click("#compare-btn")
         seen, deadline = [], time.monotonic() + 600

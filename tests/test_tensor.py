@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from mlflow_bayescompare.errors import InputError
-from mlflow_bayescompare.scores.tensor import TABLE_COLUMNS, from_arrays, from_tidy
+from mlflow_bayescompare.scores.tensor import TABLE_COLUMNS, dataset_means, from_arrays, from_tidy, means_from_tidy
 
 
 def tidy(models=("rf", "svm"), datasets=("iris", "wine"), folds=5, repeats=1, seed=0) -> pd.DataFrame:
@@ -154,15 +154,33 @@ def test_every_problem_reported_at_once():
     assert str(e.value).startswith("Cannot compare 'rf' with 'svm':")
     assert "dataset 'iris' model 'rf' (run run-rf-iris): score is nan at fold 1" in problems
     assert "dataset 'iris' model 'svm' (run run-svm-iris): score is inf at fold 2" in problems
-    assert "dataset 'wine': only model 'rf' has scores, 'svm' has none" in problems
     assert "dataset 'digits': model 'svm' lacks fold 3" in problems
     assert "dataset 'adult': model 'rf' has 2 runs (run-rf-adult, run-rf-adult-2)" in problems
     assert "dataset 'cars': fold count differs: 'rf' uses 4 folds, 'svm' uses 2" in problems
-    assert len(problems) == 6
+    assert len(problems) == 5  # wine, which svm lacks, is left out: not a problem
     assert str(e.value).endswith(  # what to do, said once
         "\nto keep the latest run of each model on a dataset: --latest on the command line, on_duplicate='latest' "
         "in Python (or delete or filter out the extra runs)\nto leave out the datasets with missing or extra folds "
         "or scores: --drop-incomplete on the command line, drop_incomplete=True in Python")
+
+
+def test_a_pair_compares_the_datasets_both_models_have(caplog):
+    df = tidy(models=("rf", "svm", "knn"), datasets=("iris", "wine", "digits"), folds=4)
+    ragged = df[~((df.model == "svm") & (df.dataset == "wine")) & ~((df.model == "rf") & (df.dataset == "digits"))]
+    with caplog.at_level(logging.WARNING, logger="mlflow_bayescompare"):
+        tensor = from_tidy(ragged, "rf", "svm")
+        means = means_from_tidy(ragged[ragged.fold == 0], "rf", "svm")
+    assert tensor.datasets == means.datasets == ["iris"]
+    assert tensor.left_out == means.left_out == {"wine": "no scores of 'svm'", "digits": "no scores of 'rf'"}
+    assert ("rf vs svm: left out 2 datasets only one of the two models has: 'wine' (no scores of 'svm'), 'digits' "
+            "(no scores of 'rf'); compared on the 1 both have ('iris'): one dataset, on which the correlated t-test "
+            "compares the folds") in caplog.text
+    assert dataset_means(tensor).left_out == tensor.left_out
+    alone = df[~((df.model == "svm") & df.dataset.isin(["iris", "wine"])) & ~((df.model == "rf")
+                                                                            & (df.dataset == "digits"))]
+    with pytest.raises(InputError, match="'rf' and 'svm' share no dataset: 'rf' has 'iris', 'wine'; 'svm' has "
+                                         "'digits'"):
+        from_tidy(alone, "rf", "svm")
 
 
 def test_one_line_per_dataset_model_and_kind():

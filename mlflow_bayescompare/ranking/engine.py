@@ -119,8 +119,8 @@ def read_scores(data, *, models=None, dataset: str | None = None, greater_is_bet
     datasets = list(pd.unique(rows["dataset"]))
     lacking, lines = _missing(grid, rows, names)
     if lacking and skip_missing:
-        log.info("%d dataset(s) lack some scores; pairs count no game where one is missing: %s", len(lacking),
-                 _listed(lacking))
+        log.warning("%d dataset(s) lack some scores; pairs count no game where one is missing (Bradley-Terry's "
+                    "rule for missing results): %s", len(lacking), _listed(lacking))
     elif lacking and drop_incomplete:
         log.warning("dropped %d dataset(s) on which a model lacks scores: %s", len(lacking), _listed(lacking))
         datasets = [d for d in datasets if d not in lacking]

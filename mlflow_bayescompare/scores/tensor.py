@@ -3,7 +3,7 @@ per-dataset means of two models (the means layout, or a tensor's folds averaged)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -23,10 +23,11 @@ from .tidy_checks import (
 )
 
 __all__ = ["TABLE_COLUMNS", "MEANS_COLUMNS", "CVTensor", "DatasetMeans", "from_arrays", "from_tidy", "dataset_means",
-           "means_from_tidy", "FOLDS_ONE"]
+           "means_from_tidy", "FOLDS_ONE", "left_out_note"]
 
 TABLE_COLUMNS = ["dataset", "repeat", "fold", "score_a", "score_b", "diff", "run_id_a", "run_id_b"]
 MEANS_COLUMNS = ["dataset", "score_a", "score_b", "diff", "n", "run_id_a", "run_id_b"]
+_SHOWN = 10  # datasets named in one message
 # problem kinds that make a dataset incomplete (dropped by drop_incomplete=True); others always raise
 _DROPPABLE = {"one_model", "folds", "fold_count", "nonfinite", "too_few"}
 
@@ -39,7 +40,8 @@ FOLDS_ONE = ("folds = 1 makes ρ = 1/folds = 1: the scores would be perfectly co
 
 @dataclass
 class CVTensor:
-    """Per-dataset differences ``score_a - score_b`` in run-major order (repeat * folds + fold)."""
+    """Per-dataset differences ``score_a - score_b`` in run-major order (repeat * folds + fold); ``left_out``: the
+    datasets of either model that the pair does not compare, each with why (``no scores of 'b'``)."""
 
     model_a: str
     model_b: str
@@ -48,6 +50,7 @@ class CVTensor:
     folds: list[int | None]
     metric: str | None = None
     table: pd.DataFrame | None = None
+    left_out: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -56,7 +59,7 @@ class DatasetMeans:
 
     ``scores_a``/``scores_b`` are NaN where only the differences were given.  ``table`` has one row per dataset
     (``MEANS_COLUMNS``): the two scores, the difference, ``n`` (the paired scores averaged: 1 in the means layout)
-    and the source runs.
+    and the source runs.  ``left_out`` as :class:`CVTensor`'s.
     """
 
     model_a: str
@@ -67,6 +70,7 @@ class DatasetMeans:
     diffs: np.ndarray
     table: pd.DataFrame
     metric: str | None = None
+    left_out: dict[str, str] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------- arrays
@@ -202,11 +206,13 @@ def from_tidy(df: pd.DataFrame, model_a: str, model_b: str, *, folds=None, datas
     ``cv_folds`` param) are used when present.  Without a repeat column, ``fold`` is the global index
     ``repeat * folds + fold`` and is split when the fold count is known.  ``folds`` is an int or a dict
     dataset -> int.  ``on_duplicate="latest"`` keeps the latest run (by ``time_col``) per model and dataset.
+    The datasets only one of the two models has are left out (``left_out``, with a warning); none shared is an error.
     """
     cols = _Columns(dataset_col, model_col, repeat_col, fold_col, score_col, run_id_col, time_col, folds_col)
     rows = _normalise(df, str(model_a), str(model_b), cols, folds=folds, on_duplicate=on_duplicate)
+    rows, left_out = _shared(rows)
     rows, problems = find_problems(rows)
-    return _pair(_keep_complete(rows, problems, drop_incomplete))
+    return replace(_pair(_keep_complete(rows, problems, drop_incomplete)), left_out=left_out)
 
 
 @dataclass(frozen=True)
@@ -291,6 +297,42 @@ def _as_int(raw: pd.Series) -> tuple[pd.Series, pd.Series]:
     return v.where(~bad, -1).astype(np.int64), bad
 
 
+def _shared(rows: Rows) -> tuple[Rows, dict[str, str]]:
+    """The rows of the datasets both models have, and the others (dataset -> why it is left out), said once;
+    none shared is an :class:`InputError` naming each model's datasets."""
+    have = rows.d.groupby("dataset", sort=False)["model"].unique()
+    lone = {ds: ms[0] for ds, ms in have.items() if len(ms) < 2}
+    if not lone:
+        return rows, {}
+    a, b = rows.model_a, rows.model_b
+    left_out = {ds: f"no scores of '{b if m == a else a}'" for ds, m in lone.items()}
+    shared = [ds for ds in rows.datasets if ds not in lone]
+    if not shared:
+        own = {m: [ds for ds, owner in lone.items() if owner == m] for m in (a, b)}
+        raise InputError(f"'{a}' and '{b}' share no dataset: '{a}' has {_names(own[a])}; '{b}' has "
+                         f"{_names(own[b])}", header=f"Cannot compare '{a}' with '{b}':")
+    log.warning("%s vs %s: %s", a, b, left_out_note(left_out, shared))
+    return replace(rows, d=rows.d[~rows.d["dataset"].isin(lone)], datasets=shared), left_out
+
+
+def left_out_note(left_out: dict[str, str], compared: list[str]) -> str:
+    """``left out 2 datasets only one of the two models has: 'x' (no scores of 'b'), …; compared on the 4 both
+    have`` (on one shared dataset, which tests can take it)."""
+    shown = ", ".join(f"'{ds}' ({why})" for ds, why in list(left_out.items())[:_SHOWN])
+    more = f" and {len(left_out) - _SHOWN} more" if len(left_out) > _SHOWN else ""
+    note = (f"left out {len(left_out)} dataset{'s' if len(left_out) > 1 else ''} only one of the two models has: "
+            f"{shown}{more}; compared on the {len(compared)} both have")
+    if len(compared) == 1:
+        note += (f" ('{compared[0]}'): one dataset, on which the correlated t-test compares the folds (the "
+                 "hierarchical and signed-rank tests need two or more)")
+    return note
+
+
+def _names(datasets: list[str]) -> str:
+    shown = ", ".join(f"'{d}'" for d in datasets[:_SHOWN])
+    return (shown + (f" and {len(datasets) - _SHOWN} more" if len(datasets) > _SHOWN else "")) or "none"
+
+
 def _keep_latest(d: pd.DataFrame) -> pd.DataFrame:
     """The rows of the latest run (by ``time``) of each model on each dataset."""
     runs = d.groupby(["dataset", "model", "run_id"], sort=False)["time"].max().reset_index()
@@ -362,7 +404,7 @@ def dataset_means(tensor: CVTensor) -> DatasetMeans:
     ).reindex(tensor.datasets).reset_index()[MEANS_COLUMNS]
     return DatasetMeans(tensor.model_a, tensor.model_b, list(tensor.datasets), table["score_a"].to_numpy(np.float64),
                         table["score_b"].to_numpy(np.float64), table["diff"].to_numpy(np.float64), table,
-                        metric=tensor.metric)
+                        metric=tensor.metric, left_out=dict(tensor.left_out))
 
 
 def means_from_tidy(df: pd.DataFrame, model_a: str, model_b: str, *, time_col: str | None = None,
@@ -370,17 +412,19 @@ def means_from_tidy(df: pd.DataFrame, model_a: str, model_b: str, *, time_col: s
     """Pair two models' single scores per dataset from a tidy table (columns dataset, model, fold, score and,
     when present, repeat, run_id and ``time_col``), as the means layout of :mod:`.collect` gives them.
 
-    The checks are the tensor's that apply to one score per (model, dataset): a dataset present for one model only,
-    NaN or infinite scores (both dropped with a warning under ``drop_incomplete``), two runs or two scores for one
-    (model, dataset) (``on_duplicate="latest"`` keeps the latest run by ``time_col``); every problem is reported at
-    once in one :class:`InputError`.
+    A dataset present for one model only is left out, as by :func:`from_tidy`.  The checks are the tensor's that
+    apply to one score per (model, dataset): NaN or infinite scores (dropped with a warning under
+    ``drop_incomplete``), two runs or two scores for one (model, dataset) (``on_duplicate="latest"`` keeps the latest
+    run by ``time_col``); every problem is reported at once in one :class:`InputError`.
     """
     cols = _Columns("dataset", "model", "repeat", "fold", "score", "run_id", time_col, folds="")
     rows = _normalise(df, str(model_a), str(model_b), cols, on_duplicate=on_duplicate)
+    rows, left_out = _shared(rows)
     problems = check_types(rows) + check_duplicate_runs(rows)
     problems += check_duplicate_scores(rows, skip={p.dataset for p in problems if p.kind == "duplicate_runs"})
     problems += check_nonfinite(rows) + check_one_model(rows)
     # one score per (model, dataset): the fold the messages would name is always 0
     problems = [replace(p, message=p.message.replace(" at fold 0", "")) for p in problems]
     rows = _keep_complete(rows, problems, drop_incomplete)
-    return dataset_means(_pair(replace(rows, k=pd.Series(np.nan, index=rows.datasets, dtype=float))))
+    means = dataset_means(_pair(replace(rows, k=pd.Series(np.nan, index=rows.datasets, dtype=float))))
+    return replace(means, left_out=left_out)

@@ -19,10 +19,11 @@ from flask import request
 
 from ..errors import InputError
 from ..options import FitOptions, ModelsOptions, PairOptions, RankOptions, SourceOptions, parse_fields
+from ..tracking.runkey import DEFAULT_KEYS, parse_key
 from .jobs import Settings
 
 __all__ = ["ApiError", "JobRequest", "MAX_BODY", "MAX_DEPTH", "json_body", "job_request", "job_body_request",
-           "check_model_count", "with_sources", "experiment_id_arg", "run_id_arg", "no_such_run", "tag_arg",
+           "check_model_count", "with_sources", "experiment_id_arg", "run_id_arg", "no_such_run", "key_arg",
            "max_results_arg", "is_experiment_id"]
 
 MAX_BODY = 64 * 1024  # bytes of a JSON body
@@ -209,11 +210,17 @@ def no_such_run(run_id: str) -> str:
     return f"no comparison run {run_id[:64]!r}"
 
 
-def tag_arg(name: str, default: str) -> str:
-    value = request.args.get(name, default) or default
-    if len(value) > 500 or "`" in value or "\x00" in value:
-        raise ApiError(400, f"query parameter '{name}' must be a tag key (at most 500 characters, no backticks)")
-    return value
+def key_arg(role: str) -> str:
+    """The query's ``<role>_key`` (:mod:`..tracking.runkey`), or its ``<role>_tag`` (``tag:<name>``), or the
+    default key."""
+    tag = request.args.get(f"{role}_tag")
+    value = request.args.get(f"{role}_key") or (f"tag:{tag}" if tag else DEFAULT_KEYS[role])
+    if len(value) > 500 or "\x00" in value:
+        raise ApiError(400, f"query parameter '{role}_key' must be at most 500 characters")
+    try:
+        return str(parse_key(value, role))
+    except InputError as exc:
+        raise ApiError(400, f"query parameter {exc}") from None
 
 
 def max_results_arg(default: int = 50, most: int = 200) -> int:

@@ -22,13 +22,14 @@ from ..progress import STAGES
 from ..report_html import embedded
 from ..tracking import tags as T
 from ..tracking.collect import discover
+from ..tracking.runkey import DEFAULT_KEYS, parse_key
 from ..tracking.runlog import fail_if_running
 from . import context, permissions, security
 from .accept import accept
 from .artifacts import read_ranking, read_report
 from .jobs import QueueFull
 from .owners import stale_reason
-from .requests import ApiError, max_results_arg, tag_arg
+from .requests import ApiError, key_arg, max_results_arg
 from .serialize import child_runs, colors_css, form_fields, json_response, list_comparisons, summarise_run
 
 __all__ = ["Route", "ROUTES", "create_blueprint", "route_table", "mlflow_auth_routes"]
@@ -58,7 +59,7 @@ def _page() -> Response:
     run_id = request.args.get("run_id", "")
     html = _TEMPLATES.get_template("page.html").render(
         base=context.base_path(), mlflow_ui=context.prefix() + "/", csrf_token=token, experiments=experiments,
-        selected=_latest_scored(experiments, form["model_tag"]["value"], form["dataset_tag"]["value"]), form=form,
+        selected=_latest_scored(experiments), form=form,
         stages=[(s, _STAGE_LABELS.get(s, s)) for s in STAGES if s != "failed"],
         run_id=run_id if len(run_id) == 32 and all(c in "0123456789abcdef" for c in run_id) else "",
         user=permissions.current_user())
@@ -71,10 +72,11 @@ def _page() -> Response:
     return resp
 
 
-def _latest_scored(experiments: list[dict[str, str]], model_tag: str, dataset_tag: str) -> str | None:
-    """The experiment of the newest run that carries the model and dataset tags: the page opens on it."""
+def _latest_scored(experiments: list[dict[str, str]]) -> str | None:
+    """The experiment of the newest run that carries the default model and dataset tags: the page opens on it."""
     newest = None
-    query = f"tags.`{model_tag}` IS NOT NULL AND tags.`{dataset_tag}` IS NOT NULL AND tags.`{T.KIND}` IS NULL"
+    query = " AND ".join([*(parse_key(key, role).present_clause() for role, key in DEFAULT_KEYS.items()),
+                          f"tags.`{T.KIND}` IS NULL"])
     ids = [e["experiment_id"] for e in experiments]
     try:
         for start in range(0, len(ids), 100):
@@ -115,8 +117,8 @@ def _experiments() -> Response:
 
 def _choices() -> Response:
     [experiment_id] = permissions.granted().experiment_ids
-    found = discover(context.store_client(), [experiment_id], model_tag=tag_arg("model_tag", "model"),
-                     dataset_tag=tag_arg("dataset_tag", "dataset"))
+    found = discover(context.store_client(), [experiment_id], model_key=key_arg("model"),
+                     dataset_key=key_arg("dataset"), strict=False)
     return json_response({"experiment_id": experiment_id, **found})
 
 

@@ -23,7 +23,7 @@ __all__ = ["json_response", "summarise_run", "list_comparisons", "child_runs", "
 _RUNNING = ("RUNNING", "SCHEDULED")
 #: the settings of a run that the page's form shows (the options' field names), from its params or its job request
 FORM_SETTINGS = ("experiment_ids", "metric", "rope", "greater_is_better", "seed", "chains", "draws", "threshold",
-                 "prior", "layout", "model_tag", "dataset_tag", "filter_string", "target_experiment", "sensitivity")
+                 "prior", "layout", "model_key", "dataset_key", "filter_string", "target_experiment", "sensitivity")
 
 
 def json_response(obj: Any, status: int = 200) -> Response:
@@ -167,7 +167,7 @@ def form_fields(settings: Settings) -> dict[str, dict[str, Any]]:
     specs = {f.name: f.metadata["option"] for cls in (SourceOptions, FitOptions) for f in dataclasses.fields(cls)}
     server_high = {"chains": settings.max_chains, "draws": settings.max_draws}
     out = {}
-    for name in ("rope", "seed", "chains", "draws", "threshold", "prior", "layout", "model_tag", "dataset_tag",
+    for name in ("rope", "seed", "chains", "draws", "threshold", "prior", "layout", "model_key", "dataset_key",
                  "sensitivity", "greater_is_better"):
         spec, high = specs[name], server_high.get(name)
         value = values[name]

@@ -35,7 +35,8 @@ from ..result import Orientation, TwoModelResult, json_ready
 from ..scores.tensor import MEANS_COLUMNS, CVTensor, DatasetMeans, dataset_means
 from ..versions import versions
 
-__all__ = ["signed_rank_test", "SignedRankResult", "as_means", "walsh_regions", "PRIOR_STRENGTH", "FEW_DATASETS"]
+__all__ = ["signed_rank_test", "SignedRankResult", "as_means", "walsh_regions", "PRIOR_STRENGTH", "FEW_DATASETS",
+           "too_few"]
 
 #: Weight s of the prior's pseudo-observation at 0: baycomp's and scmamp's default, and the authors' R code's.
 PRIOR_STRENGTH = 0.5
@@ -166,7 +167,7 @@ def as_means(scores_a=None, scores_b=None, diffs=None, datasets=None, model_a=No
     else:
         means = _from_arrays(scores_a, scores_b, diffs, datasets, str(model_a or "A"), str(model_b or "B"))
     if len(means.datasets) < 2:
-        raise InputError(_too_few(means.datasets), header="Cannot run the signed-rank test:")
+        raise InputError(too_few(means.datasets), header="Cannot run the signed-rank test:")
     return means
 
 
@@ -193,7 +194,7 @@ def _from_arrays(scores_a, scores_b, diffs, datasets, model_a: str, model_b: str
     elif repeated:
         problems.append(f"dataset names repeat: {', '.join(map(repr, repeated))}")
     elif len(set(sizes.values())) == 1:
-        problems += _nonfinite(values, names, model_a, model_b) + _too_few(names)
+        problems += _nonfinite(values, names, model_a, model_b) + too_few(names)
     if problems:
         raise InputError(problems, header="Cannot run the signed-rank test:")
     a = values.get("scores_a", np.full(q, np.nan))
@@ -228,7 +229,8 @@ def _nonfinite(values: dict[str, np.ndarray], names: list[str], model_a: str, mo
     return out
 
 
-def _too_few(names: list[str]) -> list[str]:
+def too_few(names: list[str]) -> list[str]:
+    """The problem of fewer than 2 datasets (named), with the one-dataset test."""
     if len(names) >= 2:
         return []
     which = f" ({', '.join(map(repr, names))})" if names else ""

@@ -127,8 +127,10 @@ def comparison_bundle(result, tensor, *, metric: str, experiment_ids: Sequence[s
 def comparison_tags(result, *, metric: str, experiment_ids: Sequence[str], figures: bool = True) -> dict[str, str]:
     """The ``bayescompare.*`` tags of a comparison run (without the description); ``figures=False``: a matrix's
     pair run without figures and HTML report."""
+    left_out = result.settings.get("datasets_left_out")
     return {
         **({} if figures else {T.REPORT: T.NO_REPORT}),
+        **({T.DATASETS_LEFT_OUT: fit_tag(",".join(left_out))} if left_out else {}),
         T.KIND: "comparison",
         T.TEST: result.test,
         T.MODEL_A: result.model_a,
@@ -145,7 +147,7 @@ def comparison_params(result, *, layout: str | None = None) -> dict[str, str]:
     """Everything needed to reproduce the fit: the engine's settings, the layout read and the versions used."""
     params: dict[str, Any] = {}
     for key, value in result.settings.items():
-        if isinstance(value, dict):  # versions -> version.<package>
+        if key == "versions":  # versions -> version.<package>
             params.update({f"{key.rstrip('s')}.{k}": v for k, v in value.items()})
         elif isinstance(value, (list, tuple)) and len(value) > 1 and all(v == value[0] for v in value):
             params[key] = value[0]  # one fold count / rho shared by every dataset

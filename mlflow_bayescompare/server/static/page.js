@@ -101,8 +101,8 @@
     }
     const q = new URLSearchParams({
       experiment_id: eid,
-      model_tag: tagName("model_tag"),
-      dataset_tag: tagName("dataset_tag"),
+      model_key: tagName("model_key"),
+      dataset_key: tagName("dataset_key"),
     });
     const current = choicesTurn();
     $("choices-info").textContent = "reading the experiment…";
@@ -151,8 +151,8 @@
       threshold: numberField("threshold"),
       prior: $("prior").value,
       layout: $("layout").value,
-      model_tag: tagName("model_tag"),
-      dataset_tag: tagName("dataset_tag"),
+      model_key: tagName("model_key"),
+      dataset_key: tagName("dataset_key"),
       filter: $("filter").value,
       target_experiment: $("target_experiment").value || undefined,
     };
@@ -166,7 +166,8 @@
   function fillForm(job) {
     const s = job.settings || {};
     const inputs = { rope: s.rope, seed: s.seed, chains: s.chains, draws: s.draws, threshold: s.threshold,
-      model_tag: s.model_tag, dataset_tag: s.dataset_tag, filter: s.filter_string,
+      model_key: s.model_key || (s.model_tag && "tag:" + s.model_tag),
+      dataset_key: s.dataset_key || (s.dataset_tag && "tag:" + s.dataset_tag), filter: s.filter_string,
       target_experiment: s.target_experiment };
     Object.entries(inputs).forEach(([id, v]) => {
       if (v !== undefined && v !== null) $(id).value = String(v);
@@ -452,8 +453,8 @@
   });
 
   $("experiment").addEventListener("change", loadChoices);
-  $("model_tag").addEventListener("change", loadChoices);
-  $("dataset_tag").addEventListener("change", loadChoices);
+  $("model_key").addEventListener("change", loadChoices);
+  $("dataset_key").addEventListener("change", loadChoices);
   ["metric", "model_a", "model_b"].forEach((id) => $(id).addEventListener("change", updateButtons));
   $("history-experiment").addEventListener("change", refreshHistory);
   $("report").addEventListener("load", fitReport);
