@@ -236,6 +236,7 @@ def test_a_matrix_on_one_dataset_ranks_its_models_with_the_joint_model(client, t
     assert parent.data.tags[T.RANKING] == "joint-t" and parent.data.tags[T.BEST] == outcome.ranking["model"].iloc[0]
     assert "critical_difference.png" in {a.path.split("/")[-1] for a in client.list_artifacts(outcome.run_id,
                                                                                             "plots")}
+    assert {"matrix.png", "matrix.svg"} <= {a.path for a in client.list_artifacts(outcome.run_id)}  # as every figure
 
 
 def test_rank_models_on_one_dataset_from_python():
