@@ -196,6 +196,9 @@ def test_the_command_line_ranks_one_dataset_and_says_how(client, tracking_uri, e
     assert result.exit_code == 0, result.output
     assert "Ranking of 3 models · accuracy (joint correlated-t model of one dataset's folds):" in result.stdout
     assert "ρ = 0.1 (1/folds with folds=10), rope ±0.5" in result.stdout
+    matrix = CliRunner().invoke(main, ["matrix", *argv[1:7], "--seed", "1", "--rope", "0.5", "--no-log"])
+    assert matrix.exit_code == 0, matrix.output
+    assert matrix.stdout.startswith(result.stdout)  # the ranking printed by one function: header, table, headline
     report = json.loads(CliRunner().invoke(main, [*argv, "--json"]).stdout)
     assert report["model"] == "joint-t" and {p["better"] for p in report["pairs"]} <= set(MODELS[:3])
     assert len(report["pairs"]) == 3 and "diff_to_leader" in report["ranking"][0]
