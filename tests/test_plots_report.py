@@ -22,7 +22,7 @@ from mlflow_bayescompare.figures import figure_png, save
 from mlflow_bayescompare.hierarchical import plots, report
 from mlflow_bayescompare.hierarchical.engine import hierarchical_test
 from mlflow_bayescompare.hierarchical.report import ReportContext
-from mlflow_bayescompare.report_html import md_escape
+from mlflow_bayescompare.report_html import FIGURE_CAPTIONS, md_escape
 from mlflow_bayescompare.result import COLORS, OUTCOMES
 
 DATA = Path(__file__).parent / "data" / "uci_classification.csv"
@@ -218,6 +218,19 @@ def test_model_fit_compares_predictive_with_kde_of_shrinkage(res, figures):
     assert 0.98 < np.trapezoid(y, x) <= 1.001
     [rug] = [c for c in ax.collections if isinstance(c, LineCollection)]
     assert sorted(s[0][0] for s in rug.get_segments()) == pytest.approx(sorted(res.shrinkage["shrunk"]))
+
+
+def test_the_model_fit_plot_says_how_to_read_it(res, pngs):
+    """Its caption, in the report and the run's description, says what is plotted, what a good fit looks like and
+    what the usual mismatch (a predictive wider than the shrunk estimates) means."""
+    guide = FIGURE_CAPTIONS["model_fit"]
+    for words in ("predictive density", "shrinkage estimates", "when the model fits", "Student-t", "towards δ0"):
+        assert words in guide
+    page = report.render_html(res, pngs)
+    assert re.search(r'<img alt="model_fit"[^>]*><figcaption>' + re.escape(html.escape(guide)), page)
+    md = report.render_markdown(res)
+    assert "#### Model fit\n\n" in md and f"{guide} Figure: plots/model_fit.png." in html.unescape(md)
+    assert "Model fit" not in report.render_markdown(res, figures=False)  # a matrix's pair run without figures
 
 
 def test_pngs_are_sharp_at_twice_the_size(figures, pngs):

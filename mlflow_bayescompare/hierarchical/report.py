@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from .. import report_html
-from ..report_html import Link, Question, Table, md_escape
+from ..report_html import FIGURE_CAPTIONS, Link, Question, Table, md_escape
 from ..result import OUTCOMES, counted, outcome_label
 from ..tracking.uiroutes import experiment_route, run_route
 from .result import HierarchicalResult
@@ -323,8 +323,9 @@ def _md_questions(b: dict[str, Any]) -> list[str]:
     return [_md_table(table), "  \n".join(f"**{md_escape(q.title)}:** {md_escape(q.sentence)}" for q in questions)]
 
 
-def render_markdown(res: HierarchicalResult, ctx: ReportContext | None = None) -> str:
-    """The report as Markdown, valid as an MLflow run description (showdown; no raw HTML)."""
+def render_markdown(res: HierarchicalResult, ctx: ReportContext | None = None, figures: bool = True) -> str:
+    """The report as Markdown, valid as an MLflow run description (showdown; no raw HTML); ``figures``: the run
+    holds the figures, and the description says how to read the model-fit plot."""
     b = blocks(res, ctx or ReportContext())
     out = [f"### {md_escape(b['title'])}", md_escape(b["subtitle"]), f"**{md_escape(b['verdict'])}**",
            *_md_questions(b)]
@@ -332,8 +333,10 @@ def render_markdown(res: HierarchicalResult, ctx: ReportContext | None = None) -
         head, *items = b["model_check"]
         out.append(f"> ⚠️ **Model check.** {md_escape(head)}\n>\n" + "\n".join(f"> * {md_escape(i)}" for i in items))
     out += [f"> ⚠️ **Warning:** {md_escape(w)}" for w in b["warnings"]]
-    out += [_md_table(b["odds"]), _md_table(b["parameters"]), md_escape(b["signed_rank"]),
-            "#### Diagnostics\n\n" + _md_table(b["diagnostics"])]
+    out += [_md_table(b["odds"]), _md_table(b["parameters"]), md_escape(b["signed_rank"])]
+    if figures:
+        out.append("#### Model fit\n\n" + md_escape(f"{FIGURE_CAPTIONS['model_fit']} Figure: plots/model_fit.png."))
+    out.append("#### Diagnostics\n\n" + _md_table(b["diagnostics"]))
     if b["sensitivity"] is not None:
         out.append(f"#### Sensitivity\n\n**{md_escape(b['sensitivity_note'])}**\n\n{_md_table(b['sensitivity'])}")
     out.append("#### Settings\n\n" + _md_table(b["settings"]))

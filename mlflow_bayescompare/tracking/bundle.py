@@ -100,7 +100,7 @@ def comparison_bundle(result, tensor, *, metric: str, experiment_ids: Sequence[s
                                    experiment_ids=[str(e) for e in experiment_ids],
                                    source_runs=source_runs(tensor, experiment_ids), comparison_run_id=run_id,
                                    comparison_experiment_id=experiment_id)
-        markdown = report.render_markdown(result, ctx)
+        markdown = report.render_markdown(result, ctx, figures=figures)
         if figures:
             pngs = write_png_and_svg(plots.all_figures(result), root / "plots")
             (root / "report.html").write_text(report.render_html(result, pngs, ctx), encoding="utf-8")
