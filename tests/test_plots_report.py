@@ -367,9 +367,14 @@ def test_html_is_self_contained(res, pngs):
 
 
 def test_html_shows_both_questions_in_outcome_order(res, pngs):
+    """Titled as the page titles them: "Next dataset" (the headline, which the page shows above the report) and
+    "Mean difference across datasets (δ0)"; the run description's columns say the same."""
     page = report.render_html(res, pngs)
-    for title, probs in (("On the next dataset", res.probabilities), ("Mean difference across datasets (δ0)",
-                                                                       res.delta0_probs)):
+    assert re.findall(r'<div class="card[^"]*"><h2>([^<]*)</h2>', page)[:2] == [
+        "Next dataset", html.escape("Mean difference across datasets (δ0)")]
+    assert "| outcome | Next dataset | Mean difference across datasets (δ0) |" in report.render_markdown(res)
+    for title, probs in (("Next dataset", res.probabilities), ("Mean difference across datasets (δ0)",
+                                                                res.delta0_probs)):
         card = page[page.index(f"<h2>{html.escape(title)}</h2>"):]
         legend = re.findall(r'<span style="--c:(#\w+)">([^<]*): <b>([\d.]+)</b>', card)[:3]
         assert legend == [(COLORS["a_better"], "nbc better", f"{probs['a_better']:.3f}"),

@@ -24,8 +24,8 @@ from ..tracking.uiroutes import experiment_route, run_route
 from .result import HierarchicalResult
 from .summary import PARETO_K_LIMIT
 
-__all__ = ["ReportContext", "blocks", "render_markdown", "render_html",
-           "MAX_RUN_LINKS"]
+__all__ = ["ReportContext", "blocks", "render_markdown", "render_html", "MAX_RUN_LINKS", "NEXT_DATASET_TITLE",
+           "MEAN_DIFFERENCE_TITLE", "NEXT_DATASET", "MEAN_DIFFERENCE"]
 
 MAX_RUN_LINKS = 50
 SIGNED_RANK_NOTE = (
@@ -34,6 +34,10 @@ SIGNED_RANK_NOTE = (
     "relevant difference and a large p does not mean equivalence; the posterior probabilities above answer those "
     "questions directly (Sec. \"Comparing the signed-rank and the hierarchical test\")."
 )
+#: The titles of the test's two questions, on the page and in the reports: its headline probabilities (the next
+#: dataset, which the test decides on) and those of δ0, the mean of the population of datasets.
+NEXT_DATASET_TITLE = "Next dataset"
+MEAN_DIFFERENCE_TITLE = "Mean difference across datasets (δ0)"
 NEXT_DATASET = ("Which model will be better on a new dataset like these: the share of posterior draws in which each "
                 "outcome is the most probable; the test decides on it.")
 MEAN_DIFFERENCE = ("Which model is better on average over datasets like these: the posterior mass of the mean "
@@ -142,9 +146,9 @@ def _questions(res: HierarchicalResult) -> list[Question]:
     """The next dataset (the test's decision) and the mean difference across datasets, side by side."""
     mean, low, high = format_numbers([res.delta0[k] for k in ("mean", "hdi_low", "hdi_high")])
     return [
-        Question("On the next dataset", NEXT_DATASET, res.probabilities,
+        Question(NEXT_DATASET_TITLE, NEXT_DATASET, res.probabilities,
                  f"decision (threshold {_threshold(res):g}): {_decision_name(res, res.decision)}"),
-        Question("Mean difference across datasets (δ0)", MEAN_DIFFERENCE, dict(res.delta0_probs),
+        Question(MEAN_DIFFERENCE_TITLE, MEAN_DIFFERENCE, dict(res.delta0_probs),
                  f"δ0 mean {mean}, 95% HDI {_interval(low, high)}"),
     ]
 
