@@ -599,6 +599,7 @@ def test_page_reopens_a_comparison_with_its_settings(server):
         page.goto(f"{server.url}/bayescompare/")
         page.select_option("#experiment", server.means_id)
         page.click(f'#past tr[data-run-id="{run_id}"] a.show')
+        assert page.text_content(f'#past tr[data-run-id="{run_id}"] td.experiment') == server.experiment_name
         page.wait_for_selector('#model_a option[value="svm"]:checked', state="attached")
         form = {k: page.input_value(f"#{k}") for k in ("experiment", "metric", "model_a", "model_b", "rope", "seed",
                                                        "chains", "draws", "direction")}
