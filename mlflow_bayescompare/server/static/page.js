@@ -389,7 +389,7 @@
   const expanded = new Set(); // the matrices whose pairs are shown, kept as the list is refreshed
 
   // One row of Past comparisons: start, experiment, comparison, metric, status, verdict, P(A), P(rope), P(B), link.
-  // A matrix's pairs (``parent``: its run id) sit under it, hidden until it is expanded.
+  // A matrix's pairs (parent: its run id) sit under it, hidden until it is unfolded.
   function historyRow(c, parent) {
     const tr = document.createElement("tr");
     tr.dataset.runId = c.run_id;
