@@ -342,9 +342,13 @@ def _left_out_lines(outcome) -> list[str]:
 
 
 def _matrix_text(outcome, tracking_uri) -> str:
-    lines = [f"Ranking of {len(outcome.models)} models · {outcome.summary.metric}:",
-             outcome.ranking.to_string(index=False, float_format=lambda v: f"{v:.3f}"),
-             f"Pairs: {TEST_NAMES[outcome.summary.test]}"]
+    metric = outcome.summary.metric
+    if outcome.bbt is not None:  # three models or more: ranked at once, as `rank` prints it
+        lines = _ranking_lines(outcome.bbt, metric)
+    else:
+        lines = [f"Ranking of {len(outcome.models)} models · {metric}:",
+                 outcome.ranking.to_string(index=False, float_format=lambda v: f"{v:.3f}")]
+    lines.append(f"Pairs: {TEST_NAMES[outcome.summary.test]}")
     width = max(len(f"{a} vs {b}") for a, b in outcome.pairs)
     for (a, b), o in outcome.pairs.items():
         lines.append(f"  {f'{a} vs {b}'.ljust(width)}  P(a) {o.p_a_better:.3f} · rope {o.p_rope:.3f} · "
@@ -361,18 +365,25 @@ RANKING_COLUMNS = {"bbt": ["model", "p_best", "mean_rank", "rank_low", "rank_hig
                                "diff_low", "diff_high"]}
 
 
-def _ranking_text(outcome, claim: claims.Report | None, tracking_uri) -> str:
+def _ranking_lines(result, metric: str) -> list[str]:
+    """A ranking of three models or more as ``rank`` and ``matrix`` print it: the header naming the model that
+    ranked them, the table, the headline and, on one dataset, ρ and the rope."""
     from .ranking.report import MODEL_NAMES, headline
 
-    ranking, model = outcome.ranking, outcome.result.model
-    lines = [f"Ranking of {len(ranking)} models · {outcome.metric} ({MODEL_NAMES[model]}):",
+    ranking, model = result.ranking, result.model
+    lines = [f"Ranking of {len(ranking)} models · {metric} ({MODEL_NAMES[model]}):",
              ranking[RANKING_COLUMNS[model]].to_string(  # metric units need their digits
                  index=False, float_format=lambda v: f"{v:.3f}" if model == "bbt" else f"{v:.4g}"),
-             headline(outcome.result)]
+             headline(result)]
     if model == "joint-t":
-        settings = outcome.result.settings
+        settings = result.settings
         lines.append(f"ρ = {settings['rho']:.4g} ({settings['rho_reason']}), rope ±{settings['metric_rope']:g}; "
                      "each pair's probabilities are its correlated t-test's (pairs.csv, --json)")
+    return lines
+
+
+def _ranking_text(outcome, claim: claims.Report | None, tracking_uri) -> str:
+    lines = _ranking_lines(outcome.result, outcome.metric)
     if claim is not None:
         lines.append(claim.line())
     if outcome.run_id:

@@ -4,8 +4,8 @@ Everything goes through the logger ``mlflow_bayescompare`` (:data:`log`): warnin
 notes about dropped datasets, and the progress lines of long work (:mod:`.progress`).  A library user sees them the
 way their logging is configured (Python's last-resort handler prints warnings on stderr); the command line installs
 :class:`CliHandler`, which prints each message once, on stderr, with the one prefix ``bayescompare:`` and the level
-word for warnings and errors.  Third-party chatter (MLflow's database set-up lines, ArviZ's notices about its own
-future) is kept out of that output.
+word for warnings and errors.  Third-party chatter (MLflow's database set-up lines) is kept out of that output;
+ArviZ's daily notice about its own future is filtered where arviz is imported (:func:`.posterior_summary.arviz`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import os
 import re
 import sys
 import time
-import warnings
 from collections.abc import Callable
 
 from .tracking import mlflow_internals
@@ -94,7 +93,6 @@ def install_cli_handler(stream=None) -> CliHandler:
     os.environ["MLFLOW_LOGGING_LEVEL"] = "WARNING"
     for name in _THIRD_PARTY:
         logging.getLogger(name).setLevel(logging.WARNING)
-    warnings.filterwarnings("ignore", category=FutureWarning, module=r"arviz(\.|$)")
     return handler
 
 

@@ -95,6 +95,7 @@ def matrix_figure(summary: MatrixSummary) -> Figure:
 def ranking_markdown(summary: MatrixSummary, matrix_only: bool = False) -> str:
     """The run description of a matrix run: the pairs' ranking table (unless ``matrix_only``, when the parent
     holds the Bayesian Bradley-Terry ranking instead) and the P(better) matrix."""
+    from .report_html import format_probability as p
     from .report_html import md_escape
     from .result import TEST_NAMES, TEST_REFERENCES
 
@@ -109,14 +110,14 @@ def ranking_markdown(summary: MatrixSummary, matrix_only: bool = False) -> str:
             "inconclusive |",
             "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
-        lines += [f"| {row.rank} | {md_escape(row.model)} | {row.mean_p_better:.3f} | {row.mean_p_rope:.3f} | "
-                  f"{row.mean_p_worse:.3f} | {row.wins} | {row.equivalent} | {row.losses} | {row.inconclusive} |"
+        lines += [f"| {row.rank} | {md_escape(row.model)} | {p(row.mean_p_better)} | {p(row.mean_p_rope)} | "
+                  f"{p(row.mean_p_worse)} | {row.wins} | {row.equivalent} | {row.losses} | {row.inconclusive} |"
                   for row in summary.ranking.itertuples(index=False)]
         lines.append("")
     lines += [f"Pairwise comparisons by the {TEST_NAMES[summary.test]} (one child run each), "
               "P(row better than column):", "",
               "| | " + " | ".join(map(md_escape, summary.models)) + " |", "|---|" + "---:|" * len(summary.models)]
     for m in summary.models:
-        cells = ["–" if not np.isfinite(v) else f"{v:.3f}" for v in summary.better.loc[m]]
+        cells = [p(v) for v in summary.better.loc[m]]
         lines.append(f"| {md_escape(m)} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

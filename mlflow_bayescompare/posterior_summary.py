@@ -3,6 +3,9 @@ posterior odds and their evidence grade, the verdict, HDIs and one-number summar
 
 from __future__ import annotations
 
+import sys
+import warnings
+
 import numpy as np
 
 from .result import divergent_transitions
@@ -11,6 +14,20 @@ from .sampling.sampler import Fit
 
 HDI_PROB = 0.95
 RHAT_LIMIT = 1.01
+#: The notice arviz (0.22 and later) gives once a day as it is imported, a FutureWarning of five lines about its own
+#: coming refactor: nothing the user can act on, and nothing about this package's use of it.
+ARVIZ_NOTICE = r"\s*ArviZ is undergoing a major refactor"
+
+
+def arviz():
+    """The ``arviz`` module, for every use of it in the package: imported here, without its daily notice
+    (:data:`ARVIZ_NOTICE`), which would otherwise reach the terminal or the server's log on a day's first comparison.
+    Only that warning is filtered; arviz's other warnings still show."""
+    if "arviz" not in sys.modules:
+        warnings.filterwarnings("ignore", message=ARVIZ_NOTICE, category=FutureWarning, module="arviz")
+    import arviz as az
+
+    return az
 
 
 def winner_fractions(areas: np.ndarray) -> tuple[float, float, float]:

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import base64
 import html
+import math
 import re
+from collections.abc import Sequence
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, NamedTuple
 
 from .result import COLORS, DECISION_COLORS, OUTCOMES
 
 __all__ = ["Link", "Table", "Question", "page", "LINK_BASE", "FIGURE_CAPTIONS", "SUMMARY", "embedded", "md_escape",
-           "md_table", "plain_table", "plain_page"]
+           "md_table", "plain_table", "plain_page", "format_probability", "format_numbers", "MISSING"]
 
 #: Where MLflow's UI is, relative to the page (``<prefix>/bayescompare/report``).
 LINK_BASE = "../"
@@ -35,9 +38,56 @@ FIGURE_CAPTIONS = {
     "shrinkage": "Per-dataset estimates: the mean difference (MLE) and the hierarchical estimate, pulled towards δ0, "
     "with its 95% HDI (Sec. \"The shrinkage estimator for cross-validation\"). Values beyond the axis are written "
     "at its edge; amber rows are flagged by the model check.",
-    "model_fit": "Model fit in the style of the paper's Fig. 7: the predictive density should follow the density of "
-    "the shrinkage estimates.",
+    "model_fit": "Model fit (the paper's Fig. 7): the dashed curve is the model's predictive density of δ on a new "
+    "dataset, the thick one the density of the per-dataset shrinkage estimates (the ticks); when the model fits, "
+    "they share one centre and the estimates lie well inside the predictive. The predictive is expected to be wider: "
+    "its Student-t adds the uncertainty about δ0 and σ0 and heavy tails, while the shrinkage pulls the estimates "
+    "towards δ0; centres apart, or estimates in separate clumps, would mean the Student-t population does not "
+    "describe these datasets (see the model check).",
 }
+
+
+#: What a report writes for a value it does not have.
+MISSING = "–"
+#: The most decimals :func:`format_numbers` writes (a column of values below 1e-6 shows as zeros).
+MAX_DECIMALS = 6
+_THOUSANDTH = Decimal("0.001")
+
+
+# --- numbers: the one rule for probabilities and the one for values in the metric's units --------------------------
+
+
+def format_probability(p: float | None) -> str:
+    """A probability as every report, run description and the page show it (the page's script has its twin,
+    ``probability`` in ``server/static/page.js``): three decimals, a half rounded up as the script rounds it
+    (0.0625 → 0.063); ``<0.001`` for a positive probability that would read 0.000, ``>0.999`` for one under 1 that
+    would read 1.000; never a negative zero; :data:`MISSING` for none."""
+    if p is None or not math.isfinite(p):
+        return MISSING
+    if 0 < p < 0.0005:
+        return "<0.001"
+    if 0.9995 <= p < 1:
+        return ">0.999"
+    return str(Decimal(min(max(float(p), 0.0), 1.0)).quantize(_THOUSANDTH, ROUND_HALF_UP))
+
+
+def format_numbers(values: Sequence[float | None], digits: int = 3) -> list[str]:
+    """Values in the metric's units shown together (a table's column, or the numbers of one quantity: its mean, sd
+    and interval), all with one number of decimals: enough for ``digits`` significant digits of the largest (at most
+    :data:`MAX_DECIMALS`); no exponent, never a negative zero; :data:`MISSING` for none, ±∞ as such."""
+    finite = [abs(float(v)) for v in values if v is not None and math.isfinite(v)]
+    largest = max(finite, default=0.0)
+    decimals = min(MAX_DECIMALS, max(0, digits - 1 - math.floor(math.log10(largest)))) if largest > 0 else 0
+    return [_fixed(v, decimals) for v in values]
+
+
+def _fixed(value: float | None, decimals: int) -> str:
+    if value is None or math.isnan(value):
+        return MISSING
+    if math.isinf(value):
+        return "∞" if value > 0 else "−∞"
+    text = f"{value:.{decimals}f}"
+    return text.lstrip("-") if float(text) == 0 else text
 
 
 class Link(NamedTuple):
@@ -125,9 +175,9 @@ def _cell(cell: Any) -> str:
 
 
 def _is_numeric(text: Any) -> bool:
-    """True for the numbers, p-values and intervals :mod:`.report` formats (they are right-aligned)."""
+    """True for the numbers, probabilities (``<0.001``) and intervals the reports write (they are right-aligned)."""
     try:
-        [float(part.replace("< ", "")) for part in str(text).split(" to ")]
+        [float(part.lstrip("<>")) for part in str(text).split(" to ") if part != MISSING]
     except ValueError:
         return False
     return True
@@ -157,7 +207,7 @@ def _question(q: Question, labels: dict[str, str], summary: bool = False) -> str
         p, color, label = q.probs[outcome], COLORS[outcome], labels[outcome]
         text = f"{p:.0%}" if p >= 0.08 else ""
         segments.append(f'<div style="width:{100 * p:.3f}%;background:{color}" title="{_e(label)}">{text}</div>')
-        legend.append(f'<span style="--c:{color}">{_e(label)}: <b>{p:.3f}</b></span>')
+        legend.append(f'<span style="--c:{color}">{_e(label)}: <b>{_e(format_probability(p))}</b></span>')
     card = f"card {SUMMARY}" if summary else "card"
     return (f'<div class="{card}"><h2>{_e(q.title)}</h2><p class="note">{_e(q.sentence)}</p>'
             f'<div class="bar">{"".join(segments)}</div><div class="legend">{"".join(legend)}</div>'

@@ -22,7 +22,7 @@ from mlflow_bayescompare.figures import figure_png, save
 from mlflow_bayescompare.hierarchical import plots, report
 from mlflow_bayescompare.hierarchical.engine import hierarchical_test
 from mlflow_bayescompare.hierarchical.report import ReportContext
-from mlflow_bayescompare.report_html import md_escape
+from mlflow_bayescompare.report_html import FIGURE_CAPTIONS, format_numbers, format_probability, md_escape
 from mlflow_bayescompare.result import COLORS, OUTCOMES
 
 DATA = Path(__file__).parent / "data" / "uci_classification.csv"
@@ -220,6 +220,19 @@ def test_model_fit_compares_predictive_with_kde_of_shrinkage(res, figures):
     assert sorted(s[0][0] for s in rug.get_segments()) == pytest.approx(sorted(res.shrinkage["shrunk"]))
 
 
+def test_the_model_fit_plot_says_how_to_read_it(res, pngs):
+    """Its caption, in the report and the run's description, says what is plotted, what a good fit looks like and
+    what the usual mismatch (a predictive wider than the shrunk estimates) means."""
+    guide = FIGURE_CAPTIONS["model_fit"]
+    for words in ("predictive density", "shrinkage estimates", "when the model fits", "Student-t", "towards δ0"):
+        assert words in guide
+    page = report.render_html(res, pngs)
+    assert re.search(r'<img alt="model_fit"[^>]*><figcaption>' + re.escape(html.escape(guide)), page)
+    md = report.render_markdown(res)
+    assert "#### Model fit\n\n" in md and f"{guide} Figure: plots/model_fit.png." in html.unescape(md)
+    assert "Model fit" not in report.render_markdown(res, figures=False)  # a matrix's pair run without figures
+
+
 def test_pngs_are_sharp_at_twice_the_size(figures, pngs):
     for name, png in pngs.items():
         height, width = matplotlib.image.imread(io.BytesIO(png), format="png").shape[:2]
@@ -299,6 +312,43 @@ def test_markdown_names_never_become_links(res):
     assert md_escape("0.950 and Sec. 3") == "0.950 and Sec. 3"  # numbers and sentences stay readable
 
 
+# --- numbers ------------------------------------------------------------------------------------------------------
+
+EXPONENT_OR_NEGATIVE_ZERO = re.compile(r"\d[eE][-+]?\d|-0\.0*(?![0-9]*[1-9])")
+
+
+def test_one_rule_for_probabilities_and_one_for_metric_values():
+    """Probabilities: three decimals, ``<0.001``/``>0.999`` at the ends, a half rounded up as the page's script
+    rounds it, never a negative zero.  Values in metric units: one number of decimals per column, no exponent."""
+    probabilities = (6.66e-18, -2.7e-17, 0.0625, 0.0005, 0.5, 0.99999, 1.0, None, float("nan"))
+    assert [format_probability(p) for p in probabilities] == \
+        ["<0.001", "0.000", "0.063", "0.001", "0.500", ">0.999", "1.000", "–", "–"]
+    assert format_numbers([0.03544, 0.01449, 3.988e-05, 0.0503]) == ["0.0354", "0.0145", "0.0000", "0.0503"]
+    assert format_numbers([-1e-9, 0.5, None]) == ["0.000", "0.500", "–"]
+    assert format_numbers([1.588e-06, 0.7, 0.71234]) == ["0.000", "0.700", "0.712"]
+    assert format_numbers([32.42, 1.004, 85.43]) == ["32.4", "1.0", "85.4"]
+
+
+def _decimals(cells) -> set[int]:
+    return {len(c.rpartition(".")[2]) if "." in c else 0 for c in cells}
+
+
+def test_reports_write_metric_values_with_one_number_of_decimals_per_column(res):
+    """The hierarchical report's numbers: no exponent or negative zero, each per-dataset column and each parameter
+    with one number of decimals, the probabilities by the one rule."""
+    b = report.blocks(res, ReportContext())
+    per_dataset, parameters = b["per_dataset"], b["parameters"]
+    cells = [c for t in (per_dataset, parameters) for row in t.rows for c in row[1:]]
+    assert not [c for c in cells if EXPONENT_OR_NEGATIVE_ZERO.search(str(c))]
+    for column in (2, 3):  # MLE, shrunk
+        assert len(_decimals([row[column] for row in per_dataset.rows])) == 1
+    assert len(_decimals([part for row in per_dataset.rows for part in row[4].split(" to ")])) == 1
+    for row in parameters.rows:
+        assert len(_decimals([*row[1:4], *row[4].split(" to ")])) == 1, row
+    shrunk = [res.orientation.orient(r.p_left, r.p_rope, r.p_right) for r in res.shrinkage.itertuples()]
+    assert [row[5:8] for row in per_dataset.rows] == [[format_probability(s[o]) for o in OUTCOMES] for s in shrunk]
+
+
 # --- HTML ---------------------------------------------------------------------------------------------------------
 
 
@@ -317,9 +367,14 @@ def test_html_is_self_contained(res, pngs):
 
 
 def test_html_shows_both_questions_in_outcome_order(res, pngs):
+    """Titled as the page titles them: "Next dataset" (the headline, which the page shows above the report) and
+    "Mean difference across datasets (δ0)"; the run description's columns say the same."""
     page = report.render_html(res, pngs)
-    for title, probs in (("On the next dataset", res.probabilities), ("Mean difference across datasets (δ0)",
-                                                                       res.delta0_probs)):
+    assert re.findall(r'<div class="card[^"]*"><h2>([^<]*)</h2>', page)[:2] == [
+        "Next dataset", html.escape("Mean difference across datasets (δ0)")]
+    assert "| outcome | Next dataset | Mean difference across datasets (δ0) |" in report.render_markdown(res)
+    for title, probs in (("Next dataset", res.probabilities), ("Mean difference across datasets (δ0)",
+                                                                res.delta0_probs)):
         card = page[page.index(f"<h2>{html.escape(title)}</h2>"):]
         legend = re.findall(r'<span style="--c:(#\w+)">([^<]*): <b>([\d.]+)</b>', card)[:3]
         assert legend == [(COLORS["a_better"], "nbc better", f"{probs['a_better']:.3f}"),

@@ -145,6 +145,20 @@ def test_prestarted_run_is_filled_and_staged(client, experiment_id, fitted):
     assert artifact_paths(client, run_id) == sorted(bundles.COMPARISON_ARTIFACTS)
 
 
+def test_the_run_says_which_stages_the_work_went_past_without_doing(client, experiment_id):
+    """A job whose Stan program was cached goes from fetching to sampling: its run says compiling was skipped (the
+    page then does not light it); a later compile (a matrix's ranking program) takes it back off the list."""
+    run_id = _start(client, experiment_id, "a", "b", "m")
+    record = runlog.stage_recorder(client, run_id)
+    skipped = []
+    for stage in ("fetching", "sampling", "compiling", "sampling", "reporting"):
+        record(stage)
+        tags = client.get_run(run_id).data.tags
+        skipped.append((tags["bayescompare.stage"], tags.get("bayescompare.stages_skipped")))
+    assert skipped == [("fetching", None), ("sampling", "compiling"), ("compiling", ""), ("sampling", ""),
+                       ("reporting", "")]
+
+
 def test_fail_run_records_the_error(client, experiment_id):
     run_id = _start(client, experiment_id, "a", "b", "m")
     runlog.fail_run(client, run_id, ValueError("no runs for model 'b'"))

@@ -29,6 +29,7 @@ from mlflow_bayescompare import claims
 from mlflow_bayescompare.client import JobFailed
 from mlflow_bayescompare.compare import compare_matrix, compare_runs, rank_runs, require
 from mlflow_bayescompare.errors import InputError
+from mlflow_bayescompare.report_html import format_probability
 from mlflow_bayescompare.result import COLORS
 from mlflow_bayescompare.server.owners import owner_tags
 from mlflow_bayescompare.tracking import tags as T
@@ -375,6 +376,8 @@ def test_page_first_contact(server):
     with _browser() as (page, dialogs):
         page.goto(f"{server.url}/bayescompare/")
         assert page.input_value("#experiment") == server.experiment_id
+        icon = page.get_attribute('link[rel="icon"]', "href")  # inline: the browser asks no /favicon.ico (a 404)
+        assert icon.startswith("data:image/svg+xml,") and urllib.parse.unquote(icon).endswith("</svg>")
         page.wait_for_selector("#model_a option:nth-child(3)", state="attached")
         page.wait_for_selector("#compare-btn:enabled")
         assert (page.input_value("#model_a"), page.input_value("#model_b")) == ("cart", "lda")
@@ -396,6 +399,7 @@ def test_page_first_contact(server):
                                                  _TEXT_FITS)
                 assert len(fits) == 16 and all(ok for _, _, ok in fits), (width, fits)
     assert dialogs == []
+    assert '"GET /favicon.ico' not in server.log.read_text(errors="replace")  # no page of it asked for one
 
 
 @pytest.mark.browser
@@ -426,12 +430,19 @@ def test_page_runs_a_comparison_and_follows_its_stages(server):
                 page.text_content("#job-error")
             page.wait_for_timeout(200)
         assert "sampling" in seen and seen == sorted(seen, key=list(_stage_classes(page)).index), seen
-        assert set(_stage_classes(page).values()) == {"past"}
         run_id = _run_id(page)
         state = server.api().status(run_id)
+        # only the stages the job went through are lit: the compile when the model was not cached yet
+        compiled = server.client.get_run(run_id).data.metrics["compile_seconds"] > 0
+        assert state["skipped"] == ([] if compiled else ["compiling"])
+        assert _stage_classes(page) == {s: "skipped" if s in state["skipped"] else "past" for s in _stage_classes(page)}
+        assert "compiling" in seen or page.text_content('#stages li[data-stage="compiling"]') == \
+            "model cached (not compiled)"
         assert (page.text_content("#verdict"), state["test"]) == (state["verdict"], "hierarchical")
         assert [page.text_content(f"#{i}") for i in ("p-a", "p-rope", "p-b")] == \
-            [f"{state[k]:.3f}" for k in PROBABILITIES]
+            [format_probability(state[k]) for k in PROBABILITIES]
+        assert page.is_visible("#probs-caption") and page.text_content("#probs-caption") == "Next dataset"
+        assert page.text_content("#run-link") == "Open the comparison run in the MLflow UI"
         bar = page.eval_on_selector_all("#bar .seg", "ss => ss.map(s => [s.id, getComputedStyle(s).backgroundColor])")
         assert bar == [["bar-a", _rgb(COLORS["a_better"])], ["bar-rope", _rgb(COLORS["rope"])],
                        ["bar-b", _rgb(COLORS["b_better"])]]
@@ -442,7 +453,7 @@ def test_page_runs_a_comparison_and_follows_its_stages(server):
         report.locator("h2", has_text="Per dataset").wait_for(timeout=30_000)
         page.wait_for_timeout(500)
         assert report.locator(".banner").is_hidden() and report.locator(".card.summary").is_hidden()
-        assert report.locator("h2", has_text="Mean difference across datasets").is_visible()
+        assert report.locator("h2", has_text="Mean difference across datasets (δ0)").is_visible()  # beside them
         inner, outer = page.eval_on_selector(
             "#report", "f => [f.contentDocument.documentElement.scrollHeight, f.clientHeight]")
         assert outer > 720 and abs(inner - outer) <= 4, (inner, outer)  # no scrolling inside the frame
@@ -457,8 +468,9 @@ def test_page_runs_a_comparison_and_follows_its_stages(server):
 @pytest.mark.browser
 def test_page_compare_all_models(server):
     """The result of "Compare all models": the BBT ranking, the pairs, and the ranking report (critical-difference
-    diagram, P(win) matrix, P(best)) inline; in Past comparisons the pairs sit under their matrix, each in its own
-    orientation with its own probabilities; the list filters by experiment."""
+    diagram, P(win) matrix, P(best)) inline, the link naming the matrix run; in Past comparisons, with its
+    experiment's name, the matrix holds its pairs folded under it, each in its own orientation with its own
+    probabilities once unfolded; the list filters by experiment."""
     with _browser() as (page, dialogs):
         page.goto(f"{server.url}/bayescompare/")
         _fill_form(page, server, seed=1, draws=200)
@@ -468,27 +480,38 @@ def test_page_compare_all_models(server):
         state = server.api().status(run_id)
         rows = page.eval_on_selector_all("#pairs tbody tr",
                                          "rs => rs.map(r => Array.from(r.cells).map(c => c.textContent))")
-        expected = [[f"{p['model_a']} vs {p['model_b']}", p["verdict"], *(f"{p[k]:.3f}" for k in PROBABILITIES)]
-                    for p in state["pairs"]]
+        expected = [[f"{p['model_a']} vs {p['model_b']}", p["verdict"],
+                     *(format_probability(p[k]) for k in PROBABILITIES)] for p in state["pairs"]]
         assert rows == expected and len(rows) == 3
         ranking = page.eval_on_selector_all("#ranking tbody tr",
                                             "rs => rs.map(r => Array.from(r.cells).map(c => c.textContent))")
-        assert ranking == [[str(i + 1), r["model"], f"{r['p_best']:.3f}", f"{r['mean_rank']:.2f}",
+        assert ranking == [[str(i + 1), r["model"], format_probability(r["p_best"]), f"{r['mean_rank']:.2f}",
                             f"{r['rank_low']}–{r['rank_high']}"] for i, r in enumerate(state["ranking"])]
         assert page.text_content("#job-title") == "All models (3) · accuracy"
+        assert page.text_content("#run-link") == "Open the matrix run in the MLflow UI"
         assert page.get_attribute("#report", "src") == f"/bayescompare/report?run_id={run_id}&embed=1"
         report = page.frame_locator("#report")
         for figure in ("critical_difference", "pwin_matrix", "p_best"):
             report.locator(f'img[alt="{figure}"]').wait_for(timeout=30_000)
-        page.wait_for_selector(f'#past tr[data-parent="{run_id}"]')
+        page.wait_for_selector(f'#past tr[data-parent="{run_id}"]', state="attached")
+        pairs = f'#past tr[data-parent="{run_id}"]'
+        assert len(page.query_selector_all(pairs)) == 3 and not page.is_visible(pairs)  # folded under the matrix
+        toggle = f'#past tr[data-run-id="{run_id}"] button.toggle'
+        assert page.text_content(toggle) == "▸ 3 pairs"
+        page.click(toggle)
+        page.wait_for_selector(pairs)
+        assert page.text_content(toggle) == "▾ hide 3 pairs"
         past = page.eval_on_selector_all(
-            "#past tbody tr", "rs => rs.map(r => [r.dataset.runId, r.dataset.parent || '', r.cells[1].textContent,"
-                              " r.cells[5].textContent, r.cells[6].textContent, r.cells[7].textContent])")
+            "#past tbody tr", "rs => rs.map(r => [r.dataset.runId, r.dataset.parent || '', r.hidden,"
+                              " r.cells[1].textContent, r.cells[2].querySelector('a.show').textContent,"
+                              " r.cells[6].textContent, r.cells[7].textContent, r.cells[8].textContent])")
         at = [r[0] for r in past].index(run_id)
-        assert past[at][1:3] == ["", "3 models"]
-        assert past[at + 1:at + 4] == [[p["run_id"], run_id, f"{p['model_a']} vs {p['model_b']}",
-                                        *(f"{p[k]:.3f}" for k in PROBABILITIES)] for p in state["pairs"]]
+        assert past[at][1:5] == ["", False, server.experiment_name, "3 models"]
+        assert past[at + 1:at + 4] == [[p["run_id"], run_id, False, "", f"{p['model_a']} vs {p['model_b']}",
+                                        *(format_probability(p[k]) for k in PROBABILITIES)] for p in state["pairs"]]
         assert [r for r in past if r[1] == run_id] == past[at + 1:at + 4]  # no pair of it at the top level
+        page.click(toggle)
+        page.wait_for_selector(pairs, state="hidden")
         page.select_option("#history-experiment", server.means_id)
         page.wait_for_selector(f'#past tr[data-run-id="{run_id}"]', state="detached")
         shown = page.eval_on_selector_all("#past tbody tr", "rs => rs.map(r => r.dataset.runId || '')")
@@ -521,7 +544,8 @@ def test_page_compares_means_with_the_signed_rank_test(server):
         direct = compare_runs(experiment_ids=[server.means_id], metric="accuracy", model_a="hnb", model_b="nbc",
                               tracking_uri=server.url, log=False, seed=2)
         assert [page.text_content(f"#{i}") for i in ("p-a", "p-rope", "p-b")] == \
-            [f"{getattr(direct, k):.3f}" for k in PROBABILITIES]
+            [format_probability(getattr(direct, k)) for k in PROBABILITIES]
+        assert page.is_hidden("#probs-caption")  # "Next dataset" is the hierarchical test's
         page.frame_locator("#report").locator("img[alt=simplex]").wait_for(timeout=30_000)
     assert dialogs == []
 
@@ -529,7 +553,8 @@ def test_page_compares_means_with_the_signed_rank_test(server):
 @pytest.mark.browser
 def test_page_on_one_dataset_says_which_test_and_which_ranking_answered(server):
     """One dataset: "Compare A vs B" says the correlated t-test answered, "Compare all models" that its pairs were
-    compared by it and that the joint correlated-t model ranked them, as the status does."""
+    compared by it and that the joint correlated-t model ranked them, as the status does.  With a rope of 0.05, P(cart
+    better) is about 2e-5: the page writes it as the reports do, <0.001."""
     with _browser() as (page, dialogs):
         page.goto(f"{server.url}/bayescompare/")
         page.select_option("#experiment", server.one_dataset_id)
@@ -537,9 +562,13 @@ def test_page_on_one_dataset_says_which_test_and_which_ranking_answered(server):
         page.select_option("#metric", "accuracy")
         page.select_option("#model_a", "lda")
         page.select_option("#model_b", "cart")
+        page.fill("#rope", "0.05")
         page.click("#compare-btn")
         page.wait_for_selector("#verdict:not(:empty)", timeout=300_000)
-        assert server.api().status(_run_id(page))["test"] == "correlated-t"
+        state = server.api().status(_run_id(page))
+        assert state["test"] == "correlated-t"
+        shown = [page.text_content(f"#{i}") for i in ("p-a", "p-rope", "p-b")]
+        assert shown == [format_probability(state[k]) for k in PROBABILITIES] and shown[2] == "<0.001", shown
         assert page.get_attribute("#test-used", "data-test") == "correlated-t"
         assert page.text_content("#test-used") == ("Test: Bayesian correlated t-test on the per-fold scores of one "
                                                    "dataset (the models share one dataset)")
@@ -558,15 +587,21 @@ def test_page_on_one_dataset_says_which_test_and_which_ranking_answered(server):
 
 @pytest.mark.browser
 def test_page_reopens_a_comparison_with_its_settings(server):
-    """Clicking a past comparison fills the form with its settings; its sensitivity analysis is in the report."""
+    """Clicking a past comparison fills the form with its settings; its sensitivity analysis is in the report.
+    Clicking a past ranking then leaves the rope in metric units alone (a ranking's rope is its P(win) interval),
+    and the link names the ranking run."""
     api = server.api()
     run_id = api.start("comparison", _fields(server, model_a="svm", model_b="lda", seed=8, rope=0.02,
                                              lower_is_better=True, sensitivity=True))
+    ranking_id = api.start("ranking", {"experiment_id": [server.experiment_id], "metric": "accuracy", **FAST,
+                                       "seed": 9, "rope": [0.45, 0.55]})
     assert api.wait(run_id)["status"] == "FINISHED"
+    assert api.wait(ranking_id)["settings"]["rope"] in ([0.45, 0.55], "[0.45, 0.55]")
     with _browser() as (page, dialogs):
         page.goto(f"{server.url}/bayescompare/")
         page.select_option("#experiment", server.means_id)
         page.click(f'#past tr[data-run-id="{run_id}"] a.show')
+        assert page.text_content(f'#past tr[data-run-id="{run_id}"] td.experiment') == server.experiment_name
         page.wait_for_selector('#model_a option[value="svm"]:checked', state="attached")
         form = {k: page.input_value(f"#{k}") for k in ("experiment", "metric", "model_a", "model_b", "rope", "seed",
                                                        "chains", "draws", "direction")}
@@ -576,6 +611,14 @@ def test_page_reopens_a_comparison_with_its_settings(server):
         page.wait_for_selector("#sensitivity-note:not([hidden])")
         page.frame_locator("#report").locator("h2", has_text="Sensitivity to the prior and the rope").wait_for(
             timeout=30_000)
+        page.click(f'#past tr[data-run-id="{ranking_id}"] a.show')
+        page.wait_for_selector("#ranking:not([hidden])")
+        for _ in range(100):  # the form refilled from the ranking's settings (its seed) ...
+            if page.input_value("#seed") == "9":
+                break
+            page.wait_for_timeout(100)
+        assert (page.input_value("#seed"), page.input_value("#rope")) == ("9", "0.02")  # ... but for its rope
+        assert page.text_content("#run-link") == "Open the ranking run in the MLflow UI"
     assert dialogs == []
 
 

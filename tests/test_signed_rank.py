@@ -143,6 +143,20 @@ def test_the_description_escapes_the_odds_once(means):
     assert f"| {md_escape('a_better/b_better')} |" in markdown and "&amp;#" not in markdown
 
 
+def test_the_means_table_writes_each_column_with_one_number_of_decimals(means):
+    """The per-dataset means of the report (the run description's table and the HTML page's): the two models' means
+    with one number of decimals, the differences with one, no exponent and no negative zero."""
+    res = signed_rank_test(means["hnb"], means["j48"], datasets=means.index, model_a="hnb", model_b="j48")
+    markdown = report.render_markdown(res, "accuracy")
+    table = markdown[markdown.index("| dataset | hnb | j48 | difference |"):].split("\n\n")[0].splitlines()[2:]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")[1:]] for line in table]
+    assert len(rows) == len(means)
+    decimals = [{len(row[column].rpartition(".")[2]) for row in rows} for column in range(3)]
+    assert decimals[0] == decimals[1] and len(decimals[0]) == len(decimals[2]) == 1, decimals
+    assert not [row for row in rows if any("e" in cell or cell.startswith("-0.0") and float(cell) == 0
+                                            for cell in row)]
+
+
 def test_diffs_tensors_and_means_give_one_answer(means):
     a, b = means["nbc"].to_numpy(), means["aode"].to_numpy()
     by_scores = signed_rank_test(a, b, seed=2)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import html
 
-from ..report_html import SUMMARY, md_escape, md_table, plain_page, plain_table
+from ..report_html import SUMMARY, format_numbers, format_probability, md_escape, md_table, plain_page, plain_table
 from ..result import OUTCOMES, TEST_REFERENCES, outcome_label
 from .result import CorrelatedTTestResult
 
@@ -37,16 +37,17 @@ def _subtitle(res, metric: str) -> str:
 
 def _probability_rows(res) -> list[list[str]]:
     probs = res.probabilities
-    return [[outcome_label(o, res.model_a, res.model_b), f"{probs[o]:.3f}"] for o in OUTCOMES]
+    return [[outcome_label(o, res.model_a, res.model_b), format_probability(probs[o])] for o in OUTCOMES]
 
 
 def _posterior_rows(res) -> list[list[str]]:
+    """The posterior of μ: its values in the metric's units with one number of decimals, then ρ and the p-value."""
     d = res.mean_difference
-    return [["degrees of freedom (n − 1)", f"{res.df}"], ["location x̄", f"{res.loc:+.4g}"],
-            ["scale √((1/n + ρ/(1 − ρ)) s²)", f"{res.scale:.4g}"], ["s, sd of the differences", f"{res.sd:.4g}"],
-            ["ρ", f"{res.rho:.4g} ({res.rho_reason})"],
-            ["95% interval", f"{d['hdi_low']:+.4g} to {d['hdi_high']:+.4g}"],
-            ["Nadeau-Bengio corrected t-test, two-sided p", f"{res.nadeau_bengio_p:.3g}"]]
+    loc, scale, sd, low, high = format_numbers([res.loc, res.scale, res.sd, d["hdi_low"], d["hdi_high"]])
+    return [["degrees of freedom (n − 1)", f"{res.df}"], ["location x̄", loc],
+            ["scale √((1/n + ρ/(1 − ρ)) s²)", scale], ["s, sd of the differences", sd],
+            ["ρ", f"{res.rho:.4g} ({res.rho_reason})"], ["95% interval", f"{low} to {high}"],
+            ["Nadeau-Bengio corrected t-test, two-sided p", format_probability(res.nadeau_bengio_p)]]
 
 
 POSTERIOR_HEADER = ["posterior of the mean difference μ", "value"]

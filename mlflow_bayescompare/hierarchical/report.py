@@ -18,14 +18,14 @@ from typing import Any
 import pandas as pd
 
 from .. import report_html
-from ..report_html import Link, Question, Table, md_escape
+from ..report_html import FIGURE_CAPTIONS, Link, Question, Table, format_numbers, format_probability, md_escape
 from ..result import OUTCOMES, counted, outcome_label
 from ..tracking.uiroutes import experiment_route, run_route
 from .result import HierarchicalResult
 from .summary import PARETO_K_LIMIT
 
-__all__ = ["ReportContext", "blocks", "render_markdown", "render_html", "format_probability",
-           "MAX_RUN_LINKS"]
+__all__ = ["ReportContext", "blocks", "render_markdown", "render_html", "MAX_RUN_LINKS", "NEXT_DATASET_TITLE",
+           "MEAN_DIFFERENCE_TITLE", "NEXT_DATASET", "MEAN_DIFFERENCE"]
 
 MAX_RUN_LINKS = 50
 SIGNED_RANK_NOTE = (
@@ -34,6 +34,10 @@ SIGNED_RANK_NOTE = (
     "relevant difference and a large p does not mean equivalence; the posterior probabilities above answer those "
     "questions directly (Sec. \"Comparing the signed-rank and the hierarchical test\")."
 )
+#: The titles of the test's two questions, on the page and in the reports: its headline probabilities (the next
+#: dataset, which the test decides on) and those of δ0, the mean of the population of datasets.
+NEXT_DATASET_TITLE = "Next dataset"
+MEAN_DIFFERENCE_TITLE = "Mean difference across datasets (δ0)"
 NEXT_DATASET = ("Which model will be better on a new dataset like these: the share of posterior draws in which each "
                 "outcome is the most probable; the test decides on it.")
 MEAN_DIFFERENCE = ("Which model is better on average over datasets like these: the posterior mass of the mean "
@@ -77,12 +81,9 @@ class ReportContext:
     comparison_experiment_id: str | None = None
 
 
-def format_probability(p: float) -> str:
-    """How every probability appears in the reports (three decimals)."""
-    return f"{p:.3f}"
-
-
-def _number(value: Any, digits: int = 4) -> str:
+def _number(value: Any) -> str:
+    """A setting or diagnostic (four significant digits); values in the metric's units go through
+    :func:`.report_html.format_numbers`, probabilities through :func:`.report_html.format_probability`."""
     if value is None:
         return "–"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -91,19 +92,15 @@ def _number(value: Any, digits: int = 4) -> str:
         return str(int(value))
     if not math.isfinite(value):
         return "–" if math.isnan(value) else "∞" if value > 0 else "−∞"
-    return f"{value:.{digits}g}"
+    return f"{value:.4g}"
 
 
 def _odds(value: float) -> str:
     return _number(value) if not math.isfinite(value) else f"{value:,.0f}" if value >= 10 else f"{value:.2f}"
 
 
-def _interval(low: float, high: float, digits: int = 4) -> str:
-    return f"{_number(low, digits)} to {_number(high, digits)}"
-
-
-def _p_value(p: float) -> str:
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+def _interval(low: str, high: str) -> str:
+    return f"{low} to {high}"
 
 
 def _setting(value: Any) -> str:
@@ -147,12 +144,12 @@ def _subtitle(res: HierarchicalResult, ctx: ReportContext) -> str:
 
 def _questions(res: HierarchicalResult) -> list[Question]:
     """The next dataset (the test's decision) and the mean difference across datasets, side by side."""
-    d = res.delta0
+    mean, low, high = format_numbers([res.delta0[k] for k in ("mean", "hdi_low", "hdi_high")])
     return [
-        Question("On the next dataset", NEXT_DATASET, res.probabilities,
+        Question(NEXT_DATASET_TITLE, NEXT_DATASET, res.probabilities,
                  f"decision (threshold {_threshold(res):g}): {_decision_name(res, res.decision)}"),
-        Question("Mean difference across datasets (δ0)", MEAN_DIFFERENCE, dict(res.delta0_probs),
-                 f"δ0 mean {_number(d['mean'])}, 95% HDI {_interval(d['hdi_low'], d['hdi_high'])}"),
+        Question(MEAN_DIFFERENCE_TITLE, MEAN_DIFFERENCE, dict(res.delta0_probs),
+                 f"δ0 mean {mean}, 95% HDI {_interval(low, high)}"),
     ]
 
 
@@ -171,9 +168,10 @@ def _parameter_table(res: HierarchicalResult) -> Table:
     rows = []
     for name in ("delta0", "sigma0", "nu"):
         s = getattr(res, name)
-        if s is not None:
-            rows.append([PARAMETER_NAMES[name], _number(s["mean"]), _number(s["sd"]), _number(s["median"]),
-                         _interval(s["hdi_low"], s["hdi_high"])])
+        if s is not None:  # each parameter's numbers with one number of decimals (δ0 and σ0: metric units)
+            mean, sd, median, low, high = format_numbers([s[k] for k in ("mean", "sd", "median", "hdi_low",
+                                                                           "hdi_high")])
+            rows.append([PARAMETER_NAMES[name], mean, sd, median, _interval(low, high)])
     return Table(["parameter", "mean", "sd", "median", "95% HDI"], rows)
 
 
@@ -230,12 +228,14 @@ def _per_dataset(res: HierarchicalResult) -> Table:
     header = ["dataset", "n", "MLE", "shrunk", "95% HDI", a, "P(rope)", b, "NB t-test p", f"BCT {a}", "BCT P(rope)",
               f"BCT {b}"] + (["Pareto k̂"] if "pareto_k" in sh else []) + (["model check"] if checked else [])
     rows, strong, flagged = [], set(), set()
+    mle, shrunk_mean = format_numbers(sh["mle"].tolist()), format_numbers(sh["shrunk"].tolist())
+    hdi = format_numbers([*sh["hdi_low"], *sh["hdi_high"]])
     for i, r in enumerate(sh.to_dict(orient="records")):
         shrunk = orient(r["p_left"], r["p_rope"], r["p_right"])
         own = orient(r["bct_p_left"], r["bct_p_rope"], r["bct_p_right"])
-        row = [r["dataset"], _number(r["n"]), _number(r["mle"], 3), _number(r["shrunk"], 3),
-               _interval(r["hdi_low"], r["hdi_high"], 3), *(format_probability(shrunk[o]) for o in OUTCOMES),
-               _p_value(r["nb_t_p"]), *(format_probability(own[o]) for o in OUTCOMES)]
+        row = [r["dataset"], _number(r["n"]), mle[i], shrunk_mean[i], _interval(hdi[i], hdi[len(sh) + i]),
+               *(format_probability(shrunk[o]) for o in OUTCOMES), format_probability(r["nb_t_p"]),
+               *(format_probability(own[o]) for o in OUTCOMES)]
         strong |= {(i, 5 + k) for k, o in enumerate(OUTCOMES) if shrunk[o] >= threshold}
         strong |= {(i, 9 + k) for k, o in enumerate(OUTCOMES) if own[o] >= threshold}
         row += [f"{r['pareto_k']:.2f}" if math.isfinite(r["pareto_k"]) else "–"] if "pareto_k" in sh else []
@@ -282,7 +282,7 @@ def blocks(res: HierarchicalResult, ctx: ReportContext) -> dict[str, Any]:
         "odds": _odds_table(res),
         "parameters": _parameter_table(res),
         "signed_rank": f"Wilcoxon signed-rank test on the {len(res.shrinkage)} per-dataset mean differences: "
-                       f"p = {_p_value(res.signed_rank_p)}. {SIGNED_RANK_NOTE}",
+                       f"p = {format_probability(res.signed_rank_p)}. {SIGNED_RANK_NOTE}",
         "per_dataset": _per_dataset(res),
         "per_dataset_note": _per_dataset_note(res),
         "sensitivity": sensitivity,
@@ -323,8 +323,9 @@ def _md_questions(b: dict[str, Any]) -> list[str]:
     return [_md_table(table), "  \n".join(f"**{md_escape(q.title)}:** {md_escape(q.sentence)}" for q in questions)]
 
 
-def render_markdown(res: HierarchicalResult, ctx: ReportContext | None = None) -> str:
-    """The report as Markdown, valid as an MLflow run description (showdown; no raw HTML)."""
+def render_markdown(res: HierarchicalResult, ctx: ReportContext | None = None, figures: bool = True) -> str:
+    """The report as Markdown, valid as an MLflow run description (showdown; no raw HTML); ``figures``: the run
+    holds the figures, and the description says how to read the model-fit plot."""
     b = blocks(res, ctx or ReportContext())
     out = [f"### {md_escape(b['title'])}", md_escape(b["subtitle"]), f"**{md_escape(b['verdict'])}**",
            *_md_questions(b)]
@@ -332,8 +333,10 @@ def render_markdown(res: HierarchicalResult, ctx: ReportContext | None = None) -
         head, *items = b["model_check"]
         out.append(f"> ⚠️ **Model check.** {md_escape(head)}\n>\n" + "\n".join(f"> * {md_escape(i)}" for i in items))
     out += [f"> ⚠️ **Warning:** {md_escape(w)}" for w in b["warnings"]]
-    out += [_md_table(b["odds"]), _md_table(b["parameters"]), md_escape(b["signed_rank"]),
-            "#### Diagnostics\n\n" + _md_table(b["diagnostics"])]
+    out += [_md_table(b["odds"]), _md_table(b["parameters"]), md_escape(b["signed_rank"])]
+    if figures:
+        out.append("#### Model fit\n\n" + md_escape(f"{FIGURE_CAPTIONS['model_fit']} Figure: plots/model_fit.png."))
+    out.append("#### Diagnostics\n\n" + _md_table(b["diagnostics"]))
     if b["sensitivity"] is not None:
         out.append(f"#### Sensitivity\n\n**{md_escape(b['sensitivity_note'])}**\n\n{_md_table(b['sensitivity'])}")
     out.append("#### Settings\n\n" + _md_table(b["settings"]))

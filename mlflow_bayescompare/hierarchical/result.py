@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from ..posterior_summary import arviz
 from ..result import ARVIZ_STATS, TwoModelResult, json_ready
 
 __all__ = ["HierarchicalResult"]
@@ -80,8 +81,7 @@ class HierarchicalResult(TwoModelResult):
     def to_inference_data(self):
         """The posterior draws as an :class:`arviz.InferenceData` (score units), with the sampler's statistics
         (divergences, tree depth, energy, step size …) as ``sample_stats`` so arviz can re-audit the fit."""
-        import arviz as az
-
+        az = arviz()
         stats = {ARVIZ_STATS[k]: np.asarray(v) for k, v in self.sample_stats.items() if k in ARVIZ_STATS}
         if "diverging" in stats:
             stats["diverging"] = stats["diverging"].astype(bool)

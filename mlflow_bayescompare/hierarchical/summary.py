@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from ..posterior_summary import HDI_PROB, hdi
+from ..posterior_summary import HDI_PROB, arviz, hdi
 
 PARETO_K_LIMIT = 0.7
 #: Elements per array in :func:`integrated_log_lik`'s blocks of draws (about 400 kB).
@@ -41,8 +41,7 @@ def dataset_pareto_k(stan_data: dict, hyper: dict[str, np.ndarray], nodes: int =
     """PSIS-LOO Pareto k̂ of each dataset left out whole (Vehtari, Gelman & Gabry 2017), from
     :func:`integrated_log_lik`: how well the Student-t population predicts a new dataset like it.  k̂ > 0.7 marks a
     dataset the population does not predict well (the paper's future-work caveat about the Student-t population)."""
-    import arviz as az  # here: importing it costs seconds, which a closed-form test should not pay
-
+    az = arviz()  # here: importing it costs seconds, which a closed-form test should not pay
     log_lik = integrated_log_lik(stan_data, hyper, nodes)
     data = az.from_dict(posterior={"delta0": hyper["delta0"]}, log_likelihood={"x": log_lik})
     with warnings.catch_warnings():

@@ -106,8 +106,7 @@ class JointRankingResult(RankedModels):
 
     def to_inference_data(self):
         """The draws of μ and of the ranks, as an :class:`arviz.InferenceData`."""
-        import arviz as az
-
+        az = posterior_summary.arviz()
         sign = 1.0 if self.settings["greater_is_better"] else -1.0
         k = len(self.models)
         ranks = k - np.argsort(np.argsort(sign * self.draws, axis=-1), axis=-1)

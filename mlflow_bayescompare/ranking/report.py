@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import html
 
-from ..report_html import SUMMARY, md_escape
+from ..report_html import SUMMARY, format_numbers, format_probability, md_escape
 from .joint import JointRankingResult
 from .result import RankingResult
 
@@ -30,18 +30,20 @@ def headline(res: RankingResult | JointRankingResult) -> str:
     ties = res.pairs[(res.pairs["better"] == top["model"]) & ~res.pairs["credible"]]["worse"].tolist()
     tail = (f"; not credibly better than {', '.join(map(str, ties))}" if ties else
             "; credibly better than every other model")
-    return f"{top['model']} is the most probably best model (P(best) = {top['p_best']:.2f}){tail}"
+    return f"{top['model']} is the most probably best model (P(best) = {format_probability(top['p_best'])}){tail}"
 
 
 def _ranking_rows(res: RankingResult) -> list[list[str]]:
-    return [[str(i + 1), str(r.model), f"{r.p_best:.3f}", f"{r.mean_rank:.2f}",
-             f"{r.rank_low:g}–{r.rank_high:g}", f"{r.strength:+.3f}"]
+    strengths = format_numbers(res.ranking["strength"].tolist())
+    return [[str(i + 1), str(r.model), format_probability(r.p_best), f"{r.mean_rank:.2f}",
+             f"{r.rank_low:g}–{r.rank_high:g}", strengths[i]]
             for i, r in enumerate(res.ranking.itertuples())]
 
 
 def _pair_rows(res: RankingResult) -> list[list[str]]:
-    return [[f"{r.better} > {r.worse}", f"{r.p_win:.3f}", f"{r.p_win_low:.2f}–{r.p_win_high:.2f}",
-             f"{r.p_above_half:.3f}", f"{r.p_in_rope:.3f}", "yes" if r.credible else "no"]
+    p = format_probability
+    return [[f"{r.better} > {r.worse}", p(r.p_win), f"{p(r.p_win_low)}–{p(r.p_win_high)}", p(r.p_above_half),
+             p(r.p_in_rope), "yes" if r.credible else "no"]
             for r in res.pairs.itertuples()]
 
 
@@ -113,12 +115,16 @@ JOINT_PAIR_HEADER = ["pair", "difference", "95% interval", "P(better)", "P(rope)
 
 def _joint_rows(res: JointRankingResult) -> tuple[tuple[list[str], list[list[str]]], tuple[list[str], list]]:
     """The ranking's and the pairs' (header, rows) of the joint model."""
-    ranking = [[str(i + 1), str(r.model), f"{r.p_best:.3f}", f"{r.mean_rank:.2f}", f"{r.rank_low:g}–{r.rank_high:g}",
-                f"{r.mean:.4g}", f"{r.diff_to_leader:+.4g}", f"{r.diff_low:+.4g} to {r.diff_high:+.4g}"]
-               for i, r in enumerate(res.ranking.itertuples())]
-    pairs = [[f"{r.better} > {r.worse}", f"{r.difference:+.4g}", f"{r.hdi_low:+.4g} to {r.hdi_high:+.4g}",
-              f"{r.p_better:.3f}", f"{r.p_rope:.3f}", f"{r.p_worse:.3f}", f"{r.p_above:.3f}",
-              "yes" if r.credible else "no"] for r in res.pairs.itertuples()]
+    p, table, n = format_probability, res.ranking, len(res.ranking)
+    means = format_numbers(table["mean"].tolist())
+    gaps = format_numbers([*table["diff_to_leader"], *table["diff_low"], *table["diff_high"]])
+    ranking = [[str(i + 1), str(r.model), p(r.p_best), f"{r.mean_rank:.2f}", f"{r.rank_low:g}–{r.rank_high:g}",
+                means[i], gaps[i], f"{gaps[n + i]} to {gaps[2 * n + i]}"] for i, r in enumerate(table.itertuples())]
+    m = len(res.pairs)
+    differences = format_numbers([*res.pairs["difference"], *res.pairs["hdi_low"], *res.pairs["hdi_high"]])
+    pairs = [[f"{r.better} > {r.worse}", differences[i], f"{differences[m + i]} to {differences[2 * m + i]}",
+              p(r.p_better), p(r.p_rope), p(r.p_worse), p(r.p_above), "yes" if r.credible else "no"]
+             for i, r in enumerate(res.pairs.itertuples())]
     return (JOINT_RANKING_HEADER, ranking), (JOINT_PAIR_HEADER, pairs)
 
 

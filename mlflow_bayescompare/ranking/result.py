@@ -119,8 +119,7 @@ class RankingResult(RankedModels):
     def to_inference_data(self):
         """The posterior (beta, sigma, nu, p_win and rank per draw), Stan's sampler statistics, and the replicated
         and observed wins, as an :class:`arviz.InferenceData`."""
-        import arviz as az
-
+        az = posterior_summary.arviz()
         beta = self.draws["beta"]
         i, j = np.triu_indices(len(self.models), 1)
         posterior = {"beta": beta, "sigma": self.draws["sigma"], "p_win": expit(beta[..., i] - beta[..., j]),

@@ -8,6 +8,7 @@ checked by one ``before_request`` hook before the handler runs; the handlers the
 from __future__ import annotations
 
 import logging
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -18,8 +19,10 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from mlflow.exceptions import MlflowException
 
 from ..errors import BayesCompareError, InputError
+from ..hierarchical.report import NEXT_DATASET, NEXT_DATASET_TITLE
 from ..progress import STAGES
 from ..report_html import embedded
+from ..result import COLORS
 from ..tracking import tags as T
 from ..tracking.collect import discover
 from ..tracking.runkey import DEFAULT_KEYS, parse_key
@@ -40,6 +43,14 @@ _STATIC = _HERE / "static"
 _TEMPLATES = Environment(loader=FileSystemLoader(str(_HERE / "templates")),
                          autoescape=select_autoescape(["html"], default=True))
 _STAGE_LABELS = {"fetching": "fetching scores", "compiling": "compiling the model"}
+#: what a stage's pill says when the job went past it without doing it
+_SKIPPED_LABELS = {"compiling": "model cached (not compiled)"}
+#: the page's icon, inline (no request, so no /favicon.ico either): the outcome bar in the outcome colours
+_FAVICON = "data:image/svg+xml," + urllib.parse.quote(
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#0e1e2b"/>'
+    f'<rect x="2" y="5" width="6" height="6" fill="{COLORS["a_better"]}"/>'
+    f'<rect x="8" y="5" width="3" height="6" fill="{COLORS["rope"]}"/>'
+    f'<rect x="11" y="5" width="3" height="6" fill="{COLORS["b_better"]}"/></svg>')
 
 
 @dataclass(frozen=True)
@@ -60,8 +71,10 @@ def _page() -> Response:
     html = _TEMPLATES.get_template("page.html").render(
         base=context.base_path(), mlflow_ui=context.prefix() + "/", csrf_token=token, experiments=experiments,
         selected=_latest_scored(experiments), form=form,
-        stages=[(s, _STAGE_LABELS.get(s, s)) for s in STAGES if s != "failed"],
+        stages=[(s, _STAGE_LABELS.get(s, s), _SKIPPED_LABELS.get(s, f"{s} (skipped)"))
+                for s in STAGES if s != "failed"],
         run_id=run_id if len(run_id) == 32 and all(c in "0123456789abcdef" for c in run_id) else "",
+        next_dataset={"title": NEXT_DATASET_TITLE, "sentence": NEXT_DATASET}, favicon=_FAVICON,
         user=permissions.current_user())
     resp = Response(html, mimetype="text/html")
     resp.headers["Content-Security-Policy"] = security.PAGE_CSP

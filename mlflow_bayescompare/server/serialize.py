@@ -22,8 +22,9 @@ __all__ = ["json_response", "summarise_run", "list_comparisons", "child_runs", "
 
 _RUNNING = ("RUNNING", "SCHEDULED")
 #: the settings of a run that the page's form shows (the options' field names), from its params or its job request
-FORM_SETTINGS = ("experiment_ids", "metric", "rope", "greater_is_better", "seed", "chains", "draws", "threshold",
-                 "prior", "layout", "model_key", "dataset_key", "filter_string", "target_experiment", "sensitivity")
+FORM_SETTINGS = ("experiment_ids", "metric", "rope", "metric_rope", "greater_is_better", "seed", "chains", "draws",
+                 "threshold", "prior", "layout", "model_key", "dataset_key", "filter_string", "target_experiment",
+                 "sensitivity")
 
 
 def json_response(obj: Any, status: int = 200) -> Response:
@@ -65,6 +66,7 @@ def summarise_run(run) -> dict[str, Any]:
         "name": info.run_name,
         "status": status,
         "stage": tags.get(T.STAGE) or ("done" if status == "FINISHED" else None),
+        "skipped": [s for s in (tags.get(T.SKIPPED) or "").split(",") if s],  # e.g. compiling, when cached
         "metric": tags.get(T.METRIC),
         "model_a": tags.get(T.MODEL_A),
         "model_b": tags.get(T.MODEL_B),
@@ -123,8 +125,8 @@ def _settings(run) -> dict[str, Any]:
 
 
 def list_comparisons(client, experiment_ids: list[str], limit: int) -> list[dict[str, Any]]:
-    """The latest ``limit`` job runs (of every kind) of the experiments that are not a matrix's pair, newest first;
-    a matrix's pairs are its ``pairs``."""
+    """The latest ``limit`` job runs (of every kind) of the experiments that are not a matrix's pair, newest first,
+    each with its experiment's name; a matrix's pairs are its ``pairs``."""
     rows = []
     for start in range(0, len(experiment_ids), 100):
         chunk = experiment_ids[start:start + 100]
@@ -134,7 +136,9 @@ def list_comparisons(client, experiment_ids: list[str], limit: int) -> list[dict
             rows += [summarise_run(r) for r in runs]
     rows.sort(key=lambda r: r["start_time"] or 0, reverse=True)
     rows = rows[:limit]
+    names = {e: client.get_experiment(e).name for e in {row["experiment_id"] for row in rows}}
     for row in rows:
+        row["experiment_name"] = names[row["experiment_id"]]
         if row["kind"] == "matrix":
             row["pairs"] = child_runs(client, row["experiment_id"], row["run_id"])
     return rows

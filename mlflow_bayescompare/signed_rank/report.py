@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import html
 
-from ..report_html import SUMMARY, md_escape, md_table, plain_page, plain_table
+from ..report_html import SUMMARY, format_numbers, format_probability, md_escape, md_table, plain_page, plain_table
 from ..result import OUTCOMES, counted, outcome_label
 
 __all__ = ["render_markdown", "render_html", "REFERENCE"]
@@ -26,12 +26,15 @@ def _subtitle(res, metric: str) -> str:
 
 def _probability_rows(res) -> list[list[str]]:
     probs = res.probabilities
-    return [[outcome_label(o, res.model_a, res.model_b), f"{probs[o]:.3f}"] for o in OUTCOMES]
+    return [[outcome_label(o, res.model_a, res.model_b), format_probability(probs[o])] for o in OUTCOMES]
 
 
 def _dataset_rows(res) -> list[list[str]]:
-    return [[str(r.dataset), f"{r.score_a:.4g}", f"{r.score_b:.4g}", f"{r.diff:+.4g}"]
-            for r in res.datasets.itertuples()]
+    """Per dataset: the two models' means (one number of decimals for both columns) and their difference."""
+    table, n = res.datasets, len(res.datasets)
+    means = format_numbers([*table["score_a"], *table["score_b"]])
+    diffs = format_numbers(table["diff"].tolist())
+    return [[str(d), means[i], means[n + i], diffs[i]] for i, d in enumerate(table["dataset"])]
 
 
 def render_markdown(res, metric: str) -> str:

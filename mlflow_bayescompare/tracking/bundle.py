@@ -100,7 +100,7 @@ def comparison_bundle(result, tensor, *, metric: str, experiment_ids: Sequence[s
                                    experiment_ids=[str(e) for e in experiment_ids],
                                    source_runs=source_runs(tensor, experiment_ids), comparison_run_id=run_id,
                                    comparison_experiment_id=experiment_id)
-        markdown = report.render_markdown(result, ctx)
+        markdown = report.render_markdown(result, ctx, figures=figures)
         if figures:
             pngs = write_png_and_svg(plots.all_figures(result), root / "plots")
             (root / "report.html").write_text(report.render_html(result, pngs, ctx), encoding="utf-8")
@@ -217,7 +217,7 @@ def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: st
     """The parent run of a matrix comparison: the matrices of P(row better than column) and P(rope) (plot and
     CSV) and the ranking: the Bayesian Bradley-Terry ``ranking`` of all models when given (its tables and plots,
     as a ranking run holds them), else the pairs' summary.  ``results`` are the pairs' results."""
-    from ..figures import figure_png
+    from ..figures import write_png_and_svg
     from ..matrix import matrix_figure, ranking_markdown
 
     root, tmp = _directory(directory, "bayescompare-matrix-")
@@ -231,7 +231,7 @@ def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: st
         else:
             markdown = ranking_markdown(summary)
             summary.ranking.to_csv(root / "ranking.csv", index=False)
-        (root / "matrix.png").write_bytes(figure_png(matrix_figure(summary)))
+        write_png_and_svg({"matrix": matrix_figure(summary)}, root)
         (root / "ranking.md").write_text(markdown, encoding="utf-8")
         summary.better.rename_axis("model").to_csv(root / "p_better.csv")
         summary.rope.rename_axis("model").to_csv(root / "p_rope.csv")

@@ -20,7 +20,7 @@ from . import mlflow_internals
 from . import tags as T
 from .bundle import Bundle, fit_tag
 
-__all__ = ["log_bundle", "write_bundle", "start_run", "set_stage", "stage_recorder", "fail_run",
+__all__ = ["log_bundle", "write_bundle", "start_run", "set_stage", "stage_recorder", "skipped_stages", "fail_run",
            "fail_if_running", "resolve_target", "choose_target", "usable_target"]
 
 
@@ -32,27 +32,40 @@ def start_run(client, experiment_id: str, *, name: str, tags: dict[str, str], st
     return run.info.run_id
 
 
-def set_stage(client, run_id: str, stage: str) -> None:
-    """Record how far the work on ``run_id`` has got."""
+def set_stage(client, run_id: str, stage: str, skipped: Sequence[str] | None = None) -> None:
+    """Record how far the work on ``run_id`` has got and, when given, the stages it went past without doing
+    (``skipped``: ``compiling`` when the Stan program was in the cache)."""
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}: one of {', '.join(STAGES)}")
-    client.set_tag(run_id, T.STAGE, stage)
+    tags = [RunTag(T.STAGE, stage)] + ([] if skipped is None else [RunTag(T.SKIPPED, ",".join(skipped))])
+    client.log_batch(run_id, tags=tags)
 
 
 def stage_recorder(client, run_id: str | None, then: Progress | None = None) -> Progress | None:
-    """A progress hook that records each new stage in the run's stage tag, then passes it on to ``then``."""
+    """A progress hook that records each new stage in the run's stage tag, and the stages passed without being
+    reached (:func:`skipped_stages`) whenever they change, then passes it on to ``then``."""
     if run_id is None:
         return then
-    seen = []
+    seen, skipped = [], []
 
     def record(stage: str, detail: str | None = None) -> None:
+        nonlocal skipped
         if not seen or seen[-1] != stage:
             seen.append(stage)
-            set_stage(client, run_id, stage)
+            now = skipped_stages(seen)
+            set_stage(client, run_id, stage, now if now != skipped else None)
+            skipped = now
         if then is not None:
             then(stage, detail)
 
     return record
+
+
+def skipped_stages(seen: Sequence[str]) -> list[str]:
+    """The stages before the furthest one in ``seen`` (after ``queued``, where every job starts) that the work did
+    not go through: ``compiling`` when the program came from the cache."""
+    furthest = max(STAGES.index(stage) for stage in seen)
+    return [stage for stage in STAGES[1:furthest] if stage not in seen]
 
 
 def fail_run(client, run_id: str, error: BaseException | str) -> None:

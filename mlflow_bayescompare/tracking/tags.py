@@ -8,7 +8,7 @@ never read back as source runs.
 from __future__ import annotations
 
 __all__ = [
-    "KIND", "KINDS", "STAGE", "ERROR", "NOTE", "PARENT", "USER", "MODEL_A", "MODEL_B", "MODELS", "METRIC",
+    "KIND", "KINDS", "STAGE", "SKIPPED", "ERROR", "NOTE", "PARENT", "USER", "MODEL_A", "MODEL_B", "MODELS", "METRIC",
     "VERDICT", "DECISION", "DIAGNOSTICS", "TEST", "REPORT", "NO_REPORT", "BEST", "RANKING", "SOURCE_EXPERIMENTS",
     "STRICT", "REQUIRE", "DATASETS_LEFT_OUT",
     "JOB_OWNER", "JOB_REQUEST",
@@ -17,6 +17,7 @@ __all__ = [
 KIND = "bayescompare.kind"
 KINDS = ("comparison", "matrix", "ranking")
 STAGE = "bayescompare.stage"  # where the work on the run is (progress.STAGES)
+SKIPPED = "bayescompare.stages_skipped"  # comma-separated stages the work went past without doing (compiling: cached)
 ERROR = "bayescompare.error"  # why the run FAILED
 MODEL_A = "bayescompare.model_a"
 MODEL_B = "bayescompare.model_b"

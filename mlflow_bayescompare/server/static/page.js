@@ -163,9 +163,12 @@
   const truthy = (v) => v === true || String(v).toLowerCase() === "true";
 
   // The form as the run was asked for (its params, or its job request): experiment, metric, models and settings.
+  // A ranking's rope is its interval of P(win), never the form's rope in metric units: that one is the joint
+  // model's metric_rope (one dataset); a ranking across datasets has none, and leaves the field as it is.
   function fillForm(job) {
     const s = job.settings || {};
-    const inputs = { rope: s.rope, seed: s.seed, chains: s.chains, draws: s.draws, threshold: s.threshold,
+    const rope = job.kind !== "ranking" ? s.rope : job.ranking_model === "joint-t" ? s.metric_rope : undefined;
+    const inputs = { rope: rope, seed: s.seed, chains: s.chains, draws: s.draws, threshold: s.threshold,
       model_key: s.model_key || (s.model_tag && "tag:" + s.model_tag),
       dataset_key: s.dataset_key || (s.dataset_tag && "tag:" + s.dataset_tag), filter: s.filter_string,
       target_experiment: s.target_experiment };
@@ -207,18 +210,28 @@
 
   // ---------------------------------------------------------------------------------------------- the job
 
-  function fmt(p) {
-    return typeof p === "number" ? p.toFixed(3) : "";
+  // A probability as the reports write it (report_html.format_probability, its twin in Python): three decimals, a
+  // half rounded up, "<0.001" and ">0.999" at the ends, never a negative zero; "" for none.
+  function probability(p) {
+    if (typeof p !== "number" || !Number.isFinite(p)) return "";
+    if (p > 0 && p < 0.0005) return "<0.001";
+    if (p >= 0.9995 && p < 1) return ">0.999";
+    return Math.min(Math.max(p, 0), 1).toFixed(3);
   }
 
-  function showStages(stage, status) {
-    const idx = STAGES.indexOf(stage);
+  // The stages the job went through lit, the current one marked, those it went past without doing (a compile when
+  // the model was cached: the job's "skipped") shown as such.
+  function showStages(job) {
+    const idx = STAGES.indexOf(job.stage);
+    const skipped = job.skipped || [];
     document.querySelectorAll("#stages li").forEach((li) => {
       const i = STAGES.indexOf(li.dataset.stage);
+      const passed = i < idx || job.status === "FINISHED";
       li.className = "";
-      if (status === "FAILED" && li.dataset.stage === stage) li.className = "failed";
-      else if (i < idx || status === "FINISHED") li.className = "past";
+      if (job.status === "FAILED" && li.dataset.stage === job.stage) li.className = "failed";
+      else if (passed) li.className = skipped.includes(li.dataset.stage) ? "skipped" : "past";
       else if (i === idx) li.className = "current";
+      li.textContent = li.className === "skipped" ? li.dataset.skipped : li.dataset.label;
     });
   }
 
@@ -249,11 +262,12 @@
     $("test-used").textContent = job.test ? "Test: " + (TESTS[job.test] || job.test) : "";
     $("test-used").dataset.test = job.test || "";
     $("test-used").hidden = !job.test;
+    $("probs-caption").hidden = job.test !== $("probs-caption").dataset.test; // the hierarchical test's "Next dataset"
     $("label-a").textContent = "P(" + job.model_a + " better)";
     $("label-b").textContent = "P(" + job.model_b + " better)";
-    $("p-a").textContent = fmt(job.p_a_better);
-    $("p-rope").textContent = fmt(job.p_rope);
-    $("p-b").textContent = fmt(job.p_b_better);
+    $("p-a").textContent = probability(job.p_a_better);
+    $("p-rope").textContent = probability(job.p_rope);
+    $("p-b").textContent = probability(job.p_b_better);
     $("bar-a").style.width = 100 * (job.p_a_better || 0) + "%";
     $("bar-rope").style.width = 100 * (job.p_rope || 0) + "%";
     $("bar-b").style.width = 100 * (job.p_b_better || 0) + "%";
@@ -303,7 +317,7 @@
   function render(job) {
     $("job").hidden = false;
     $("job-title").textContent = jobTitle(job);
-    showStages(job.stage, job.status);
+    showStages(job);
     $("job-status").textContent =
       job.status === "RUNNING" ? "Running: " + (job.stage || "queued") + "…" : job.status;
     $("job-status").dataset.status = job.status;
@@ -311,6 +325,7 @@
     err.hidden = !job.error;
     err.textContent = job.error ? "Failed: " + job.error : "";
     $("run-link").href = job.run_url;
+    $("run-link").textContent = "Open the " + (job.kind || "comparison") + " run in the MLflow UI";
     const done = job.status === "FINISHED";
     const pair = done && job.kind === "comparison";
     $("result").hidden = !(done || job.status === "FAILED");
@@ -323,14 +338,14 @@
     $("ranking").hidden = !ranking;
     $("ranking-caption").textContent = "Ranking (" + (RANKINGS[job.ranking_model] || RANKINGS.bbt) + ")";
     if (ranking)
-      fillTable($("ranking"), ranking.map((r, i) => [i + 1, r.model, fmt(r.p_best),
+      fillTable($("ranking"), ranking.map((r, i) => [i + 1, r.model, probability(r.p_best),
         typeof r.mean_rank === "number" ? r.mean_rank.toFixed(2) : "", rankInterval(r)]));
     const pairs = done && job.pairs ? job.pairs : null;
     $("pairs").hidden = !pairs;
     if (pairs) $("pairs-caption").textContent = pairsCaption(pairs);
     if (pairs)
-      fillTable($("pairs"), pairs.map((p) => [p.model_a + " vs " + p.model_b, p.verdict, fmt(p.p_a_better),
-        fmt(p.p_rope), fmt(p.p_b_better)]));
+      fillTable($("pairs"), pairs.map((p) => [p.model_a + " vs " + p.model_b, p.verdict, probability(p.p_a_better),
+        probability(p.p_rope), probability(p.p_b_better)]));
     renderReport(job, done);
     updatePastRow(job);
   }
@@ -371,43 +386,77 @@
     return c.model_a + " vs " + c.model_b;
   }
 
+  const PAST_COLUMNS = 10;
+  const expanded = new Set(); // the matrices whose pairs are shown, kept as the list is refreshed
+
+  // One row of Past comparisons: start, experiment, comparison, metric, status, verdict, P(A), P(rope), P(B), link.
+  // A matrix's pairs (parent: its run id) sit under it, hidden until it is unfolded.
   function historyRow(c, parent) {
     const tr = document.createElement("tr");
     tr.dataset.runId = c.run_id;
     if (parent) {
       tr.className = "pair";
       tr.dataset.parent = parent;
+      tr.hidden = !expanded.has(parent);
     }
     const cells = [];
-    for (let i = 0; i < 9; i++) cells.push(tr.insertCell());
+    for (let i = 0; i < PAST_COLUMNS; i++) cells.push(tr.insertCell());
     cells[0].className = "time";
     cells[0].dataset.ms = c.start_time || "";
+    cells[1].className = "experiment";
+    cells[1].textContent = parent ? "" : c.experiment_name || c.experiment_id || "";
     const show = document.createElement("a");
     show.className = "show";
     show.href = BASE + "/?run_id=" + encodeURIComponent(c.run_id);
     show.textContent = pastName(c);
-    cells[1].appendChild(show);
-    cells[2].textContent = c.metric || "";
-    cells[3].className = "status " + String(c.status).toLowerCase();
-    cells[3].textContent = statusText(c);
-    cells[4].textContent = c.verdict || c.error || "";
+    cells[2].appendChild(show);
+    if ((c.pairs || []).length) cells[2].appendChild(pairsToggle(c));
+    cells[3].textContent = c.metric || "";
+    cells[4].className = "status " + String(c.status).toLowerCase();
+    cells[4].textContent = statusText(c);
+    cells[5].textContent = c.verdict || c.error || "";
     [c.p_a_better, c.p_rope, c.p_b_better].forEach((p, i) => {
-      cells[5 + i].className = "num";
-      cells[5 + i].textContent = fmt(p);
+      cells[6 + i].className = "num";
+      cells[6 + i].textContent = probability(p);
     });
     const link = document.createElement("a");
     link.href = c.run_url;
     link.textContent = "MLflow run";
-    cells[8].appendChild(link);
+    cells[9].appendChild(link);
     return tr;
+  }
+
+  // The button that shows or hides a matrix's pairs.
+  function pairsToggle(c) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "toggle";
+    button.dataset.parent = c.run_id;
+    showToggle(button, expanded.has(c.run_id), c.pairs.length);
+    return button;
+  }
+
+  function showToggle(button, open, count) {
+    button.setAttribute("aria-expanded", String(open));
+    button.textContent = (open ? "▾ hide " : "▸ ") + count + " pairs";
+  }
+
+  function togglePairs(button) {
+    const parent = button.dataset.parent;
+    const open = !expanded.has(parent);
+    if (open) expanded.add(parent);
+    else expanded.delete(parent);
+    const rows = document.querySelectorAll('#past tr.pair[data-parent="' + parent + '"]');
+    rows.forEach((tr) => (tr.hidden = !open));
+    showToggle(button, open, rows.length);
   }
 
   // The row of the job followed, kept up with its stage while it runs.
   function updatePastRow(job) {
-    const tr = document.querySelector('#past tr[data-run-id="' + job.run_id + '"]');
-    if (!tr) return;
-    tr.cells[3].className = "status " + String(job.status).toLowerCase();
-    tr.cells[3].textContent = statusText(job);
+    const td = document.querySelector('#past tr[data-run-id="' + job.run_id + '"] td.status');
+    if (!td) return;
+    td.className = "status " + String(job.status).toLowerCase();
+    td.textContent = statusText(job);
   }
 
   function formatTimes() {
@@ -432,7 +481,7 @@
         });
         if (!data.comparisons.length) {
           const td = tbody.insertRow().insertCell();
-          td.colSpan = 9;
+          td.colSpan = PAST_COLUMNS;
           td.textContent = "No comparison yet.";
         }
         formatTimes();
@@ -443,6 +492,8 @@
   // ---------------------------------------------------------------------------------------------- events
 
   $("past").addEventListener("click", (ev) => {
+    const toggle = ev.target.closest("button.toggle");
+    if (toggle) togglePairs(toggle);
     const a = ev.target.closest("a.show");
     if (!a) return;
     ev.preventDefault();
