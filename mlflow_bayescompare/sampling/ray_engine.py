@@ -20,6 +20,7 @@ import logging
 import platform
 import socket
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -156,6 +157,7 @@ def _connect(ray, address: str | None, shown: str) -> bool:
     within :data:`CONNECT_SECONDS`, or an :class:`InputError` naming the address."""
     if ray.is_initialized():
         return False
+    deadline = time.monotonic() + CONNECT_SECONDS
     if address:
         _probe(address, shown)
     outcome: list = []
@@ -170,7 +172,7 @@ def _connect(ray, address: str | None, shown: str) -> bool:
 
     thread = threading.Thread(target=init, name="bayescompare-ray-connect", daemon=True)
     thread.start()
-    thread.join(CONNECT_SECONDS)
+    thread.join(max(1.0, deadline - time.monotonic()))
     if not outcome:
         raise InputError(f"the Ray cluster at {shown} did not accept this driver within {CONNECT_SECONDS} s")
     if isinstance(outcome[0], BaseException):
