@@ -20,6 +20,7 @@ from typing import Any
 from mlflow import MlflowClient
 
 from . import claims, pairfits, preflight
+from .console import redact_uri
 from .matrix import MatrixSummary, summarise
 from .options import (
     FitOptions,
@@ -206,7 +207,8 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
         if log:
             notify(progress, "reporting")
             bundle = matrix_bundle(summary, list(fitted.rows.values()), experiment_ids=ids, ranking=bbt,
-                                   layout=checked.layout, directory=Path(folder) / "parent", child_runs=children)
+                                   layout=checked.layout, directory=Path(folder) / "parent", child_runs=children,
+                                   run_params=_matrix_params(how))
             target = _target(client, run_id, source, ids)
             matrix.run_id = pairfits.log_family(client, bundle, fitted, target, run_id, started, progress)
             matrix.experiment_id = target
@@ -300,6 +302,14 @@ def _announce(checked: preflight.Checked, planned: preflight.Plan, fit: FitOptio
         notify(progress, "sampling", f"{pairs} ({fit.chains} chains × {fit.draws} draws each)")
     else:
         notify(progress, "sampling", f"{pairs} ({TEST_NAMES[ahead]})")
+
+
+def _matrix_params(how: MatrixOptions) -> dict[str, str]:
+    """How the matrix ran, as its run's params (the Ray address without credentials)."""
+    params = how.to_params()
+    if "ray_address" in params:
+        params["ray_address"] = redact_uri(params["ray_address"])
+    return params
 
 
 def _cache_target(client, run_id: str | None, source: SourceOptions, ids) -> str | None:

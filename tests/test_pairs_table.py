@@ -53,6 +53,8 @@ def test_above_the_threshold_one_run_holds_the_pairs_and_a_rerun_fits_only_what_
     table = _table(client, second.run_id, tmp_path)
     assert list(table["cached"]) == [p in first.pairs for p in second.pairs]
     assert client.get_run(second.run_id).data.metrics["n_pairs_cached"] == 3
+    assert {k: v for k, v in client.get_run(second.run_id).data.params.items() if k in ("engine", "refresh")} == \
+        {"engine": "local", "refresh": "False"}
 
     # j48's scores on one dataset change (a newer run): its pairs miss the cache, the others hit it
     time.sleep(0.01)  # the newer run starts later

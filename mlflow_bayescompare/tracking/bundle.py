@@ -241,12 +241,13 @@ def source_runs(tensor, experiment_ids: Sequence[str] = ()) -> list[dict[str, st
 
 
 def matrix_bundle(summary, rows, *, experiment_ids: Sequence[str], layout: str | None = None, ranking=None,
-                  directory: Path | None = None, child_runs: bool = True) -> Bundle:
+                  directory: Path | None = None, child_runs: bool = True,
+                  run_params: dict[str, str] | None = None) -> Bundle:
     """The parent run of a matrix comparison: the matrices of P(row better than column) and P(rope) (plot and
     CSV) and the ranking: the Bayesian Bradley-Terry ``ranking`` of all models when given (its tables and plots,
     as a ranking run holds them), else the pairs' summary.  ``rows`` are the pairs' :class:`~..matrix.PairRow`
     (their table, ``pairs.parquet``, is written by :func:`write_pairs_table` once the child runs are logged, or
-    without them: ``child_runs=False``)."""
+    without them: ``child_runs=False``); ``run_params`` are added to its params (how the matrix ran)."""
     from ..figures import figure_png
     from ..matrix import dataset_count, matrix_figure, ranking_markdown
 
@@ -267,6 +268,7 @@ def matrix_bundle(summary, rows, *, experiment_ids: Sequence[str], layout: str |
         summary.rope.rename_axis("model").to_csv(root / "p_rope.csv")
         params = comparison_params(rows[0], layout=layout)
         params["models"] = _param_value(list(summary.models))
+        params.update(run_params or {})
         run_tags = {
             **({T.RANKING: ranking.model} if ranking is not None else {}),
             T.KIND: "matrix",
