@@ -132,14 +132,13 @@ def fit_all(run_all: Callable, checked, work: PairWork, cache: dict[str, PairRow
                 continue
             yield pair, (data, checked.tests[pair], None if folder is None else folder / str(i), work)
 
-    built = checked.pairs() if not cache else list(checked.pairs())
-    total = len(checked.plan.pairs)
-    if cache:
-        todo = list(tasks(built))
-        log.info("%s of %d read from the cache of earlier matrices (--refresh fits them again); %s to fit",
-                 counted(len(hits), "pair"), total, counted(len(todo), "pair"))
-        total, built = len(todo), iter(todo)
-    fitted = run_all(fit_pair, built if cache else tasks(built), total=total, progress=progress)
+    if not cache:
+        fitted = run_all(fit_pair, tasks(checked.pairs()), total=len(checked.plan.pairs), progress=progress)
+        return _gathered(checked.plan.pairs, fitted, hits, keys, folder)
+    todo = list(tasks(checked.pairs()))
+    log.info("%s of %d read from the cache of earlier matrices (--refresh fits them again); %s to fit",
+             counted(len(hits), "pair"), len(checked.plan.pairs), counted(len(todo), "pair"))
+    fitted = run_all(fit_pair, todo, total=len(todo), progress=progress)
     return _gathered(checked.plan.pairs, fitted, hits, keys, folder)
 
 

@@ -44,7 +44,8 @@ IN_FLIGHT = 2  # pairs given to an actor at once: one fitting, the next waiting,
 
 @dataclass
 class Cluster:
-    """The connection of :func:`started`: Ray's module and the actors that fit the pairs."""
+    """The connection of :func:`started`: Ray's module, the actors that fit the pairs, and the cluster's address
+    as messages show it (without credentials)."""
 
     ray: Any
     actors: list
