@@ -23,6 +23,7 @@ from .demo import SETTINGS
 from .errors import BayesCompareError, InputError
 from .options import (
     FitOptions,
+    MatrixOptions,
     ModelsOptions,
     PairOptions,
     RankOptions,
@@ -130,20 +131,22 @@ def compare(tracking_uri, no_log, as_json, strict, **fields) -> None:
 
 
 @main.command(epilog=EXIT_CODES)
-@click_options(SourceOptions, FitOptions, ModelsOptions, exclude=("sensitivity",))
+@click_options(SourceOptions, FitOptions, ModelsOptions, MatrixOptions, exclude=("sensitivity",))
 @_run_options
-@click.option("--jobs", type=click.IntRange(min=1), help="Pairs fitted in parallel (default: one per CPU).")
+@click.option("--jobs", type=click.IntRange(min=1),
+              help="Pairs fitted in parallel (default: one per CPU, of this machine or of the Ray cluster).")
 def matrix(tracking_uri, no_log, as_json, jobs, **fields) -> None:
-    """Compare every pair of models: one child comparison run per pair under a parent run with the ranking."""
+    """Compare every pair of models: a parent run with the ranking and the pairs table, and one child comparison
+    run per pair (up to --child-runs-up-to pairs)."""
     with _errors(), _output(as_json) as out:
-        source, fit, models = parse_fields(fields, [SourceOptions, FitOptions, ModelsOptions], origin="cli",
-                                           exclude=("sensitivity",))
+        source, fit, models, how = parse_fields(fields, [SourceOptions, FitOptions, ModelsOptions, MatrixOptions],
+                                                origin="cli", exclude=("sensitivity",))
         with _progress() as progress:
             from . import compare as api
 
             outcome = api.compare_matrix(models=models.models, pair_reports=models.pair_reports, source=source,
                                          fit=fit, log=not no_log, tracking_uri=tracking_uri, jobs=jobs,
-                                         progress=progress)
+                                         matrix_options=how, progress=progress)
         out(outcome.to_dict(), _matrix_text(outcome, tracking_uri))
 
 

@@ -13,21 +13,18 @@ import contextlib
 import tempfile
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mlflow import MlflowClient
 
-from . import claims, preflight
-from .correlated_t.engine import correlated_t_test
-from .hierarchical.engine import hierarchical_test
+from . import claims, pairfits, preflight
+from .console import redact_uri
 from .matrix import MatrixSummary, summarise
 from .options import (
-    MATRIX_PAIR_WARMUP,
-    WARMUP,
     FitOptions,
+    MatrixOptions,
     ModelsOptions,
     PairOptions,
     RankOptions,
@@ -37,17 +34,9 @@ from .options import (
 from .progress import Progress, notify
 from .ranking.engine import rank_scores
 from .result import TEST_NAMES, counted
-from .sampling import sampler, workers
-from .scores.tensor import left_out_note
-from .signed_rank.engine import signed_rank_test
+from .sampling import sampler
 from .tracking import reach, runlog
-from .tracking.bundle import (
-    comparison_bundle,
-    correlated_t_bundle,
-    matrix_bundle,
-    ranking_bundle,
-    signed_rank_bundle,
-)
+from .tracking.bundle import matrix_bundle, ranking_bundle
 
 __all__ = ["compare_runs", "compare_matrix", "rank_runs", "require", "Outcome",
            "ComparisonOutcome", "MatrixOutcome", "RankingOutcome"]
@@ -106,6 +95,7 @@ class MatrixOutcome:
     bbt: Any = None  # the ranking of all models at once (three or more): BBT, or the joint model on one dataset
     run_id: str | None = None
     experiment_id: str | None = None
+    cached: int = 0  # the pairs read from the cache of earlier matrices
 
     @property
     def ranking(self):
@@ -117,6 +107,7 @@ class MatrixOutcome:
             "models": self.models,
             "metric": self.summary.metric,
             "test": self.summary.test,  # the test that compared the pairs
+            "pairs_cached": self.cached,
             "run_id": self.run_id,
             "experiment_id": self.experiment_id,
             "ranking": self.ranking.to_dict(orient="records"),
@@ -159,7 +150,7 @@ def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[
         if log or run_id is not None:
             notify(progress, "reporting")
             target = _target(client, run_id, source, ids)
-            with _pair_bundle(result, data, source.metric, ids, layout, run_id=run_id,
+            with pairfits.pair_bundle(result, data, source.metric, ids, layout, run_id=run_id,
                               experiment_id=target) as bundle:
                 outcome.run_id = runlog.log_bundle(client, bundle, experiment_id=target, run_id=run_id,
                                                    start_time=started, progress=progress)
@@ -170,10 +161,12 @@ def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[
 def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str] = (), *,
                    models: Sequence[str] = (), source: SourceOptions | None = None, fit: FitOptions | None = None,
                    log: bool = True, tracking_uri: str | None = None, run_id: str | None = None,
-                   progress: Progress | None = None, jobs: int | None = None, **options) -> MatrixOutcome:
-    """Compare every pair of ``models`` (default: every model found): one child comparison run per pair under a
-    parent run holding the matrix of P(row better than column) and P(rope) and, with three or more models, their
-    ranking (P(best), mean rank: :func:`rank_runs`; the joint correlated-t model on one dataset).  The pairs are
+                   progress: Progress | None = None, jobs: int | None = None,
+                   matrix_options: MatrixOptions | None = None, **options) -> MatrixOutcome:
+    """Compare every pair of ``models`` (default: every model found): a parent run holding the matrix of P(row
+    better than column) and P(rope), the pairs table (``pairs.parquet``) and, with three or more models, their
+    ranking (P(best), mean rank: :func:`rank_runs`; the joint correlated-t model on one dataset), and one child
+    comparison run per pair up to ``child_runs_up_to`` pairs (or always: ``child_runs=True``).  The pairs are
     compared by the test :func:`compare_runs` would choose (:func:`~.preflight.choose_test`): the hierarchical test
     on per-fold scores, the correlated t-test on a pair that shares one dataset, the signed-rank test on runs that
     hold one score each.
@@ -184,48 +177,45 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
     a pair whose chains then disagree again for :data:`~.options.WARMUP`:
     :func:`~.hierarchical.engine.hierarchical_test`).
     Pairs are fitted, and their runs' content built, in up to ``jobs`` processes (default: one per CPU; they are
-    spawned, so a script calling this with several jobs needs the ``if __name__ == "__main__":`` guard).
+    spawned, so a script calling this with several jobs needs the ``if __name__ == "__main__":`` guard), or with
+    ``engine="ray"`` by up to ``jobs`` Ray workers of the cluster at ``ray_address`` (default: one per CPU of the
+    cluster).  A pair whose data, options, Stan program and package version match a row of an earlier matrix's
+    pairs table in the target experiment is read from there instead (``refresh=True``: fit them all again).
     ``run_id`` names a RUNNING parent run to fill (the server's job record).  Other arguments as
-    :func:`compare_runs`.
+    :func:`compare_runs`; ``matrix_options`` (or its fields as keywords) a :class:`~.options.MatrixOptions`.
     """
-    source, fit, chosen = _options(experiment_names, experiment_ids, {**options, "models": tuple(models)},
-                                   (SourceOptions, source), (FitOptions, fit), (ModelsOptions, None))
+    source, fit, chosen, how = _options(experiment_names, experiment_ids, {**options, "models": tuple(models)},
+                                        (SourceOptions, source), (FitOptions, fit), (ModelsOptions, None),
+                                        (MatrixOptions, matrix_options))
     client, progress, started = _begin(tracking_uri, run_id, progress)
     with _failing_run(client, run_id), tempfile.TemporaryDirectory(prefix="bayescompare-matrix-") as folder:
         planned = preflight.plan(client, "matrix", source, fit, chosen.models, progress)
         ids, models, pairs, fit = planned.experiment_ids, planned.models, planned.pairs, planned.options
         log = log or run_id is not None
-        with workers.started(jobs, len(pairs), warm_up=_warm_up) as pool:  # they start up during the pre-flight
+        children = how.logs_child_runs(len(pairs))
+        with pairfits.engine(how, jobs, len(pairs), progress) as run_all:  # they start up during the pre-flight
             checked = preflight.check(client, planned, progress, streamed=True)
-            ahead = checked.test_ahead()
-            # the pairs' program and the ranking's compiled at once, before the workers load them
-            sampler.compile_programs([p for p, fitted in (("hierarchical", ahead == "hierarchical"),
-                                                          ("bbt", planned.ranked)) if fitted], fit.backend, progress)
-            if ahead == "hierarchical":
-                notify(progress, "sampling",
-                       f"{counted(len(pairs), 'pair')} ({fit.chains} chains × {fit.draws} draws each)")
-            else:
-                notify(progress, "sampling", f"{counted(len(pairs), 'pair')} ({TEST_NAMES[ahead]})")
-            # each pair handed to the workers once its data are checked; a bad pair stops them, after every pair's
-            # problems are found (nothing is logged before every pair is fitted)
-            tasks = ((p, (data, checked.tests[p], fit, source.metric, ids, checked.layout,
-                          Path(folder) / str(i) if log else None, chosen.pair_reports))
-                     for i, (p, data) in enumerate(checked.pairs()))
-            fitted = workers.run_all(_fit_pair, tasks, total=len(pairs), pool=pool, progress=progress)
-        summary = summarise({p: fitted[p][0] for p in pairs}, models, source.metric)
+            cache = pairfits.cached_rows(client, _cache_target(client, run_id, source, ids) if log else None, how)
+            _announce(checked, planned, fit, progress)
+            work = pairfits.PairWork(fit, source.metric, tuple(ids), checked.layout, chosen.pair_reports,
+                                     slim=not children, shipped=how.engine == "ray" and len(pairs) > 1)
+            fitted = pairfits.fit_all(run_all, checked, work, cache, Path(folder) if log and children else None,
+                                      progress)
+        summary = summarise(fitted.results, models, source.metric)
         bbt = rank_scores(checked.ranking, checked.rank, progress) if checked.ranking is not None else None
-        matrix = MatrixOutcome(models, {p: ComparisonOutcome(fitted[p][0], source.metric, ids, layout=checked.layout,
-                                                             tensor=checked.data[p]) for p in pairs}, summary, bbt)
+        matrix = MatrixOutcome(models, {p: ComparisonOutcome(fitted.results[p], source.metric, ids,
+                                                             layout=checked.layout, tensor=checked.data[p])
+                                        for p in pairs}, summary, bbt, cached=fitted.cached)
         if log:
             notify(progress, "reporting")
-            bundle = matrix_bundle(summary, [fitted[p][0] for p in pairs], experiment_ids=ids, ranking=bbt,
-                                   layout=checked.layout, directory=Path(folder) / "parent")
+            bundle = matrix_bundle(summary, list(fitted.rows.values()), experiment_ids=ids, ranking=bbt,
+                                   layout=checked.layout, directory=Path(folder) / "parent", child_runs=children,
+                                   run_params=_matrix_params(how))
             target = _target(client, run_id, source, ids)
-            children = {p: fitted[p][1] for p in pairs}
-            matrix.run_id = _log_family(client, bundle, children, target, run_id, started, progress)
+            matrix.run_id = pairfits.log_family(client, bundle, fitted, target, run_id, started, progress)
             matrix.experiment_id = target
-            for p, child in children.items():
-                matrix.pairs[p].run_id, matrix.pairs[p].experiment_id = child, target
+            for p, row in fitted.rows.items():
+                matrix.pairs[p].run_id, matrix.pairs[p].experiment_id = row.run_id, target
     return matrix
 
 
@@ -300,47 +290,35 @@ def _two_model_test(checked: preflight.Checked, fit: FitOptions, progress):
     else:
         notify(progress, "sampling",
                f"{a} vs {b} on {counted(len(data.datasets), 'dataset')} ({fit.chains} chains × {fit.draws} draws)")
-    return _pair_test(data, test, fit, progress), data
+    return pairfits.pair_test(data, test, fit, progress), data
 
 
-def _pair_test(data, test: str, fit: FitOptions, progress: Progress | None = None, *, matrix_pair: bool = False,
-               model_check: bool = True):
-    """Fit step of a pair by ``test`` (the pre-flight's choice): the signed-rank test on its means, the correlated
-    t-test on the folds of its one dataset (closed form, no Stan), else the hierarchical test on its paired folds
-    (with its PSIS-LOO model check unless ``model_check=False``; as a ``matrix_pair``, after the matrix's warm-up
-    when none is given)."""
-    if test == "signed-rank":
-        result = signed_rank_test(data, options=fit)
-    elif test == "correlated-t":
-        result = correlated_t_test(data, options=fit)
+def _announce(checked: preflight.Checked, planned: preflight.Plan, fit: FitOptions, progress) -> None:
+    """Compile the pairs' program and the ranking's at once, before the workers load them, and say what is to be
+    fitted."""
+    ahead = checked.test_ahead()
+    sampler.compile_programs([p for p, fitted in (("hierarchical", ahead == "hierarchical"),
+                                                  ("bbt", planned.ranked)) if fitted], fit.backend, progress)
+    pairs = counted(len(planned.pairs), "pair")
+    if ahead == "hierarchical":
+        notify(progress, "sampling", f"{pairs} ({fit.chains} chains × {fit.draws} draws each)")
     else:
-        result = hierarchical_test(data, options=fit, progress=progress, model_check=model_check,
-                                   default_warmup=MATRIX_PAIR_WARMUP if matrix_pair else WARMUP)
-    return _noting_left_out(result, data)
+        notify(progress, "sampling", f"{pairs} ({TEST_NAMES[ahead]})")
 
 
-def _noting_left_out(result, data):
-    """``result`` with the datasets its pair left out (:attr:`~.scores.tensor.CVTensor.left_out`) in its settings
-    (the run's param and tag) and its warnings (the reports)."""
-    if data.left_out:
-        result.settings["datasets_left_out"] = dict(data.left_out)
-        result.diagnostics.setdefault("warnings", []).append(left_out_note(data.left_out, data.datasets))
-    return result
+def _matrix_params(how: MatrixOptions) -> dict[str, str]:
+    """How the matrix ran, as its run's params (the Ray address without credentials)."""
+    params = how.to_params()
+    if "ray_address" in params:
+        params["ray_address"] = redact_uri(params["ray_address"])
+    return params
 
 
-def _pair_bundle(result, data, metric: str, ids, layout: str, *, run_id: str | None = None,
-                 experiment_id: str | None = None, directory: Path | None = None, figures: bool = True):
-    """Report step of a comparison: the run of whichever test answered, to be logged in ``experiment_id`` (as
-    ``run_id`` when that run exists), its artifacts written into ``directory`` (default: a temporary one);
-    ``figures=False`` for a matrix's pair run without figures and HTML report."""
-    if result.test == "signed-rank":
-        return signed_rank_bundle(result, data, metric=metric, experiment_ids=ids, layout=layout,
-                                  directory=directory, figures=figures)
-    if result.test == "correlated-t":
-        return correlated_t_bundle(result, metric=metric, experiment_ids=ids, layout=layout, directory=directory,
-                                   figures=figures)
-    return comparison_bundle(result, data, metric=metric, experiment_ids=ids, layout=layout, run_id=run_id,
-                             experiment_id=experiment_id, directory=directory, figures=figures)
+def _cache_target(client, run_id: str | None, source: SourceOptions, ids) -> str | None:
+    """The experiment whose earlier matrices the cache reads: the run's, or the target's when it exists."""
+    if run_id is not None:
+        return client.get_run(run_id).info.experiment_id
+    return runlog.existing_target(client, source.target_experiment, ids)
 
 
 def _begin(tracking_uri: str | None, run_id: str | None, progress: Progress | None):
@@ -356,44 +334,6 @@ def _target(client, run_id: str | None, source: SourceOptions, ids) -> str:
     if run_id is not None:
         return client.get_run(run_id).info.experiment_id
     return runlog.resolve_target(client, source.target_experiment, ids)
-
-
-def _warm_up() -> None:
-    """A matrix worker's first task: unpickling it imports this module, and with it the fit and report steps
-    (MLflow, arviz, matplotlib), while the caller is busy elsewhere."""
-
-
-def _fit_pair(data, test: str, fit: FitOptions, metric: str, ids, layout, folder: Path | None, report: bool):
-    """One pair, in a worker: its test (the pre-flight's choice, on the data it built for the pair) and, when it
-    will be logged, its run's bundle (written into ``folder``); ``report``: with the figures, HTML report and model
-    check."""
-    result = _pair_test(data, test, fit, matrix_pair=True, model_check=report)
-    if folder is None:
-        return result, None
-    return result, _pair_bundle(result, data, metric, ids, layout, directory=folder, figures=report)
-
-
-def _log_family(client, parent, children: dict, target: str, run_id: str | None, started: int,
-                progress: Progress | None) -> str:
-    """Log the child runs under the parent (created now, unless it is the RUNNING ``run_id``), then the parent's
-    own bundle.  Children are written by a few threads when the store is a server.  A failed child fails the
-    parent."""
-    if run_id is None:
-        run_id = runlog.start_run(client, target, name=parent.name, tags=parent.tags, stage="logging",
-                                  start_time=started)
-    notify(progress, "logging")
-    threads = 4 if str(client.tracking_uri).startswith(("http://", "https://")) else 1
-    try:
-        with ThreadPoolExecutor(threads) as pool:
-            ids = pool.map(lambda item: runlog.log_bundle(client, item[1], experiment_id=target,
-                                                          parent_run_id=run_id, start_time=started),
-                           list(children.items()))
-            for pair, child_id in zip(list(children), ids):
-                children[pair] = child_id
-    except BaseException as exc:
-        runlog.fail_run(client, run_id, exc)
-        raise
-    return runlog.log_bundle(client, parent, run_id=run_id, progress=progress)
 
 
 @contextlib.contextmanager

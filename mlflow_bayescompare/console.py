@@ -28,7 +28,7 @@ PREFIX = "bayescompare:"
 log = logging.getLogger(LOGGER_NAME)
 
 #: loggers whose INFO lines are not the user's business on the command line
-_THIRD_PARTY = ("mlflow", "alembic", "httpstan", "cmdstanpy", "stan", "matplotlib")
+_THIRD_PARTY = ("mlflow", "alembic", "httpstan", "cmdstanpy", "stan", "matplotlib", "ray")
 
 
 class CliHandler(logging.Handler):

@@ -167,4 +167,4 @@ def _click_option(click, f: dataclasses.Field):
     metavar = "[" + "|".join(spec.choices) + "]" if spec.kind == "choice" else _METAVARS[spec.kind]
     return click.option(flag, dest, multiple=spec.kind == "strings", required=spec.required,
                         default=None if default is None else str(default), show_default=default is not None,
-                        metavar=metavar, help=spec.help)
+                        metavar=metavar, help=spec.help, envvar=spec.envvar, show_envvar=spec.envvar is not None)

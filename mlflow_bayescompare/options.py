@@ -9,6 +9,8 @@ Options come in frozen dataclasses, one per concern:
   signed-rank test and the Bayesian correlated t-test): rope, direction, prior, threshold and the hyper-prior bounds;
 * :class:`PairOptions`: the two models of a comparison and the claim to require;
 * :class:`ModelsOptions`: the models of a matrix or ranking, and whether a matrix's pairs get full reports;
+* :class:`MatrixOptions`: how a matrix runs (on this machine or a Ray cluster), what it logs at large k, and its
+  cache of pair results;
 * :class:`RankOptions`: the ranking of many models (the Bayesian Bradley-Terry model of Wainer 2023 across datasets,
   the joint correlated-t model of the folds on one dataset).
 
@@ -34,7 +36,8 @@ from .optionspec import Option, OptionsBase, option, required_option
 from .tracking.runkey import DEFAULT_KEYS, RunKey, parse_key
 
 __all__ = [
-    "Option", "SourceOptions", "SamplerOptions", "FitOptions", "PairOptions", "ModelsOptions", "RankOptions",
+    "Option", "SourceOptions", "SamplerOptions", "FitOptions", "PairOptions", "ModelsOptions", "MatrixOptions",
+    "RankOptions", "ENGINES", "RAY_ADDRESS_ENV",
     "parse_fields", "click_options", "checked_click_option", "build", "from_keywords", "defaults", "public_name",
     "draw_seed", "PRIORS", "PRIOR_ALIASES", "BACKENDS", "LAYOUTS", "TESTS", "WARMUP", "MATRIX_PAIR_WARMUP",
 ]
@@ -51,6 +54,8 @@ PRIOR_ALIASES = {"juarez-steel": "gamma(2,0.1)", "kruschke": "gamma(1,0.0345)", 
 BACKENDS = ("auto", "cmdstanpy", "pystan")
 LAYOUTS = ("auto", "steps", "keys", "children", "means")
 TESTS = ("auto", "hierarchical", "signed-rank", "correlated-t")
+ENGINES = ("local", "ray")
+RAY_ADDRESS_ENV = "RAY_ADDRESS"  # Ray's own variable, which ray.init reads too
 MAX_FILTER = 2000
 #: Warm-up iterations per chain when none are given: a comparison's, as the authors' 4 × (1000 + 1000)
 #: (shared/reference/implementations.md) ...
@@ -255,6 +260,30 @@ class ModelsOptions(OptionsBase):
             return []
         repeated = sorted({m for m in self.models if self.models.count(m) > 1})
         return [f"models listed more than once: {', '.join(repeated)}"] if repeated else []
+
+
+@dataclass(frozen=True)
+class MatrixOptions(OptionsBase):
+    """How a matrix runs and what it logs: the engine that fits its pairs, the child runs at large k and the cache
+    of pair results kept in the tracking server.  None of these changes a pair's numbers."""
+
+    _what = "matrix settings"
+
+    engine: str = option("local", "Where the pairs are fitted: local (worker processes on this machine) or ray (a Ray "
+                                  "cluster: pip install \"mlflow-bayescompare[ray]\").", "choice", choices=ENGINES)
+    ray_address: str | None = option(None, "The Ray cluster of --engine ray (host:port or ray://host:port; default: "
+                                           "Ray's own choice, a cluster started on this machine or a new local one).",
+                                     "str", nullable=True, envvar=RAY_ADDRESS_ENV, max_length=300)
+    child_runs_up_to: int = option(50, "Log one child run per pair up to this many pairs; above, the parent run's "
+                                       "pairs table (pairs.parquet) alone holds them, unless --child-runs.", "int",
+                                   low=0, high=1_000_000)
+    child_runs: bool = option(False, "Log one child run per pair whatever their number.", "bool", flag_value=True)
+    refresh: bool = option(False, "Fit every pair again instead of reading the pairs already fitted alike from "
+                                  "earlier matrices' pairs tables in the target experiment.", "bool", flag_value=True)
+
+    def logs_child_runs(self, pairs: int) -> bool:
+        """Whether a matrix of ``pairs`` pairs logs one child run per pair."""
+        return self.child_runs or pairs <= self.child_runs_up_to
 
 
 @dataclass(frozen=True)

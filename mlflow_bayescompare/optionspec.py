@@ -44,6 +44,7 @@ class Option:
     nullable: bool = False
     max_length: int = MAX_NAME
     cli: bool = True  # offered on the command line (False: Python API only)
+    envvar: str | None = None  # the environment variable the command line reads when the option is not given
 
     @property
     def is_flag(self) -> bool:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from .console import PREFIX, CliHandler, log
 
-__all__ = ["STAGES", "Progress", "notify", "TerminalProgress"]
+__all__ = ["STAGES", "Progress", "notify", "TerminalProgress", "Countdown"]
 
 #: Stages a comparison goes through, in order; ``failed`` may replace any of them.
 STAGES = ("queued", "fetching", "compiling", "sampling", "reporting", "logging", "done", "failed")
@@ -28,6 +28,29 @@ def notify(progress: Progress | None, stage: str, detail: str | None = None) -> 
         raise ValueError(f"unknown stage {stage!r}: one of {', '.join(STAGES)}")
     if progress is not None:
         progress(stage, detail)
+
+
+class Countdown:
+    """The detail of many tasks' progress: ``"3/10 pairs done, about 1 min 5 s left"``, the time left estimated from
+    the pace since the countdown started."""
+
+    def __init__(self, total: int, what: str = "pairs"):
+        self.total, self.what = total, what
+        self._start = time.monotonic()
+
+    def detail(self, done: int) -> str:
+        text = f"{done}/{self.total} {self.what} done"
+        if not 0 < done < self.total:
+            return text
+        left = (time.monotonic() - self._start) / done * (self.total - done)
+        return f"{text}, about {_duration(left)} left"
+
+
+def _duration(seconds: float) -> str:
+    minutes, seconds = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return " ".join(f"{value} {unit}" for value, unit in ((hours, "h"), (minutes, "min"), (seconds, "s"))
+                    if value) or "0 s"
 
 
 class TerminalProgress:

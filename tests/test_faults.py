@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -320,6 +321,47 @@ def test_matrix_workers_start_with_ctrl_c_ignored():
             started = pool.submit(signal.getsignal, signal.SIGINT)
         assert signal.getsignal(signal.SIGINT) is before
         assert started.result(120) == signal.SIG_IGN
+
+
+_KILLED_MID_FIT = """
+import numpy as np
+from mlflow_bayescompare import hierarchical_test
+hierarchical_test(diffs=np.random.default_rng(1).normal(0.01, 0.02, (5, 10)), folds=10, seed=1, chains=2,
+                  draws=100_000, backend="pystan")
+"""
+
+
+@pytest.mark.slow
+def test_the_samplers_of_a_process_killed_mid_fit_die_with_it():
+    """A process killed by SIGKILL (a Ray worker killed by its node, the OOM killer) has no handler to stop its
+    Stan sampler processes: they used to run their chains to the end, holding the sockets they inherited (a Ray
+    worker's raylet then never saw it die, and never restarted it).  They now die with it."""
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_MID_FIT], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while len(_children(proc.pid)) < 2 and time.monotonic() < deadline:  # its two sampler processes
+        time.sleep(0.2)
+    assert len(_children(proc.pid)) >= 2, "the fit never started its sampler processes"
+    time.sleep(1)  # sampling
+    proc.kill()
+    proc.wait()
+    gone = _gone(proc.pid, timeout=10)
+    if not gone:
+        os.killpg(proc.pid, signal.SIGKILL)
+    assert gone, "a sampler process outlived the process that forked it"
+
+
+def _children(pid: int) -> list[int]:
+    """The live child processes of ``pid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rpartition(")")[2].split() if entry.name.isdigit() else []
+        except OSError:
+            continue
+        if fields and fields[0] != "Z" and int(fields[1]) == pid:
+            found.append(int(entry.name))
+    return found
 
 
 #: a process sampling with the SIGTERM handler of a matrix worker or of a command, stopped at the worst moment:

@@ -444,3 +444,30 @@ def test_mlflow_retries_are_said(monkeypatch):
             retries.removeHandler(notices)
         retries.setLevel(logging.NOTSET)
     assert stream.getvalue() == "bayescompare: warning: MLflow did not answer (Connection refused); retrying (0 left)\n"
+
+
+def test_matrix_engine_options_are_declared_once_for_the_cli_and_the_api(monkeypatch):
+    """--engine and --ray-address (or RAY_ADDRESS) come from MatrixOptions; a bad engine is refused by name."""
+    from mlflow_bayescompare.options import MatrixOptions
+
+    text = CliRunner().invoke(main, ["matrix", "--help"], terminal_width=200).output
+    assert "--engine [local|ray]" in text and "RAY_ADDRESS]" in text and "--refresh" in text
+    assert "--child-runs-up-to" in text
+    with pytest.raises(InputError, match="Invalid value for '--engine'"):
+        parse_fields({"engine": "dask"}, [MatrixOptions], origin="cli")
+    assert MatrixOptions().logs_child_runs(50) and not MatrixOptions().logs_child_runs(51)
+    assert MatrixOptions(child_runs=True).logs_child_runs(10_000)
+
+
+def test_the_servers_matrix_model_limit_follows_its_engine(monkeypatch):
+    from mlflow_bayescompare.server.jobs import Settings
+
+    monkeypatch.delenv("MLFLOW_BAYESCOMPARE_MAX_MATRIX_MODELS", raising=False)
+    monkeypatch.delenv("MLFLOW_BAYESCOMPARE_ENGINE", raising=False)
+    assert (Settings.from_env().engine, Settings.from_env().max_matrix_models) == ("local", 8)
+    monkeypatch.setenv("MLFLOW_BAYESCOMPARE_ENGINE", "ray")
+    assert (Settings.from_env().engine, Settings.from_env().max_matrix_models) == ("ray", 50)
+    monkeypatch.setenv("MLFLOW_BAYESCOMPARE_MAX_MATRIX_MODELS", "12")
+    assert Settings.from_env().max_matrix_models == 12
+    monkeypatch.setenv("MLFLOW_BAYESCOMPARE_ENGINE", "dask")
+    assert Settings.from_env().engine == "local"

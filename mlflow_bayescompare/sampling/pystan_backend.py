@@ -60,6 +60,8 @@ from ..progress import Progress
 from . import programs
 from .pools import pool_processes
 
+PR_SET_PDEATHSIG = 1  # prctl's option number (linux/prctl.h)
+
 __all__ = ["SERVICE", "COMPILED_LIST", "SUPERSEDED_DAYS", "NO_DEBUG_INFO", "STANC_SECONDS", "compile_program",
            "cache_directories", "kill_compilers", "drop_build_leftovers", "build", "sample", "run_chains", "quiet",
            "stop_samplers", "kill_samplers", "shutdown", "forget_superseded"]
@@ -520,11 +522,26 @@ def _new_pool(services) -> None:
 def _sampler_start() -> None:
     """A sampler process's start-up: Ctrl-C ignored (httpstan's own start-up) and SIGTERM back to its default, so
     that no handler of the process that forked it (a command's or a matrix worker's stop, the hold of
-    :func:`_stop_signals_held`) runs in it."""
+    :func:`_stop_signals_held`) runs in it; and on Linux, killed when the process that forked it dies, however it
+    dies (:func:`_die_with_parent`)."""
     import httpstan.services_stub as services
 
     services.init_worker()
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    """Linux's ``PR_SET_PDEATHSIG``: SIGKILL this process when the thread that forked it ends (the one that started
+    the pool: a fit's).  A sampler process outliving a killed parent would run its chain to the end and keep the
+    parent's inherited sockets open: a Ray worker killed mid-pair would then look alive to its raylet, which would
+    never restart it.  Elsewhere nothing is done."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def stop_samplers() -> None:

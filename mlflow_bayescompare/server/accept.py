@@ -39,7 +39,7 @@ def accept(granted: permissions.Granted):
         spec = JobSpec(kind=job.kind, run_id=run_id, models=job.models, fit=job.fit, pair_reports=job.pair_reports,
                        source=dataclasses.replace(job.source, target_experiment=str(target)),
                        tracking_uri=_job_uri(), state_dir=str(settings.state_dir), slots=settings.max_jobs,
-                       credentials=permissions.credentials())
+                       engine=settings.engine, credentials=permissions.credentials())
         try:
             submit(spec)
         except BaseException as exc:

@@ -34,7 +34,7 @@ from typing import Any
 
 from mlflow.entities import RunTag
 
-from ..options import FitOptions, RankOptions, SourceOptions
+from ..options import ENGINES, RAY_ADDRESS_ENV, FitOptions, RankOptions, SourceOptions
 from ..sampling.pools import pool_processes
 from ..tracking import mlflow_internals
 from ..tracking import tags as T
@@ -42,7 +42,12 @@ from ..tracking.runlog import fail_if_running
 from .locks import job_slot
 from .owners import owner_tags
 
-__all__ = ["Settings", "QueueFull", "JobSpec", "JobRunner", "run_job"]
+__all__ = ["Settings", "QueueFull", "JobSpec", "JobRunner", "run_job", "MAX_MATRIX_MODELS", "ENGINE_ENV"]
+
+ENGINE_ENV = "MLFLOW_BAYESCOMPARE_ENGINE"
+#: the default of MLFLOW_BAYESCOMPARE_MAX_MATRIX_MODELS by engine: 28 pairs on the server's own CPUs, 1,225 on a
+#: Ray cluster (about an hour of one CPU: a cluster of tens of CPUs fits them in minutes)
+MAX_MATRIX_MODELS = {"local": 8, "ray": 50}
 
 _logger = logging.getLogger(__name__)
 
@@ -57,6 +62,16 @@ def _env_int(name: str, default: int, low: int = 1) -> int:
         _logger.warning("ignoring %s=%r: not an integer", name, raw)
         return default
     return max(low, value)
+
+
+def _env_engine() -> str:
+    """``MLFLOW_BAYESCOMPARE_ENGINE``: where the server's matrices fit their pairs (local, or ray: the cluster at
+    ``RAY_ADDRESS``); an unknown value is ignored, with a warning."""
+    raw = (os.environ.get(ENGINE_ENV) or "local").strip().lower()
+    if raw not in ENGINES:
+        _logger.warning("ignoring %s=%r: one of %s", ENGINE_ENV, raw, ", ".join(ENGINES))
+        return "local"
+    return raw
 
 
 def _env_flag(name: str, default: bool = True) -> bool:
@@ -74,6 +89,7 @@ class Settings:
     max_chains: int = 8
     max_draws: int = 20_000
     max_matrix_models: int = 8
+    engine: str = "local"
     tracking_uri: str | None = None
     state_dir: Path | None = None
     backend_store_uri: str | None = None
@@ -82,7 +98,7 @@ class Settings:
 
     @classmethod
     def from_env(cls) -> Settings:
-        backend = mlflow_internals.backend_store_uri()
+        backend, engine = mlflow_internals.backend_store_uri(), _env_engine()
         state = os.environ.get("MLFLOW_BAYESCOMPARE_STATE_DIR")
         if not state:
             digest = hashlib.sha256((backend or "default").encode()).hexdigest()[:12]
@@ -94,7 +110,8 @@ class Settings:
             stale_after=_env_int("MLFLOW_BAYESCOMPARE_STALE_AFTER", 12 * 3600, low=60),
             max_chains=_env_int("MLFLOW_BAYESCOMPARE_MAX_CHAINS", 8),
             max_draws=_env_int("MLFLOW_BAYESCOMPARE_MAX_DRAWS", 20_000, low=10),
-            max_matrix_models=_env_int("MLFLOW_BAYESCOMPARE_MAX_MATRIX_MODELS", 8, low=2),
+            max_matrix_models=_env_int("MLFLOW_BAYESCOMPARE_MAX_MATRIX_MODELS", MAX_MATRIX_MODELS[engine], low=2),
+            engine=engine,
             tracking_uri=os.environ.get("MLFLOW_BAYESCOMPARE_TRACKING_URI") or None,
             state_dir=Path(state),
             backend_store_uri=backend,
@@ -121,6 +138,7 @@ class JobSpec:
     state_dir: str
     slots: int
     pair_reports: bool = False  # a matrix's: ModelsOptions.pair_reports
+    engine: str = "local"  # a matrix's: the server's engine (Settings.engine)
     credentials: dict[str, str] | None = field(default=None, repr=False)
 
 
@@ -305,7 +323,9 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
                 if spec.kind == "ranking":
                     rank_runs(models=spec.models, rank=spec.fit, **common)
                 elif spec.kind == "matrix":
-                    compare_matrix(models=spec.models, pair_reports=spec.pair_reports, fit=spec.fit, jobs=1, **common)
+                    compare_matrix(models=spec.models, pair_reports=spec.pair_reports, fit=spec.fit, **common,
+                                   jobs=1 if spec.engine == "local" else None, engine=spec.engine,
+                                   ray_address=os.environ.get(RAY_ADDRESS_ENV) or None)
                 else:
                     compare_runs(model_a=spec.models[0], model_b=spec.models[1], fit=spec.fit, **common)
             return {"ok": True}

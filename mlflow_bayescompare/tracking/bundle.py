@@ -24,8 +24,11 @@ from ..versions import stan_version
 from . import tags as T
 from .keys import KEYS_ARTIFACT, named_keys
 
-__all__ = ["Bundle", "comparison_bundle", "matrix_bundle", "ranking_bundle", "ranking_metrics", "model_keys",
-           "signed_rank_bundle", "correlated_t_bundle", "comparison_tags", "comparison_params",
+PAIRS_TABLE = "pairs.parquet"  # a matrix run's table of its pairs
+
+__all__ = ["PAIRS_TABLE", "write_pairs_table", "Bundle", "PackedBundle", "comparison_bundle", "matrix_bundle",
+           "ranking_bundle", "ranking_metrics", "model_keys", "signed_rank_bundle", "correlated_t_bundle",
+           "comparison_tags", "comparison_params",
            "comparison_metrics", "diagnostics_problem", "source_runs", "run_name", "models_run_name", "fit_tag",
            "COMPARISON_ARTIFACTS", "PAIR_SUMMARY_ARTIFACTS"]
 
@@ -65,6 +68,33 @@ class Bundle:
 
     def __exit__(self, *exc) -> None:
         self.cleanup()
+
+    def packed(self) -> PackedBundle:
+        """This bundle with its artifacts read into memory, and its own directory removed: to send it from another
+        machine (a Ray worker) to the process that logs it."""
+        files = {path.relative_to(self.directory).as_posix(): path.read_bytes()
+                 for path in sorted(self.directory.rglob("*")) if path.is_file()}
+        self.cleanup()
+        return PackedBundle(self.name, self.tags, self.params, self.metrics, files)
+
+
+@dataclass
+class PackedBundle:
+    """A :class:`Bundle` whose artifacts travel as bytes (``files``, by relative path)."""
+
+    name: str
+    tags: dict[str, str]
+    params: dict[str, str]
+    metrics: dict[str, float]
+    files: dict[str, bytes]
+
+    def unpacked(self, directory: Path) -> Bundle:
+        """The bundle again, its artifacts written into ``directory``."""
+        for relative, content in self.files.items():
+            path = directory / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content)
+        return Bundle(self.name, self.tags, self.params, self.metrics, directory)
 
 
 def run_name(model_a: str, model_b: str, metric: str) -> str:
@@ -212,13 +242,16 @@ def source_runs(tensor, experiment_ids: Sequence[str] = ()) -> list[dict[str, st
     return out
 
 
-def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: str | None = None, ranking=None,
-                  directory: Path | None = None) -> Bundle:
+def matrix_bundle(summary, rows, *, experiment_ids: Sequence[str], layout: str | None = None, ranking=None,
+                  directory: Path | None = None, child_runs: bool = True,
+                  run_params: dict[str, str] | None = None) -> Bundle:
     """The parent run of a matrix comparison: the matrices of P(row better than column) and P(rope) (plot and
     CSV) and the ranking: the Bayesian Bradley-Terry ``ranking`` of all models when given (its tables and plots,
-    as a ranking run holds them), else the pairs' summary.  ``results`` are the pairs' results."""
+    as a ranking run holds them), else the pairs' summary.  ``rows`` are the pairs' :class:`~..matrix.PairRow`
+    (their table, ``pairs.parquet``, is written by :func:`write_pairs_table` once the child runs are logged, or
+    without them: ``child_runs=False``); ``run_params`` are added to its params (how the matrix ran)."""
     from ..figures import write_png_and_svg
-    from ..matrix import matrix_figure, ranking_markdown
+    from ..matrix import dataset_count, matrix_figure, ranking_markdown
 
     root, tmp = _directory(directory, "bayescompare-matrix-")
     try:
@@ -227,16 +260,17 @@ def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: st
             with ranking_bundle(ranking, metric=summary.metric, experiment_ids=experiment_ids, layout=layout,
                                 directory=root) as bbt:
                 best = bbt.tags[T.BEST]
-            markdown = (bbt.tags[T.NOTE] + "\n" + ranking_markdown(summary, matrix_only=True))
+            markdown = (bbt.tags[T.NOTE] + "\n" + ranking_markdown(summary, matrix_only=True, child_runs=child_runs))
         else:
-            markdown = ranking_markdown(summary)
+            markdown = ranking_markdown(summary, child_runs=child_runs)
             summary.ranking.to_csv(root / "ranking.csv", index=False)
         write_png_and_svg({"matrix": matrix_figure(summary)}, root)
         (root / "ranking.md").write_text(markdown, encoding="utf-8")
         summary.better.rename_axis("model").to_csv(root / "p_better.csv")
         summary.rope.rename_axis("model").to_csv(root / "p_rope.csv")
-        params = comparison_params(results[0], layout=layout)
+        params = comparison_params(rows[0], layout=layout)
         params["models"] = _param_value(list(summary.models))
+        params.update(run_params or {})
         run_tags = {
             **({T.RANKING: ranking.model} if ranking is not None else {}),
             T.KIND: "matrix",
@@ -245,9 +279,11 @@ def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: st
             T.BEST: str(best),
             T.SOURCE_EXPERIMENTS: ",".join(str(e) for e in experiment_ids),
             T.NOTE: fit_tag(markdown),
+            T.PAIRS_TABLE: PAIRS_TABLE,
         }
-        metrics = {"n_models": float(len(summary.models)), "n_pairs": float(len(results)),
-                   "n_datasets": float(max(_dataset_count(r) for r in results)),
+        metrics = {"n_models": float(len(summary.models)), "n_pairs": float(len(rows)),
+                   "n_pairs_cached": float(sum(row.cached for row in rows)),
+                   "n_datasets": float(max(dataset_count(r) for r in rows)),
                    **(ranking_metrics(ranking) if ranking is not None else {})}
         return Bundle(models_run_name("matrix", len(summary.models), summary.metric), run_tags, params, metrics,
                       root, tmp)
@@ -257,11 +293,12 @@ def matrix_bundle(summary, results, *, experiment_ids: Sequence[str], layout: st
         raise
 
 
-def _dataset_count(result) -> int:
-    """The number of datasets a two-model result compared the models on."""
-    if result.test == "correlated-t":
-        return 1
-    return len(result.datasets if result.test == "signed-rank" else result.shrinkage)
+def write_pairs_table(rows, directory: Path) -> None:
+    """The matrix's pairs table (:func:`~..matrix.pairs_frame`) as ``pairs.parquet`` in ``directory``: every pair's
+    probabilities, verdict, decision, test, diagnostics, child run and cache key."""
+    from ..matrix import pairs_frame
+
+    pairs_frame(rows).to_parquet(directory / PAIRS_TABLE, index=False)
 
 
 def _write_posterior(result, path: Path) -> None:

@@ -21,7 +21,7 @@ from . import tags as T
 from .bundle import Bundle, fit_tag
 
 __all__ = ["log_bundle", "write_bundle", "start_run", "set_stage", "stage_recorder", "skipped_stages", "fail_run",
-           "fail_if_running", "resolve_target", "choose_target", "usable_target"]
+           "fail_if_running", "resolve_target", "existing_target", "choose_target", "usable_target"]
 
 
 def start_run(client, experiment_id: str, *, name: str, tags: dict[str, str], stage: str = "queued",
@@ -96,6 +96,14 @@ def resolve_target(client, target: str | None, sources: Sequence[str]) -> str:
     if found is _UNREADABLE:
         raise InputError(f"no permission to log runs into experiment '{target}'")
     return usable_target(found, target)
+
+
+def existing_target(client, target: str | None, sources: Sequence[str]) -> str | None:
+    """The experiment :func:`resolve_target` would log into when it exists already, else None (nothing created)."""
+    if not target:
+        return str(sources[0])
+    found = choose_target(target, _experiment_by_id(client, target), _experiment_by_name(client, target))
+    return None if found is None or found is _UNREADABLE else usable_target(found, target)
 
 
 def _looks_like_id(value: str) -> bool:

@@ -29,6 +29,7 @@ DIAGNOSTICS = "bayescompare.diagnostics"  # "ok" or the sampler's problems
 TEST = "bayescompare.test"  # which test answered: hierarchical, signed-rank or correlated-t
 REPORT = "bayescompare.report"  # NO_REPORT on a matrix's pair run logged without figures and HTML report
 NO_REPORT = "none"
+PAIRS_TABLE = "bayescompare.pairs_table"  # the artifact of a matrix run holding its pairs (and the cache's rows)
 BEST = "bayescompare.best"  # the best model of a matrix or ranking
 RANKING = "bayescompare.ranking"  # the model that ranked them: bbt, or joint-t (one dataset's folds)
 SOURCE_EXPERIMENTS = "bayescompare.source_experiment_ids"

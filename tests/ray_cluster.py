@@ -1,0 +1,101 @@
+"""A real Ray cluster on this machine for the tests: a head node (``ray start --head``) and a second node (``ray
+start --address …``), one CPU each, each with its own temporary folder, started within a time limit.
+
+Each ``ray start`` runs in a new session (``start_new_session``), and every process it starts (the GCS, the raylets,
+their agents and workers) stays in that session: :meth:`RayCluster.stop` ends exactly the processes of the sessions it
+created, found in ``/proc``, and nothing else; ``ray stop`` would stop every Ray cluster of the machine's user.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from servers import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class RayCluster:
+    """``address`` (``127.0.0.1:port``) of a two-node cluster; :meth:`stop` ends it."""
+
+    def __init__(self, tmp: Path, timeout: float = 180):
+        self.tmp, self.sessions = tmp, []
+        self.address = f"127.0.0.1:{free_port()}"
+        deadline = time.monotonic() + timeout
+        port = self.address.rpartition(":")[2]
+        try:
+            self._start(["--head", "--port", port, "--include-dashboard=false", "--ray-client-server-port",
+                         str(free_port())], tmp / "head", deadline)
+            self._start(["--address", self.address], tmp / "node", deadline)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, args: list[str], folder: Path, deadline: float) -> None:
+        folder.mkdir(parents=True)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+               "RAY_USAGE_STATS_ENABLED": "0"}
+        env.pop("RAY_ADDRESS", None)
+        command = [shutil.which("ray") or "ray", "start", *args, "--num-cpus", "1", "--temp-dir", str(folder),
+                   "--node-ip-address", "127.0.0.1", "--dashboard-agent-listen-port", str(free_port()),
+                   "--disable-usage-stats"]
+        with open(folder / "start.log", "w") as out:
+            proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                                    cwd=folder)
+        self.sessions.append(proc.pid)  # the session's id is its leader's pid
+        try:
+            code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"ray start {' '.join(args[:2])} took too long; {folder / 'start.log'}") from None
+        if code != 0:
+            raise RuntimeError(f"ray start failed ({code}): {(folder / 'start.log').read_text()[-2000:]}")
+
+    def processes(self) -> dict[int, str]:
+        """The live processes of the cluster's sessions: pid -> command line."""
+        found = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit() and _session(entry) in self.sessions:
+                try:
+                    found[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+                except OSError:
+                    continue
+        return found
+
+    def workers(self, actor: str) -> list[int]:
+        """The pids of the cluster's worker processes running the Ray actor class ``actor``."""
+        return [pid for pid, command in self.processes().items() if command.startswith(f"ray::{actor}")]
+
+    @staticmethod
+    def parent(pid: int) -> int | None:
+        """The parent pid of ``pid`` (None when it is gone)."""
+        try:
+            return int((Path("/proc") / str(pid) / "stat").read_text().rpartition(")")[2].split()[1])
+        except OSError:
+            return None
+
+    def stop(self, grace: float = 10) -> None:
+        """SIGTERM every process of the sessions this cluster created, then SIGKILL what is left after ``grace``."""
+        for signum in (signal.SIGTERM, signal.SIGKILL):
+            for pid in self.processes():
+                try:
+                    os.kill(pid, signum)
+                except ProcessLookupError:
+                    pass
+            end = time.monotonic() + grace
+            while self.processes() and time.monotonic() < end:
+                time.sleep(0.2)
+
+
+def _session(proc: Path) -> int | None:
+    """The session id of a ``/proc/<pid>`` entry (field 6 of its stat), None when it is gone or a zombie (dead,
+    waiting for its parent to read its status)."""
+    try:
+        fields = (proc / "stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return None if fields[0] == "Z" else int(fields[3])

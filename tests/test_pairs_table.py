@@ -1,0 +1,72 @@
+"""A matrix at large k: one parent run holding the pairs table (pairs.parquet) instead of a child run per pair, and
+the cache of pair results that later matrices read back from those tables in the tracking server."""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import pytest
+from uci_runs import log_uci, uci_scores
+
+from mlflow_bayescompare.compare import compare_matrix
+from mlflow_bayescompare.matrix import DIAGNOSTIC_COLUMNS
+from mlflow_bayescompare.tracking.cvlog import log_cv_scores
+
+pytestmark = pytest.mark.slow
+
+DATASETS = (20, 21, 24)
+FAST = dict(chains=2, draws=200, seed=3, jobs=2)
+
+
+def _table(client, run_id, tmp_path) -> pd.DataFrame:
+    return pd.read_parquet(client.download_artifacts(run_id, "pairs.parquet", str(tmp_path / run_id)))
+
+
+def _numbers(matrix, pairs) -> list:
+    return [(matrix.pairs[p].p_a_better, matrix.pairs[p].p_rope, matrix.pairs[p].p_b_better) for p in pairs]
+
+
+def test_above_the_threshold_one_run_holds_the_pairs_and_a_rerun_fits_only_what_changed(
+        client, tracking_uri, experiment_id, tmp_path):
+    log_uci(client, experiment_id, models=("nbc", "hnb", "j48"), datasets=DATASETS)
+    common = dict(experiment_ids=[experiment_id], metric="accuracy", tracking_uri=tracking_uri,
+                  child_runs_up_to=2, **FAST)
+
+    first = compare_matrix(models=["nbc", "hnb", "j48"], **common)
+
+    assert client.search_runs([experiment_id], f"tags.`mlflow.parentRunId` = '{first.run_id}'") == []
+    table = _table(client, first.run_id, tmp_path)
+    assert list(zip(table["model_a"], table["model_b"])) == list(first.pairs)
+    assert list(zip(table["p_a_better"], table["p_rope"], table["p_b_better"])) == _numbers(first, first.pairs)
+    assert list(table["verdict"]) == [o.verdict for o in first.pairs.values()]
+    assert set(table["test"]) == {"hierarchical"} and not table["cached"].any()
+    assert table[list(DIAGNOSTIC_COLUMNS)].notna().all().all() and table["run_id"].isna().all()
+    assert "pairs.parquet" in client.get_run(first.run_id).data.tags["mlflow.note.content"]
+
+    # a fourth model: only its three pairs are fitted, the others are the first matrix's
+    log_uci(client, experiment_id, models=("aode",), datasets=DATASETS)
+    second = compare_matrix(models=["nbc", "hnb", "j48", "aode"], **common)
+
+    assert second.cached == 3 and second.to_dict()["pairs_cached"] == 3
+    assert _numbers(second, first.pairs) == _numbers(first, first.pairs)
+    table = _table(client, second.run_id, tmp_path)
+    assert list(table["cached"]) == [p in first.pairs for p in second.pairs]
+    assert client.get_run(second.run_id).data.metrics["n_pairs_cached"] == 3
+    assert {k: v for k, v in client.get_run(second.run_id).data.params.items() if k in ("engine", "refresh")} == \
+        {"engine": "local", "refresh": "False"}
+
+    # j48's scores on one dataset change (a newer run): its pairs miss the cache, the others hit it
+    time.sleep(0.01)  # the newer run starts later
+    changed = [s - 1.0 for s in uci_scores(("j48",), (20,))["j48", "uci20"]]
+    log_cv_scores("j48", "uci20", changed, metric="accuracy", folds=10, repeats=10, experiment_id=experiment_id,
+                  client=client)
+    third = compare_matrix(models=["nbc", "hnb", "j48", "aode"], on_duplicate="latest", **common)
+
+    assert third.cached == 3
+    assert [p for p, o in third.pairs.items() if "j48" not in p] == \
+        [p for p, row in zip(third.pairs, _table(client, third.run_id, tmp_path)["cached"]) if row]
+
+    refreshed = compare_matrix(models=["nbc", "hnb"], refresh=True, **common)
+    assert refreshed.cached == 0
+    assert _numbers(refreshed, [("nbc", "hnb")]) == _numbers(first, [("nbc", "hnb")])  # same seed, same numbers

@@ -1,0 +1,144 @@
+"""``--engine ray`` on a real two-node Ray cluster started on this machine (``ray start --head`` and ``ray start
+--address``, :mod:`ray_cluster`): the local engine's numbers, a killed worker survived, and the bad inputs refused."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from ray_cluster import RayCluster
+from servers import free_port, require_module
+from uci_runs import log_uci
+
+from mlflow_bayescompare import InputError
+from mlflow_bayescompare.compare import compare_matrix
+from mlflow_bayescompare.sampling import ray_engine
+
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
+
+MODELS = ("nbc", "hnb", "j48")
+DATASETS = (20, 21, 24, 27)  # 3 models x 4 datasets: 3 pairs
+FAST = dict(chains=2, draws=200, seed=7)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    require_module("ray", 'Ray is not installed (pip install -e ".[test]" installs it)')
+    started = RayCluster(tmp_path_factory.mktemp("ray"))
+    try:
+        yield started
+    finally:
+        started.stop()
+    assert started.processes() == {}  # every process it started has ended
+
+
+@pytest.fixture
+def scores(client, experiment_id):
+    log_uci(client, experiment_id, models=MODELS, datasets=DATASETS)
+    return experiment_id
+
+
+def _numbers(matrix) -> dict:
+    return {pair: (o.p_a_better, o.p_rope, o.p_b_better, o.verdict) for pair, o in matrix.pairs.items()}
+
+
+def test_a_matrix_on_the_cluster_gives_the_local_engines_numbers_and_survives_a_killed_worker(
+        cluster, client, tracking_uri, scores):
+    local = compare_matrix(experiment_ids=[scores], metric="accuracy", models=MODELS, tracking_uri=tracking_uri,
+                           log=False, jobs=2, **FAST)
+    seen = []
+
+    def progress(stage, detail=None):
+        seen.append(detail or "")
+        if detail and detail.startswith("1/3 pairs done") and not killed:
+            killed.extend(_kill_a_busy_worker(cluster))
+
+    killed: list[int] = []
+    on_ray = compare_matrix(experiment_ids=[scores], metric="accuracy", models=MODELS, tracking_uri=tracking_uri,
+                            engine="ray", ray_address=cluster.address, progress=progress, refresh=True, **FAST)
+
+    assert _numbers(on_ray) == _numbers(local)
+    assert killed  # a worker died mid-matrix; its pair was fitted again by the restarted actor
+    assert any(d.startswith("1/3 pairs done, about ") and d.endswith(" left") for d in seen)  # with the ETA
+    parent = client.get_run(on_ray.run_id)
+    assert parent.info.status == "FINISHED" and parent.data.metrics["n_pairs"] == 3
+    children = client.search_runs([scores], f"tags.`mlflow.parentRunId` = '{on_ray.run_id}'")
+    assert sorted(r.info.run_id for r in children) == sorted(o.run_id for o in on_ray.pairs.values())
+    # the children's artifacts were written on the workers and logged by the driver
+    assert {"posterior.nc", "shrinkage.csv"} <= {a.path for a in client.list_artifacts(children[0].info.run_id)}
+
+
+def _kill_a_busy_worker(cluster) -> list[int]:
+    """SIGKILL one of the cluster's matrix workers that is fitting a pair (Ray titles it ``ray::_PairWorker.call``;
+    the Stan sampler processes it forked carry its title too, and are left alone)."""
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        workers = set(cluster.workers("_PairWorker"))
+        busy = [pid for pid in cluster.workers("_PairWorker.call") if cluster.parent(pid) not in workers]
+        if busy:
+            os.kill(busy[0], signal.SIGKILL)
+            return busy[:1]
+        time.sleep(0.2)
+    return []
+
+
+def test_an_address_that_does_not_answer_fails_fast_naming_it(tracking_uri, scores):
+    address = f"127.0.0.1:{free_port()}"
+    start = time.monotonic()
+    with pytest.raises(InputError, match=f"Ray cluster at {address} does not answer"):
+        compare_matrix(experiment_ids=[scores], metric="accuracy", models=MODELS, tracking_uri=tracking_uri,
+                       engine="ray", ray_address=address, **FAST)
+    assert time.monotonic() - start < ray_engine.CONNECT_SECONDS
+
+
+def test_cli_refusals_without_ray_and_one_pair_run_here(tracking_uri, scores):
+    """Ray missing (hidden from a fresh interpreter) says which extra installs it, exit 2; a single pair with
+    ``--engine ray`` never reaches for the cluster (the address given answers nothing) and says so."""
+    command = ["-m", "mlflow_bayescompare.cli", "matrix", "--tracking-uri", tracking_uri, "--experiment-id", scores,
+               "--metric", "accuracy", "--engine", "ray", "--ray-address", f"127.0.0.1:{free_port()}", "--no-log",
+               "--chains", "2", "--draws", "200", "--seed", "7"]
+    no_ray = "import sys; sys.modules['ray'] = None; from mlflow_bayescompare.cli import main; main()"
+    hidden = subprocess.run([sys.executable, "-c", no_ray, *command[2:], "--models", "nbc,hnb,j48"],
+                            capture_output=True, text=True, timeout=120)
+    assert hidden.returncode == 2, hidden.stderr
+    assert 'pip install "mlflow-bayescompare[ray]"' in hidden.stderr
+
+    one = subprocess.run([sys.executable, *command, "--models", "nbc,hnb"], capture_output=True, text=True,
+                         timeout=300)
+    assert one.returncode == 0, one.stderr
+    assert "one pair: fitted in this process, not on the Ray cluster" in one.stderr
+
+
+def test_a_cluster_that_differs_from_the_driver_is_named_before_any_work(cluster):
+    """The versions each worker reports (from a real actor of the cluster) against a driver that differs."""
+    ray = require_module("ray", "Ray is not installed")
+    with ray_engine.started(1, 2, int, address=cluster.address) as running:  # int(): a warm-up doing nothing
+        reported = ray.get([actor.versions.remote() for actor in running.actors])
+    assert reported == [ray_engine.worker_versions()]
+    driver = {**ray_engine.worker_versions(), "Python": "3.99.0"}
+    assert ray_engine.version_problems(driver, reported) == [
+        f"Python {reported[0]['Python']} on the cluster, 3.99.0 here"]
+
+
+def test_ctrl_c_cancels_the_clusters_work(cluster, tracking_uri, scores):
+    """Ctrl-C in the driver kills the actors, and with them their running pairs: no matrix worker is left."""
+    done = []
+
+    def progress(stage, detail=None):
+        if detail and detail.startswith("starting") and not done:
+            done.append(True)
+            threading.Timer(8, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+
+    with pytest.raises(KeyboardInterrupt):
+        compare_matrix(experiment_ids=[scores], metric="accuracy", models=MODELS, tracking_uri=tracking_uri,
+                       engine="ray", ray_address=cluster.address, progress=progress, chains=2, draws=100_000,
+                       seed=7)
+    end = time.monotonic() + 20
+    while cluster.workers("_PairWorker") and time.monotonic() < end:
+        time.sleep(0.5)
+    assert cluster.workers("_PairWorker") == []
