@@ -202,7 +202,7 @@ def timed(call, *args, **kwargs):
 def ours_bbt(ll, seed: int) -> tuple[Run, object]:
     from mlflow_bayescompare.ranking.engine import rank_models
 
-    res, wall, cpu, load = timed(rank_models, ll, dataset="db", seed=seed, skip_missing=True)
+    res, wall, cpu, load = timed(rank_models, ll, dataset="db", seed=seed, skip_missing=True, model="bbt")
     d = res.diagnostics
     beta, sigma = res.draws["beta"], res.draws["sigma"]
     e_beta = min(ess(beta[..., k]) for k in range(beta.shape[-1]))
@@ -495,7 +495,7 @@ def main(argv=None) -> int:
     if "bbt" in cases:
         from mlflow_bayescompare.ranking.engine import rank_models
 
-        rank_models(ll, dataset="db", seed=args.seed, skip_missing=True, draws=50, warmup=50)
+        rank_models(ll, dataset="db", seed=args.seed, skip_missing=True, draws=50, warmup=50, model="bbt")
     if pairs:
         a, _, b = pairs[0].partition("-")
         ours_hier(uci, a, b, args.seed, draws=50, warmup=50)

@@ -35,7 +35,7 @@ from .options import (
     from_keywords,
 )
 from .progress import Progress, notify
-from .ranking.engine import rank_scores
+from .ranking.engine import RANKING_PROGRAMS, model_across, rank_scores
 from .result import TEST_NAMES, counted
 from .sampling import sampler, workers
 from .signed_rank.engine import signed_rank_test
@@ -196,8 +196,9 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
             checked = preflight.check(client, planned, progress, streamed=True)
             ahead = checked.test_ahead()
             # the pairs' program and the ranking's compiled at once, before the workers load them
+            ranking = RANKING_PROGRAMS[model_across(RankOptions(), means=checked.layout == "means")]
             sampler.compile_programs([p for p, fitted in (("hierarchical", ahead == "hierarchical"),
-                                                          ("bbt", planned.ranked)) if fitted], fit.backend, progress)
+                                                          (ranking, planned.ranked)) if fitted], fit.backend, progress)
             if ahead == "hierarchical":
                 notify(progress, "sampling",
                        f"{counted(len(pairs), 'pair')} ({fit.chains} chains × {fit.draws} draws each)")
@@ -230,11 +231,13 @@ def rank_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str
               models: Sequence[str] = (), source: SourceOptions | None = None, rank: RankOptions | None = None,
               log: bool = True, tracking_uri: str | None = None, run_id: str | None = None,
               progress: Progress | None = None, claim: str | None = None, **options) -> RankingOutcome:
-    """Rank ``models`` (default: every model found, at least three) with the Bayesian Bradley-Terry model
-    (:func:`~.ranking.engine.rank_models`) on the scores logged in the given experiments, per fold or as per-dataset
-    means, or on one dataset with the joint correlated-t model of its folds (:mod:`.ranking.joint`), and log a
-    ranking run.  ``options`` are fields of :class:`~.options.SourceOptions` and :class:`~.options.RankOptions`;
-    ``claim`` (``best=<model>``), the claim :func:`require` will be asked, is checked against the models before
+    """Rank ``models`` (default: every model found, at least three) on the scores logged in the given experiments
+    (:func:`~.ranking.engine.rank_models`): across datasets with the hierarchical model of their fold scores (the
+    default; ``model="bbt"`` and per-dataset means: the Bayesian Bradley-Terry model; ``vs`` adds the table of every
+    model against one), on one dataset with the joint correlated-t model of its folds (:mod:`.ranking.joint`), and
+    log a ranking run.  ``options`` are fields of :class:`~.options.SourceOptions` and :class:`~.options.RankOptions`;
+    ``claim`` (``best=<model>``, ``none-better=<model>``, ``not-worse-than-best=<model>``), the claim
+    :func:`require` will be asked, is checked against the models before
     their scores are read or anything is written; the rest as :func:`compare_runs`."""
     source, rank = _options(experiment_names, experiment_ids, options, (SourceOptions, source), (RankOptions, rank))
     models = list(ModelsOptions(models=tuple(models)).models)

@@ -94,7 +94,7 @@ def matrix_figure(summary: MatrixSummary) -> Figure:
 
 def ranking_markdown(summary: MatrixSummary, matrix_only: bool = False) -> str:
     """The run description of a matrix run: the pairs' ranking table (unless ``matrix_only``, when the parent
-    holds the Bayesian Bradley-Terry ranking instead) and the P(better) matrix."""
+    holds the ranking of all models instead) and the P(better) matrix."""
     from .report_html import md_escape
     from .result import TEST_NAMES, TEST_REFERENCES
 

@@ -86,7 +86,7 @@ def summarise_run(run) -> dict[str, Any]:
     if kind in ("matrix", "ranking"):
         out["models"] = [m for m in (tags.get(T.MODELS) or "").split(",") if m]
         out["best"] = tags.get(T.BEST)
-        out["ranking_model"] = tags.get(T.RANKING)  # bbt, or joint-t on one dataset
+        out["ranking_model"] = tags.get(T.RANKING)  # hierarchical, bbt, or joint-t on one dataset
         if out["best"] and status == "FINISHED":
             out["verdict"] = f"best: {out['best']}"
     if status == "FINISHED" and _has_report(tags, out.get("models", [])):
