@@ -52,6 +52,8 @@ def interaction(args) -> None:
                 s["pairs"] += len(res.pairs)
                 s["any"] += found > 0
                 s["p_best"].append(float(res.ranking["p_best"].max()))
+            print(f"  {label}, replicate {r + 1}: credible pairs so far " +
+                  ", ".join(f"{m} {s['credible']}/{s['pairs']}" for m, s in stats.items()), flush=True)
         for model, s in stats.items():
             print(f"{label:17s} {model:12s} {args.replicates} replicates: {s['credible']}/{s['pairs']} pairs "
                   f"credible ({s['credible'] / s['pairs']:.1%}), replicates with one or more "

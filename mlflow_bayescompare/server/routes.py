@@ -25,7 +25,7 @@ from ..tracking.collect import discover
 from ..tracking.runlog import fail_if_running
 from . import context, permissions, security
 from .accept import accept
-from .artifacts import read_ranking, read_report
+from .artifacts import read_ranking, read_report, read_versus
 from .jobs import QueueFull
 from .owners import stale_reason
 from .requests import ApiError, max_results_arg, tag_arg
@@ -144,6 +144,8 @@ def _status() -> Response:
     out = summarise_run(run)
     if out["kind"] in ("matrix", "ranking") and out["status"] == "FINISHED":
         out["ranking"] = read_ranking(run)
+        if out["settings"].get("vs"):
+            out["versus"] = read_versus(run)
         if out["kind"] == "matrix":
             out["pairs"] = child_runs(context.store_client(), run.info.experiment_id, run.info.run_id)
     return json_response(out)

@@ -23,7 +23,8 @@ __all__ = ["json_response", "summarise_run", "list_comparisons", "child_runs", "
 _RUNNING = ("RUNNING", "SCHEDULED")
 #: the settings of a run that the page's form shows (the options' field names), from its params or its job request
 FORM_SETTINGS = ("experiment_ids", "metric", "rope", "greater_is_better", "seed", "chains", "draws", "threshold",
-                 "prior", "layout", "model_tag", "dataset_tag", "filter_string", "target_experiment", "sensitivity")
+                 "prior", "layout", "model_tag", "dataset_tag", "filter_string", "target_experiment", "sensitivity",
+                 "model", "vs")
 
 
 def json_response(obj: Any, status: int = 200) -> Response:
