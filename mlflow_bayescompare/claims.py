@@ -61,9 +61,9 @@ def probability(outcome, claim: str) -> float:
     """The posterior probability of ``claim``: a comparison's (:data:`CLAIMS`; ``outcome`` is a two-model result, an
     outcome or a mapping such as a run's metrics) or a ranking's ``best=<model>`` (``outcome`` has a ``ranking``
     table)."""
-    prefix = next((p for p in RANKING_CLAIMS if claim.startswith(p)), None)
-    if prefix is not None:
-        column = RANKING_CLAIMS[prefix]
+    if "=" in claim:
+        claim = best_claim(claim)
+        column = RANKING_CLAIMS[claim.partition("=")[0] + "="]
         if column not in outcome.ranking.columns:
             raise InputError(f"claim {claim!r} needs the hierarchical model's ranking (model hierarchical, on fold "
                              "scores across datasets)")
@@ -71,7 +71,7 @@ def probability(outcome, claim: str) -> float:
         return float(values[best_model(claim, list(values))])
     if claim not in CLAIMS:
         raise InputError(f"unknown claim {claim!r}: choose one of {', '.join(CLAIMS)} (a comparison) or "
-                         f"{BEST}<model> (a ranking)")
+                         f"{', '.join(k + '<model>' for k in RANKING_CLAIMS)} (a ranking)")
     if isinstance(outcome, Mapping):
         return sum(outcome[name] for name in CLAIMS[claim])
     return sum(getattr(outcome, name) for name in CLAIMS[claim])

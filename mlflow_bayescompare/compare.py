@@ -263,7 +263,9 @@ def require(outcome, claim: str = "a-better", threshold: float | None = None) ->
 
     About model A of a comparison (a :class:`ComparisonOutcome` or a result): ``a-better``: P(A better) ≥ threshold;
     ``not-worse``: P(A better) + P(rope) ≥ threshold; ``equivalent``: P(rope) ≥ threshold.  Of a ranking:
-    ``best=<model>``: P(model is the best) ≥ threshold (:mod:`.claims`).
+    ``best=<model>``: P(model is the best) ≥ threshold; of the hierarchical ranking also ``none-better=<model>`` (no
+    model better than it by more than the rope on the next dataset) and ``not-worse-than-best=<model>`` (``not-worse``
+    against the leader) (:mod:`.claims`).
     """
     probability = claims.probability(outcome, claim)
     if threshold is None:
