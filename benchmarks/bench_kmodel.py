@@ -10,7 +10,9 @@
 * ``sbc``: simulation-based calibration of the program (:mod:`mlflow_bayescompare.simulation.sbc`);
 * ``speed``: Wainer's 16 models × 131 datasets × 4 folds (``tests/data/wainer_ll.csv``, lymphography dropped: qda
   lacks two of its folds), 10 models × 100 datasets × 10 folds, and the growth in k and in datasets; the program
-  compiled first (not timed), 4 chains × (1000 + 1000), end to end (reading, fit, summaries).
+  compiled first (not timed), 4 chains × (1000 + 1000), end to end (reading, fit, summaries); wall time, the 1-min
+  load average, and the CPU seconds of the process tree (``proc_cpu.cpu_now``), whose half is the wall time on 2
+  idle cores (the 4 chains keep both busy).
 
     python benchmarks/bench_kmodel.py interaction [--replicates 50]
     python benchmarks/bench_kmodel.py ordered|agreement|sbc|speed [...]
@@ -26,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from proc_cpu import cpu_now
 
 from mlflow_bayescompare.hierarchical.engine import hierarchical_test
 from mlflow_bayescompare.options import RankOptions
@@ -106,11 +109,12 @@ def calibration(args) -> None:
 
 
 def _timed(frame: pd.DataFrame, label: str, **options) -> float:
-    start = time.perf_counter()
+    load, cpu, start = os.getloadavg()[0], cpu_now(), time.perf_counter()
     res = rank_models(frame, seed=1, **FIT, **options)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, cpu_now() - cpu
     d = res.diagnostics
-    print(f"{label}: {seconds:.1f} s (sampling {d['sampling_seconds']:.1f} s), R-hat {d['rhat_max']:.3f}, min ESS "
+    print(f"{label}: {seconds:.1f} s wall at load {load:.1f}, {cpu:.1f} CPU s (/2 = {cpu / 2:.1f} s on 2 idle "
+          f"cores; sampling {d['sampling_seconds']:.1f} s), R-hat {d['rhat_max']:.3f}, min ESS "
           f"{d['ess_bulk_min']:.0f}, {d['divergences']} divergences, {d['leapfrog_per_draw']:.1f} leapfrog steps per "
           f"draw; best {res.best}", flush=True)
     return seconds

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
 from ..console import log
 from ..errors import InputError
@@ -23,11 +24,13 @@ from ..sampling import sampler
 from .hierarchical_k_result import HierarchicalRankingResult, summarise
 
 __all__ = ["rank_hierarchical", "stan_inputs", "sufficient", "sufficient_data", "tau_forms", "helmert", "Inputs",
-           "HEADER", "FORM", "RETRY_ADAPT_DELTA"]
+           "HEADER", "FORM", "NU_CAP", "RETRY_ADAPT_DELTA"]
 
 HEADER = "Cannot rank the models with the hierarchical model:"
 #: how the program samples (its header): the datasets' effects integrated out
 FORM = "effects integrated out; log sigma_i and 1/lambda_i sampled"
+#: the largest ν :func:`tau_forms` estimates (a Gaussian population)
+NU_CAP = 100.0
 #: the target acceptance rate of the second fit when the first diverges
 RETRY_ADAPT_DELTA = 0.95
 
@@ -109,16 +112,22 @@ def sufficient_data(v: np.ndarray, c: np.ndarray, n: np.ndarray, rho: np.ndarray
 
 
 def tau_forms(data: dict) -> dict:
-    """Which datasets sample τ_i = 1/λ_i as itself (``idx_tau``) and which standardised (``idx_z``; the program's
-    header): as itself where the data carry more information about log λ_i than its prior, (k − 1)/2 · r_i² > 1 with
-    r_i = s0² / (s0² + σ_i²/m_i) the share of the population in the variance of v_i (s0² a moment estimate of the
-    population's variance, σ_i² ≈ c_i / w_i), against a prior information of about 1 (1/trigamma(ν/2) at ν ≈ 5)."""
+    """Which datasets sample τ_i = 1/λ_i through ω_i = σ0²λ_i (``idx_tau``) and which standardised (``idx_z``; the
+    program's header): through ω_i where the data carry more information about log λ_i than its prior does,
+    (k − 1)/2 · r_i² > 1/trigamma(ν̂/2), with r_i = s0² / (s0² + σ_i²/m_i) the population's share of the variance of
+    v_i (s0² a moment estimate of the population's variance, σ_i² ≈ c_i / w_i) and ν̂ = 4 + 6/κ from the excess
+    kurtosis κ of the centred v (a Student-t's is 6/(ν − 4)), at most :data:`NU_CAP`.  Heavy tails (Wainer's 16 models,
+    ν near 1) give through ω_i, Gaussian datasets (ν large, λ_i near 1 a priori) standardised."""
     v, c, m, w = (np.asarray(data[key], dtype=float) for key in ("v", "c", "m", "w"))
     noise = c / w / m
+    centred = v - v.mean(axis=0)
     population = max(float(np.mean(np.var(v, axis=0, ddof=1))) - float(np.median(noise)), 1e-12)
+    standard = (centred / np.sqrt(population + noise)[:, None]).ravel()
+    kurtosis = float(np.mean(standard**4) / np.mean(standard**2) ** 2 - 3)
+    nu = min(4 + 6 / kurtosis, NU_CAP) if kurtosis > 0 else NU_CAP
     information = (v.shape[1] / 2) * (population / (population + noise)) ** 2
+    itself = information > 1 / special.polygamma(1, nu / 2)
     index = np.arange(1, len(v) + 1)
-    itself = information > 1
     return {"q_tau": int(itself.sum()), "idx_tau": index[itself].tolist(), "idx_z": index[~itself].tolist()}
 
 
