@@ -59,7 +59,6 @@ os.environ.setdefault("TQDM_DISABLE", "1")  # bayes-testkit's win-table progress
 import argparse  # noqa: E402
 import importlib.util  # noqa: E402
 import logging  # noqa: E402
-import resource  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
@@ -67,7 +66,7 @@ from dataclasses import dataclass, field  # noqa: E402
 from importlib import metadata  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from proc_cpu import descendants, ticks  # noqa: E402
+from proc_cpu import cpu_now  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 LL = ROOT / "tests" / "data" / "wainer_ll.csv"
@@ -118,17 +117,6 @@ def _missing_peer() -> str | None:
 
 
 # ------------------------------------------------------------------------------------------------ measuring
-
-
-def cpu_now() -> float:
-    """CPU seconds so far of this process, of its reaped children (PyMC's chain processes, the compiler) and of its
-    live descendants (httpstan's sampler processes, read from /proc)."""
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    total = own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-    if os.path.isdir("/proc"):
-        tick = os.sysconf("SC_CLK_TCK")
-        total += sum(t for t in map(ticks, descendants(os.getpid())) if t is not None) / tick
-    return total
 
 
 def ess(x) -> float:
@@ -202,7 +190,7 @@ def timed(call, *args, **kwargs):
 def ours_bbt(ll, seed: int) -> tuple[Run, object]:
     from mlflow_bayescompare.ranking.engine import rank_models
 
-    res, wall, cpu, load = timed(rank_models, ll, dataset="db", seed=seed, skip_missing=True)
+    res, wall, cpu, load = timed(rank_models, ll, dataset="db", seed=seed, skip_missing=True, model="bbt")
     d = res.diagnostics
     beta, sigma = res.draws["beta"], res.draws["sigma"]
     e_beta = min(ess(beta[..., k]) for k in range(beta.shape[-1]))
@@ -495,7 +483,7 @@ def main(argv=None) -> int:
     if "bbt" in cases:
         from mlflow_bayescompare.ranking.engine import rank_models
 
-        rank_models(ll, dataset="db", seed=args.seed, skip_missing=True, draws=50, warmup=50)
+        rank_models(ll, dataset="db", seed=args.seed, skip_missing=True, draws=50, warmup=50, model="bbt")
     if pairs:
         a, _, b = pairs[0].partition("-")
         ours_hier(uci, a, b, args.seed, draws=50, warmup=50)

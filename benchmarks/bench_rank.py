@@ -40,7 +40,8 @@ def main() -> int:
     seconds = []
     for repeat in range(args.repeats):
         start = time.perf_counter()
-        res = rank_models(ll, dataset="db", seed=args.seed + repeat, skip_missing=True, backend=args.backend)
+        res = rank_models(ll, dataset="db", seed=args.seed + repeat, skip_missing=True, backend=args.backend,
+                          model="bbt")
         seconds.append(time.perf_counter() - start)
         d = res.diagnostics
         print(f"run {repeat + 1}: {seconds[-1]:.2f} s (sampling {d['sampling_seconds']:.2f} s, {d['backend']}), "

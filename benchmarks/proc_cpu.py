@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import resource
 
 
 def descendants(pid: int) -> list[int]:
@@ -33,3 +34,14 @@ def ticks(pid: int) -> int | None:
         return int(fields[11]) + int(fields[12])
     except (OSError, IndexError, ValueError):
         return None
+
+
+def cpu_now() -> float:
+    """CPU seconds so far of this process, of its reaped children (PyMC's chain processes, the compiler) and of its
+    live descendants (httpstan's sampler processes, read from /proc)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    if os.path.isdir("/proc"):
+        tick = os.sysconf("SC_CLK_TCK")
+        total += sum(t for t in map(ticks, descendants(os.getpid())) if t is not None) / tick
+    return total

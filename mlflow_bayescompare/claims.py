@@ -1,5 +1,6 @@
 """The claims a result can be required to support (``--require``, the API's ``require``), written once: a
-comparison's claims about model A, and a ranking's ``best=<model>``; their posterior probability, the decision at a
+comparison's claims about model A, and a ranking's ``best=<model>``, ``none-better=<model>`` and
+``not-worse-than-best=<model>``; their posterior probability, the decision at a
 threshold, and the report of it (JSON and text) that the command line, the Python API and the server give."""
 
 from __future__ import annotations
@@ -10,12 +11,18 @@ from typing import Any
 
 from .errors import InputError
 
-__all__ = ["CLAIMS", "BEST", "Report", "report", "probability", "best_claim", "best_model"]
+__all__ = ["CLAIMS", "BEST", "RANKING_CLAIMS", "Report", "report", "probability", "best_claim", "best_model"]
 
 #: a comparison's claims about model A: the outcomes of the posterior whose probabilities add up to each
 CLAIMS = {"a-better": ("p_a_better",), "not-worse": ("p_a_better", "p_rope"), "equivalent": ("p_rope",)}
 #: a ranking's claim ``best=<model>``: P(that model is the best of all)
 BEST = "best="
+#: a ranking's claims about one model, by prefix: the column of the ranking table that holds their probability.
+#: ``none-better=<control>``: no model better than the control by more than the rope on the next dataset;
+#: ``not-worse-than-best=<model>``: the model not worse than the leader by more than the rope (``not-worse`` of a
+#: comparison, of the model against the leader).  The last two need the hierarchical model's ranking.
+RANKING_CLAIMS = {BEST: "p_best", "none-better=": "p_none_better",
+                  "not-worse-than-best=": "p_not_worse_than_leader"}
 
 
 @dataclass(frozen=True)
@@ -54,29 +61,37 @@ def probability(outcome, claim: str) -> float:
     """The posterior probability of ``claim``: a comparison's (:data:`CLAIMS`; ``outcome`` is a two-model result, an
     outcome or a mapping such as a run's metrics) or a ranking's ``best=<model>`` (``outcome`` has a ``ranking``
     table)."""
-    if claim.startswith(BEST):
-        p_best = dict(zip(outcome.ranking["model"].astype(str), outcome.ranking["p_best"]))
-        return float(p_best[best_model(claim, list(p_best))])
+    if "=" in claim:
+        claim = best_claim(claim)
+        column = RANKING_CLAIMS[claim.partition("=")[0] + "="]
+        if column not in outcome.ranking.columns:
+            raise InputError(f"claim {claim!r} needs the hierarchical model's ranking (model hierarchical, on fold "
+                             "scores across datasets)")
+        values = dict(zip(outcome.ranking["model"].astype(str), outcome.ranking[column]))
+        return float(values[best_model(claim, list(values))])
     if claim not in CLAIMS:
         raise InputError(f"unknown claim {claim!r}: choose one of {', '.join(CLAIMS)} (a comparison) or "
-                         f"{BEST}<model> (a ranking)")
+                         f"{', '.join(k + '<model>' for k in RANKING_CLAIMS)} (a ranking)")
     if isinstance(outcome, Mapping):
         return sum(outcome[name] for name in CLAIMS[claim])
     return sum(getattr(outcome, name) for name in CLAIMS[claim])
 
 
 def best_model(claim: str, models: Sequence[str]) -> str:
-    """The model of the claim ``best=<model>``, one of ``models`` (those ranked); an :class:`InputError` naming them
-    when it is none."""
-    model = best_claim(claim)[len(BEST):]
+    """The model of a ranking's claim (``best=<model>``, :data:`RANKING_CLAIMS`), one of ``models`` (those ranked);
+    an :class:`InputError` naming them when it is none."""
+    cleaned = best_claim(claim)
+    key, _, model = cleaned.partition("=")
     if model not in models:
-        raise InputError(f"--require best={model}: no such model among {', '.join(models)}")
+        raise InputError(f"--require {cleaned}: no such model among {', '.join(models)}")
     return model
 
 
 def best_claim(value: str) -> str:
-    """``best=<model>`` cleaned of spaces; an :class:`InputError` when ``value`` is not of that form."""
+    """A ranking's claim (``best=<model>``, ``none-better=<model>``, ``not-worse-than-best=<model>``) cleaned of
+    spaces; an :class:`InputError` when ``value`` is none of them."""
     key, _, model = value.partition("=")
-    if key.strip() != BEST[:-1] or not model.strip():
-        raise InputError(f"Invalid value for '--require': expected best=MODEL; got {value!r}")
-    return BEST + model.strip()
+    if key.strip() + "=" not in RANKING_CLAIMS or not model.strip():
+        raise InputError(f"Invalid value for '--require': expected {' or '.join(k + 'MODEL' for k in RANKING_CLAIMS)}"
+                         f"; got {value!r}")
+    return key.strip() + "=" + model.strip()

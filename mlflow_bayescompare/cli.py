@@ -153,11 +153,15 @@ def matrix(tracking_uri, no_log, as_json, jobs, **fields) -> None:
 @main.command(epilog=EXIT_CODES)
 @click_options(SourceOptions, RankOptions, ModelsOptions, exclude=("RankOptions.drop_incomplete", "pair_reports"))
 @_run_options
-@click.option("--require", "require_best", metavar="best=MODEL",
-              help="Exit 1 unless MODEL's probability of being the best reaches --threshold.")
+@click.option("--require", "require_best", metavar="CLAIM=MODEL",
+              help="Exit 1 unless the claim's probability reaches --threshold: best=MODEL (P(best)), "
+                   "none-better=MODEL (no model better than MODEL by more than the rope on the next dataset), "
+                   "not-worse-than-best=MODEL (MODEL not worse than the leader by more than the rope); the last two "
+                   "need the hierarchical model.")
 def rank(tracking_uri, no_log, as_json, require_best, **fields) -> None:
-    """Which of my models is best?  Ranks three or more models at once (Bayesian Bradley-Terry across datasets, the
-    joint correlated-t model of the folds on one dataset) and logs a ranking run."""
+    """Which of my models is best?  Ranks three or more models at once (across datasets the hierarchical model of
+    their fold scores, or --model bbt; the joint correlated-t model of the folds on one dataset) and logs a ranking
+    run.  --vs MODEL (or best) adds one row per model against it."""
     with _errors(), _output(as_json) as out:
         source, options, models = parse_fields(fields, [SourceOptions, RankOptions, ModelsOptions], origin="cli",
                                                exclude=("RankOptions.drop_incomplete", "pair_reports"))
@@ -364,14 +368,34 @@ def _matrix_text(outcome, tracking_uri) -> str:
 
 #: The columns of a ranking's table in the text output, by the ranking's model.
 RANKING_COLUMNS = {"bbt": ["model", "p_best", "mean_rank", "rank_low", "rank_high", "strength"],
+                   "hierarchical": ["model", "p_best", "p_best_next", "mean_rank", "rank_low", "rank_high", "effect",
+                                    "diff_to_leader", "diff_low", "diff_high"],
                    "joint-t": ["model", "p_best", "mean_rank", "rank_low", "rank_high", "mean", "diff_to_leader",
                                "diff_low", "diff_high"]}
+
+
+def _hierarchical_text(result) -> list[str]:
+    """The hierarchical ranking's pairs (and ``--vs`` table), in the better-first orientation."""
+    s = result.settings
+    lines = [f"Pairs (rope ±{s['metric_rope']:g}; P(better / rope / worse) as compare's hierarchical test, from the "
+             f"joint model; credible: P(better) ≥ {s['threshold']:g}):"]
+    width = max(len(f"{r.better} > {r.worse}") for r in result.pairs.itertuples())
+    lines += [f"  {f'{r.better} > {r.worse}'.ljust(width)}  {r.difference:+.4g}  P(better) {r.p_better:.3f} · "
+              f"rope {r.p_rope:.3f} · P(worse) {r.p_worse:.3f}{'  credible' if r.credible else ''}"
+              for r in result.pairs.itertuples()]
+    if s.get("vs"):
+        lines.append(f"Against {s['vs_reference']} (next dataset; verdict at {s['threshold']:g}):")
+        width = max(len(str(m)) for m in result.versus["model"])
+        lines += [f"  {str(r.model).ljust(width)}  P(better) {r.p_better:.3f} · equivalent {r.p_rope:.3f} · "
+                  f"P(worse) {r.p_worse:.3f}  {r.difference:+.4g} [{r.hdi_low:+.4g}, {r.hdi_high:+.4g}]  "
+                  f"{r.verdict}" for r in result.versus.itertuples()]
+    return lines
 
 
 def _ranking_lines(result, metric: str) -> list[str]:
     """A ranking of three models or more as ``rank`` and ``matrix`` print it: the header naming the model that
     ranked them, the table, the headline and, on one dataset, ρ and the rope."""
-    from .ranking.report import MODEL_NAMES, headline
+    from .ranking.report import BBT_DIFFERS, MODEL_NAMES, headline
 
     ranking, model = result.ranking, result.model
     lines = [f"Ranking of {len(ranking)} models · {metric} ({MODEL_NAMES[model]}):",
@@ -382,6 +406,10 @@ def _ranking_lines(result, metric: str) -> list[str]:
         settings = result.settings
         lines.append(f"ρ = {settings['rho']:.4g} ({settings['rho_reason']}), rope ±{settings['metric_rope']:g}; "
                      "each pair's probabilities are its correlated t-test's (pairs.csv, --json)")
+    if model == "hierarchical":
+        lines += _hierarchical_text(result)
+    if model == "bbt":
+        lines.append(BBT_DIFFERS)
     return lines
 
 

@@ -32,7 +32,7 @@ from .options import (
     from_keywords,
 )
 from .progress import Progress, notify
-from .ranking.engine import rank_scores
+from .ranking.engine import RANKING_PROGRAMS, model_across, rank_scores
 from .result import TEST_NAMES, counted
 from .sampling import sampler
 from .tracking import reach, runlog
@@ -223,11 +223,13 @@ def rank_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str
               models: Sequence[str] = (), source: SourceOptions | None = None, rank: RankOptions | None = None,
               log: bool = True, tracking_uri: str | None = None, run_id: str | None = None,
               progress: Progress | None = None, claim: str | None = None, **options) -> RankingOutcome:
-    """Rank ``models`` (default: every model found, at least three) with the Bayesian Bradley-Terry model
-    (:func:`~.ranking.engine.rank_models`) on the scores logged in the given experiments, per fold or as per-dataset
-    means, or on one dataset with the joint correlated-t model of its folds (:mod:`.ranking.joint`), and log a
-    ranking run.  ``options`` are fields of :class:`~.options.SourceOptions` and :class:`~.options.RankOptions`;
-    ``claim`` (``best=<model>``), the claim :func:`require` will be asked, is checked against the models before
+    """Rank ``models`` (default: every model found, at least three) on the scores logged in the given experiments
+    (:func:`~.ranking.engine.rank_models`): across datasets with the hierarchical model of their fold scores (the
+    default; ``model="bbt"`` and per-dataset means: the Bayesian Bradley-Terry model; ``vs`` adds the table of every
+    model against one), on one dataset with the joint correlated-t model of its folds (:mod:`.ranking.joint`), and
+    log a ranking run.  ``options`` are fields of :class:`~.options.SourceOptions` and :class:`~.options.RankOptions`;
+    ``claim`` (``best=<model>``, ``none-better=<model>``, ``not-worse-than-best=<model>``), the claim
+    :func:`require` will be asked, is checked against the models before
     their scores are read or anything is written; the rest as :func:`compare_runs`."""
     source, rank = _options(experiment_names, experiment_ids, options, (SourceOptions, source), (RankOptions, rank))
     models = list(ModelsOptions(models=tuple(models)).models)
@@ -253,7 +255,9 @@ def require(outcome, claim: str = "a-better", threshold: float | None = None) ->
 
     About model A of a comparison (a :class:`ComparisonOutcome` or a result): ``a-better``: P(A better) ≥ threshold;
     ``not-worse``: P(A better) + P(rope) ≥ threshold; ``equivalent``: P(rope) ≥ threshold.  Of a ranking:
-    ``best=<model>``: P(model is the best) ≥ threshold (:mod:`.claims`).
+    ``best=<model>``: P(model is the best) ≥ threshold; of the hierarchical ranking also ``none-better=<model>`` (no
+    model better than it by more than the rope on the next dataset) and ``not-worse-than-best=<model>`` (``not-worse``
+    against the leader) (:mod:`.claims`).
     """
     probability = claims.probability(outcome, claim)
     if threshold is None:
@@ -297,8 +301,9 @@ def _announce(checked: preflight.Checked, planned: preflight.Plan, fit: FitOptio
     """Compile the pairs' program and the ranking's at once, before the workers load them, and say what is to be
     fitted."""
     ahead = checked.test_ahead()
+    ranking = RANKING_PROGRAMS[model_across(RankOptions(), means=checked.layout == "means")]
     sampler.compile_programs([p for p, fitted in (("hierarchical", ahead == "hierarchical"),
-                                                  ("bbt", planned.ranked)) if fitted], fit.backend, progress)
+                                                  (ranking, planned.ranked)) if fitted], fit.backend, progress)
     pairs = counted(len(planned.pairs), "pair")
     if ahead == "hierarchical":
         notify(progress, "sampling", f"{pairs} ({fit.chains} chains × {fit.draws} draws each)")

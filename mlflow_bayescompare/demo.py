@@ -61,7 +61,7 @@ def run_demo(
     uri = tracking_uri or default_tracking_uri()
     echo(f"Demo: {', '.join(MODELS)} on {n_settings} Friedman settings, {repeats}x{folds} cross-validation "
          f"(seed {seed})\n  tracking URI: {redact_uri(uri)}")
-    with Compiles(("bbt", "hierarchical")) as compiles:
+    with Compiles(("hierarchical_k", "hierarchical")) as compiles:
         experiment_id = _log_settings(uri, SETTINGS[:n_settings], repeats=repeats, folds=folds, seed=seed, echo=echo)
         from .compare import compare_runs, rank_runs
         from .ranking.report import headline

@@ -187,7 +187,7 @@ def matrix_figure(summary: MatrixSummary) -> Figure:
 
 def ranking_markdown(summary: MatrixSummary, matrix_only: bool = False, child_runs: bool = True) -> str:
     """The run description of a matrix run: the pairs' ranking table (unless ``matrix_only``, when the parent
-    holds the Bayesian Bradley-Terry ranking instead) and the P(better) matrix; ``child_runs=False`` when the pairs
+    holds the ranking of all models instead) and the P(better) matrix; ``child_runs=False`` when the pairs
     are in the pairs table only."""
     from .report_html import format_probability as p
     from .report_html import md_escape

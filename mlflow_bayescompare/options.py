@@ -11,8 +11,8 @@ Options come in frozen dataclasses, one per concern:
 * :class:`ModelsOptions`: the models of a matrix or ranking, and whether a matrix's pairs get full reports;
 * :class:`MatrixOptions`: how a matrix runs (on this machine or a Ray cluster), what it logs at large k, and its
   cache of pair results;
-* :class:`RankOptions`: the ranking of many models (the Bayesian Bradley-Terry model of Wainer 2023 across datasets,
-  the joint correlated-t model of the folds on one dataset).
+* :class:`RankOptions`: the ranking of many models (the hierarchical model of k models or the Bayesian Bradley-Terry
+  model of Wainer 2023 across datasets, the joint correlated-t model of the folds on one dataset).
 
 Each field carries an :class:`~.optionspec.Option` spec in its metadata (:mod:`.optionspec`).  Constructing an
 object validates it and cleans the values (numpy numbers become Python numbers, lists become tuples, prior aliases
@@ -39,7 +39,8 @@ __all__ = [
     "Option", "SourceOptions", "SamplerOptions", "FitOptions", "PairOptions", "ModelsOptions", "MatrixOptions",
     "RankOptions", "ENGINES", "RAY_ADDRESS_ENV",
     "parse_fields", "click_options", "checked_click_option", "build", "from_keywords", "defaults", "public_name",
-    "draw_seed", "PRIORS", "PRIOR_ALIASES", "BACKENDS", "LAYOUTS", "TESTS", "WARMUP", "MATRIX_PAIR_WARMUP",
+    "draw_seed", "PRIORS", "PRIOR_ALIASES", "BACKENDS", "LAYOUTS", "TESTS",
+    "RANK_MODELS", "WARMUP", "MATRIX_PAIR_WARMUP",
 ]
 
 #: ν priors of the hierarchical test (paper, Table "prior-nu"), in the order of the Stan program's ``nu_prior`` flag
@@ -56,6 +57,8 @@ LAYOUTS = ("auto", "steps", "keys", "children", "means")
 TESTS = ("auto", "hierarchical", "signed-rank", "correlated-t")
 ENGINES = ("local", "ray")
 RAY_ADDRESS_ENV = "RAY_ADDRESS"  # Ray's own variable, which ray.init reads too
+#: the ranking models across datasets (:attr:`RankOptions.model`)
+RANK_MODELS = ("auto", "hierarchical", "bbt")
 MAX_FILTER = 2000
 #: Warm-up iterations per chain when none are given: a comparison's, as the authors' 4 × (1000 + 1000)
 #: (shared/reference/implementations.md) ...
@@ -288,12 +291,22 @@ class MatrixOptions(OptionsBase):
 
 @dataclass(frozen=True)
 class RankOptions(SamplerOptions):
-    """The settings of the ranking of several models: the Bayesian Bradley-Terry model across datasets (Wainer
-    2023; bbtcomp's defaults), and on one dataset the joint correlated-t model of the folds (``metric_rope``,
+    """The settings of the ranking of several models: across datasets the hierarchical model of k models
+    (``stan/hierarchical_k.stan``) or the Bayesian Bradley-Terry model (Wainer 2023; bbtcomp's defaults), and on one
+    dataset the joint correlated-t model of the folds (``metric_rope``,
     ``rho``, ``threshold``, ``hdi_prob``, the direction, and ``chains`` × ``draws`` draws from ``seed``)."""
 
     _what = "ranking settings"
 
+    model: str = option("auto", "Ranking model across datasets: hierarchical (Corani et al. 2017 extended to k "
+                                "models, on the fold scores), bbt (Bayesian Bradley-Terry, Wainer 2023, on each "
+                                "dataset's wins), or auto (hierarchical on fold scores, bbt on per-dataset means). "
+                                "On one dataset the joint correlated-t model of the folds ranks.", "choice",
+                        choices=RANK_MODELS)
+    vs: str | None = option(None, "Compare every model with this one on the next dataset (a model, or best for "
+                                  "the leader): one row per model, P(better / equivalent / worse), the expected "
+                                  "difference and a verdict (the hierarchical model).", "str", nullable=True,
+                            max_length=200)
     greater_is_better: bool = option(True, "The metric is a loss or error (lower is better).", "bool",
                                       public="lower_is_better", flag_value=False)
     local_rope: str = option("paired", "When a dataset is a tie between two models: paired (|mean of the fold "
@@ -314,11 +327,13 @@ class RankOptions(SamplerOptions):
                                         high=1)
     hdi_prob: float = option(0.89, "Probability mass of the reported highest-density intervals.", "float", low=0,
                               high=1, low_open=True, high_open=True)
-    threshold: float = option(0.95, "Two models differ credibly when P(P(win) > 0.5) reaches this (on one dataset: "
-                                     "when this HDI of their difference lies beyond the metric rope).", "float",
+    threshold: float = option(0.95, "Two models differ credibly when P(better on the next dataset) reaches this "
+                                     "(hierarchical model; bbt: P(P(win) > 0.5); one dataset: when this HDI of their "
+                                     "difference lies beyond the metric rope).", "float",
                                low=0.5, high=1, high_open=True)
-    metric_rope: float = option(0.01, "On one dataset (the joint model of the folds): half-width of the region of "
-                                       "practical equivalence, in metric units.", "float", low=0, low_open=True)
+    metric_rope: float = option(0.01, "Half-width of the region of practical equivalence in metric units (the "
+                                       "hierarchical model and the joint model of one dataset's folds).", "float",
+                                low=0, low_open=True)
     rho: float | None = option(None, "On one dataset: the correlation between folds (default 1/folds; 0 for "
                                      "independent hold-out splits).", "float", low=0, high=1, high_open=True,
                                nullable=True)
@@ -330,6 +345,8 @@ class RankOptions(SamplerOptions):
 
     def _cross_checks(self) -> list[str]:
         problems = []
+        if self.vs is not None and self.model == "bbt":
+            problems.append("vs compares models with the hierarchical model; it has no answer under model bbt")
         if self.drop_incomplete is True and self.skip_missing is True:
             problems.append("drop_incomplete and skip_missing exclude each other: choose one")
         low, high = self.rope if isinstance(self.rope, tuple) and len(self.rope) == 2 else (0.0, 1.0)

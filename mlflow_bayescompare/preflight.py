@@ -25,7 +25,8 @@ from .hierarchical.prepare import correlations
 from .matrix import model_pairs
 from .options import FitOptions, RankOptions, SourceOptions
 from .progress import Progress, notify
-from .ranking.engine import Scores, read_scores
+from .ranking.engine import Scores, ranking_model, read_scores
+from .ranking.hierarchical_k import stan_inputs
 from .ranking.joint import joint_inputs
 from .scores.tensor import left_out_note
 from .signed_rank.engine import too_few
@@ -248,13 +249,17 @@ def _ragged(collected: CollectedScores, planned: Plan) -> bool:
 
 
 def _ranking_scores(collected: CollectedScores, planned: Plan, rank: RankOptions) -> Scores:
-    """The ranking's scores: one run per model and dataset, every model present, a score for each; on one dataset,
-    checked as the joint model reads them (every fold, a known ρ)."""
+    """The ranking's scores: one run per model and dataset, every model present, a score for each, checked as the
+    model that ranks them reads them (:func:`.ranking.engine.ranking_model`: the joint model on one dataset, the
+    hierarchical model across datasets: every fold, a known ρ; ``vs`` one of the models)."""
     scores = _one_run_each(collected.scores, planned.source.on_duplicate)
     scores = read_scores(scores, models=planned.models, greater_is_better=rank.greater_is_better,
                          drop_incomplete=rank.drop_incomplete, skip_missing=rank.skip_missing)
-    if len(scores.datasets) == 1:
+    model = ranking_model(scores, rank)
+    if model == "joint-t":
         joint_inputs(scores, rank)
+    elif model == "hierarchical":
+        stan_inputs(scores, rank)
     return scores
 
 

@@ -514,7 +514,7 @@ def test_names_like_urls_and_paths_rank_and_matrix(tracking_uri, client, experim
         assert run.info.status == "FINISHED"
         path = client.download_artifacts(outcome.run_id, KEYS_ARTIFACT, str(tmp_path / outcome.run_id))
         mapping = json.loads(open(path, encoding="utf-8").read())
-        assert sorted(mapping.values()) == sorted(names * 2)  # p_best and mean_rank of each
+        assert sorted(mapping.values()) == sorted(names * 3)  # p_best, mean_rank and diff_to_leader of each
         for column in ("p_best", "mean_rank"):
             logged = {mapping[k]: v for k, v in run.data.metrics.items() if k.startswith(f"{column}.")}
             assert logged == pytest.approx(dict(zip(outcome.ranking["model"], outcome.ranking[column])))

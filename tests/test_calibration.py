@@ -1,4 +1,4 @@
-"""A small simulation-based calibration (Talts et al. 2018) of both Stan programs: mlflow_bayescompare.simulation.sbc
+"""A small simulation-based calibration (Talts et al. 2018) of the Stan programs: mlflow_bayescompare.simulation.sbc
 (benchmarks/bench_calibration.py's) with tens of replicates and a loose bound (no chi-squared p-value of the binned
 ranks below 0.001).
 
@@ -81,14 +81,15 @@ def test_prior_draws_follow_the_programs_prior():
     assert sum(t[f"beta_{k + 1}"] for k in range(5)) == pytest.approx(0, abs=1e-12)
 
 
-@pytest.mark.parametrize("program", ["hierarchical", "bbt"])
+@pytest.mark.parametrize("program", ["hierarchical", "bbt", "hierarchical_k"])
 @pytest.mark.slow
 def test_ranks_are_uniform(program, tmp_path):
     # the hierarchical program in the form the package picks from the data (forced non-centred on data that pin
     # the δ_i down, a fit takes up to a minute); BBT in both forms by turns (each form is calibrated, so is the
-    # mixture).  Simulations whose mean(x̄) falls outside δ0's bounds are drawn again (sbc.inside)
-    form = "auto" if program == "hierarchical" else "alternate"
-    config = sbc.Config(program, form, q=10, models=5, games=20)
+    # mixture); the program of k models (4 models) with each τ_i's form as the package picks it.  Simulations whose
+    # mean(x̄) falls outside δ0's bounds are drawn again (sbc.inside)
+    form = {"hierarchical": "auto", "bbt": "alternate"}.get(program, "integrated")
+    config = sbc.Config(program, form, q=10, models=4 if program == "hierarchical_k" else 5, games=20)
     result = sbc.calibrate(config, REPLICATES, seed=2024, **SAMPLER)
     assert result.replicates == REPLICATES
     pvalues = result.pvalues(BINS)
@@ -98,7 +99,7 @@ def test_ranks_are_uniform(program, tmp_path):
     assert min(pvalues.values()) >= BOUND, pvalues
     # the bound can fail: the same fits ranked against another replicate's true values (a prior the data
     # contradict) are far from uniform for the quantities the data inform
-    informed = ["delta0", "delta_1"] if program == "hierarchical" else ["beta_1", "beta_2"]
+    informed = {"hierarchical": ["delta0", "delta_1"], "bbt": ["beta_1", "beta_2"]}.get(program, ["d_1", "d_2"])
     for name in informed:
         wrong = np.roll(result.truths[name], 1)
         ranks = [int(np.sum(d < t)) for d, t in zip(result.thinned[name], wrong)]

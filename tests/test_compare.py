@@ -176,3 +176,17 @@ def test_require_best_of_a_ranking_at_its_threshold():
     assert require(ranking, "best=rf", threshold=0.99) is False
     with pytest.raises(InputError, match="no such model among rf, svm"):
         require(ranking, "best=knn")
+
+
+def test_require_the_hierarchical_rankings_claims_read_their_columns():
+    table = pd.DataFrame({"model": ["rf", "svm", "prod"], "p_best": [0.7, 0.2, 0.1],
+                          "p_none_better": [0.9, 0.5, 0.97], "p_not_worse_than_leader": [1.0, 0.96, 0.4]})
+    ranking = SimpleNamespace(ranking=table, settings={"threshold": 0.95})
+    assert require(ranking, "none-better=prod") is True and require(ranking, "none-better=rf") is False
+    assert require(ranking, " not-worse-than-best = svm") is True
+    assert require(ranking, "not-worse-than-best=prod") is False
+    with pytest.raises(InputError, match=r"--require none-better=knn: no such model among rf, svm, prod"):
+        require(ranking, "none-better=knn")
+    bbt = SimpleNamespace(ranking=table[["model", "p_best"]], settings={"threshold": 0.95})
+    with pytest.raises(InputError, match="needs the hierarchical model's ranking"):
+        require(bbt, "none-better=prod")

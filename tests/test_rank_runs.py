@@ -1,5 +1,5 @@
-"""The ranking through MLflow: runs → BBT → a ranking run, from the API and the command line; the matrix parent
-carries the same ranking."""
+"""The ranking through MLflow: runs → the hierarchical model of k models (or BBT) → a ranking run, from the API and
+the command line; the matrix parent carries the same ranking."""
 
 from __future__ import annotations
 
@@ -54,7 +54,8 @@ def test_rank_runs_logs_a_ranking_run_equal_to_the_direct_fit(client, tracking_u
     assert "P(best)" in run.data.tags["mlflow.note.content"]
     names = {a.path for a in client.list_artifacts(outcome.run_id)} | \
         {a.path for a in client.list_artifacts(outcome.run_id, "plots")}
-    assert {"ranking.csv", "pairs.csv", "wins.csv", "report.html", "posterior.nc", "plots/critical_difference.png",
+    assert outcome.result.model == "hierarchical"
+    assert {"ranking.csv", "pairs.csv", "versus.csv", "report.html", "posterior.nc", "plots/critical_difference.png",
             "plots/critical_difference.svg"} <= names
     csv = pd.read_csv(client.download_artifacts(outcome.run_id, "ranking.csv", str(tmp_path)))
     assert list(csv["model"]) == list(outcome.ranking["model"])
@@ -81,10 +82,10 @@ def test_fewer_than_three_models_point_to_compare(tracking_uri, uci_experiment):
                   tracking_uri=tracking_uri, log=False, **FAST)
 
 
-def test_matrix_parent_carries_the_bbt_ranking(client, tracking_uri, uci_experiment):
+def test_matrix_parent_carries_the_hierarchical_ranking(client, tracking_uri, uci_experiment):
     matrix = compare_matrix(experiment_ids=[uci_experiment], metric="accuracy", models=["nbc", "hnb", "j48"],
                             tracking_uri=tracking_uri, jobs=1, chains=2, draws=400, warmup=400, seed=3)
-    assert matrix.bbt is not None and set(matrix.ranking["model"]) == {"nbc", "hnb", "j48"}
+    assert matrix.bbt.model == "hierarchical" and set(matrix.ranking["model"]) == {"nbc", "hnb", "j48"}
     assert np.isclose(matrix.ranking["p_best"].sum(), 1)
     parent = client.get_run(matrix.run_id)
     assert parent.data.tags["bayescompare.best"] == matrix.ranking["model"].iloc[0]
@@ -124,18 +125,25 @@ def test_rank_runs_on_means_only_runs_equals_rank_models_on_the_means_table(clie
         assert run.data.metrics[f"mean_rank.{row.model}"] == pytest.approx(row.mean_rank, abs=1e-12)
 
 
-def test_ranking_run_holds_every_artifact_and_a_self_contained_report(client, tracking_uri, uci_experiment,
-                                                                       tmp_path):
-    outcome = rank_runs(experiment_ids=[uci_experiment], metric="accuracy", tracking_uri=tracking_uri, **SMALL)
+RUN_CONTENT = {  # by model: its program, tables and figures
+    "hierarchical": ("hierarchical_k", ("versus",), ("critical_difference", "better_matrix", "p_best", "leader_gaps")),
+    "bbt": ("bbt", ("wins", "ppc"), ("critical_difference", "pwin_matrix", "p_best"))}
 
-    plots = ("critical_difference", "pwin_matrix", "p_best")
+
+@pytest.mark.parametrize("model", list(RUN_CONTENT))
+def test_ranking_run_holds_every_artifact_and_a_self_contained_report(client, tracking_uri, uci_experiment,
+                                                                       tmp_path, model):
+    outcome = rank_runs(experiment_ids=[uci_experiment], metric="accuracy", tracking_uri=tracking_uri, model=model,
+                        **SMALL)
+
+    program, tables, plots = RUN_CONTENT[model]
     assert set(artifact_paths(client, outcome.run_id)) == {
-        "ranking.csv", "pairs.csv", "wins.csv", "ppc.csv", "report.html", "report.md", "summary.json",
-        "posterior.nc", "stan/bbt.stan", "stan/data.json", "metric_keys.json",
+        "ranking.csv", "pairs.csv", *(f"{t}.csv" for t in tables), "report.html", "report.md", "summary.json",
+        "posterior.nc", f"stan/{program}.stan", "stan/data.json", "metric_keys.json",
         *(f"plots/{name}.{ext}" for name in plots for ext in ("png", "svg"))}
     root = Path(mlflow.artifacts.download_artifacts(run_id=outcome.run_id, tracking_uri=tracking_uri,
                                                     dst_path=str(tmp_path / "download")))
-    assert (root / "stan" / "bbt.stan").read_text() == Path(PROGRAMS["bbt"]).read_text()
+    assert (root / "stan" / f"{program}.stan").read_text() == Path(PROGRAMS[program]).read_text()
     assert json.loads((root / "stan" / "data.json").read_text()) == json.loads(
         json.dumps(outcome.result.stan_data, default=jsonable))
     for name in plots:
@@ -158,7 +166,8 @@ def test_ranking_run_holds_every_artifact_and_a_self_contained_report(client, tr
 def test_rank_command_require_best_passes_when_the_data_supports_it(client, tracking_uri, experiment_id):
     log_uci(client, experiment_id, models=("nbc", "hnb", "j48"), datasets=HNB_WINS)
     argv = ["rank", "--tracking-uri", tracking_uri, "--experiment-id", experiment_id, "--metric", "accuracy",
-            *SMALL_ARGV, "--json", "--no-log"]
+            *SMALL_ARGV, "--json", "--no-log", "--model", "bbt"]  # BBT: 12 wins in 12 games (the hierarchical
+    # model, weighing 6 datasets' differences, gives hnb P(best) 0.905)
     result = CliRunner().invoke(main, [*argv, "--require", "best=hnb"])  # default threshold 0.95
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
@@ -193,3 +202,31 @@ def test_rank_command_drop_incomplete_drops_the_dataset_a_model_lacks(client, tr
     assert {row["model"] for row in report["ranking"]} == {"nbc", "hnb", "j48"}
     run = client.get_run(report["run_id"])
     assert run.info.status == "FINISHED" and run.data.metrics["n_datasets"] == 5
+
+
+def test_rank_command_vs_a_model_and_its_claims(client, tracking_uri, experiment_id):
+    log_uci(client, experiment_id, models=("nbc", "hnb", "j48"), datasets=HNB_WINS)
+    argv = ["rank", "--tracking-uri", tracking_uri, "--experiment-id", experiment_id, "--metric", "accuracy",
+            *SMALL_ARGV]
+    for bad, problem in ((["--vs", "svm"], "vs 'svm' is not among the models ranked (hnb, j48, nbc)"),
+                         (["--vs", "hnb", "--model", "bbt"], "no answer under model bbt"),
+                         (["--models", "hnb,j48", "--vs", "hnb"], "at least 3 models"),
+                         (["--require", "none-better=svm"], "no such model among")):
+        result = CliRunner().invoke(main, [*argv, *bad])
+        assert result.exit_code == 2 and problem in result.stderr, result.output
+    assert not client.search_runs([experiment_id], "tags.`bayescompare.kind` = 'ranking'")  # nothing logged
+
+    result = CliRunner().invoke(main, [*argv, "--vs", "nbc", "--require", "not-worse-than-best=hnb"])
+    assert result.exit_code == 0, result.output
+    assert "Against nbc (next dataset" in result.stdout and "hierarchical model of k models" in result.stdout
+    assert re.search(r"^  hnb +P\(better\) 0\.9[5-9]\d .*  better$", result.stdout, re.M), result.stdout
+    assert re.search(r"^Claim 'not-worse-than-best=hnb': probability 1\.000 ≥ 0\.95 → supported$", result.stdout,
+                     re.M)
+    run = client.search_runs([experiment_id], "tags.`bayescompare.kind` = 'ranking'")[0]
+    assert run.data.tags["bayescompare.ranking"] == "hierarchical" and run.data.params["vs"] == "nbc"
+    report = CliRunner().invoke(main, [*argv, "--vs", "best", "--no-log", "--json", "--require", "none-better=j48"])
+    assert report.exit_code == 1 and "claim 'none-better=j48' not supported" in report.stderr
+    out = json.loads(report.stdout)
+    assert [row["reference"] for row in out["versus"]] == ["hnb", "hnb"]
+    assert [row["model"] for row in out["versus"]] == [row["model"] for row in out["ranking"][1:]]
+    assert {row["model"]: row["verdict"] for row in out["versus"]}["nbc"] == "worse"

@@ -224,22 +224,34 @@ JOINT_COLUMNS = ["model", "p_best", "mean_rank", "rank_low", "rank_high", "mean"
                  "diff_high"]
 
 
-def _ranking_rows(table, columns=("model", "p_best", "mean_rank", "rank_low", "rank_high", "strength")) -> list[dict]:
-    """The JSON API's rows of a ranking table (BBT's columns unless told)."""
+HIERARCHICAL_COLUMNS = ["model", "p_best", "p_best_next", "mean_rank", "rank_low", "rank_high", "effect",
+                        "diff_to_leader", "diff_low", "diff_high"]
+
+
+def _ranking_rows(table, columns=HIERARCHICAL_COLUMNS) -> list[dict]:
+    """The JSON API's rows of a ranking table (the hierarchical model's columns unless told)."""
     columns = list(columns)
-    return [{k: (str(v) if k == "model" else float(v)) for k, v in row.items()}
+    texts = ("model", "reference", "verdict")
+    return [{k: (str(v) if k in texts else float(v)) for k, v in row.items()}
             for row in table[columns].to_dict(orient="records")]
 
 
 def test_ranking_api_matches_rank_runs(server):
-    """POST /api/rankings runs ``rank_runs`` as a job; its status carries the ranking, best first."""
+    """POST /api/rankings runs ``rank_runs`` as a job; its status carries the ranking, best first, and with ``vs``
+    the table against the reference; a ``vs`` naming no ranked model is refused (400) and writes nothing."""
     api = server.api()
-    state = api.wait(api.start("ranking", {"experiment_id": [server.experiment_id], "metric": "accuracy", **FAST,
-                                           "seed": 5}))
+    fields = {"experiment_id": [server.experiment_id], "metric": "accuracy", **FAST, "seed": 5}
+    before = len(server.client.search_runs([server.experiment_id]))
+    resp = api.session.post(f"{server.url}/bayescompare/api/rankings", json={**fields, "vs": "nope"}, timeout=60)
+    assert resp.status_code == 400 and "vs 'nope' is not among the models ranked" in resp.json()["error"], resp.text
+    assert len(server.client.search_runs([server.experiment_id])) == before
+    state = api.wait(api.start("ranking", {**fields, "vs": "lda"}))
     assert (state["status"], state["kind"], state["models"]) == ("FINISHED", "ranking", sorted(MODELS)), state
     expected = rank_runs(experiment_ids=[server.experiment_id], metric="accuracy", tracking_uri=server.url,
-                         log=False, **FAST, seed=5)
+                         log=False, **FAST, seed=5, vs="lda")
+    assert state["ranking_model"] == "hierarchical" and state["settings"]["vs"] == "lda"
     assert state["ranking"] == _ranking_rows(expected.ranking)
+    assert state["versus"] == _ranking_rows(expected.result.versus, list(expected.result.versus.columns))
     assert [r["model"] for r in state["ranking"]] == list(expected.ranking["model"])
     assert state["verdict"] == f"best: {expected.ranking['model'].iloc[0]}" and "pairs" not in state
     run = server.client.get_run(state["run_id"])

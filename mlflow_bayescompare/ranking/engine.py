@@ -1,6 +1,8 @@
-"""``rank_models``: rank several models across datasets with the Bayesian Bradley-Terry model (BBT) of J. Wainer,
-"A Bayesian Bradley-Terry model to compare multiple ML algorithms on multiple data sets", JMLR 24 (2023); on one
-dataset, with the joint correlated-t model of their fold scores (:mod:`.joint`: :func:`rank_scores` routes).
+"""``rank_models``: rank several models across datasets with the hierarchical model of their fold scores
+(:mod:`.hierarchical_k`, Corani et al. 2017 extended to k models: the default) or with the Bayesian Bradley-Terry
+model (BBT) of J. Wainer, "A Bayesian Bradley-Terry model to compare multiple ML algorithms on multiple data sets",
+JMLR 24 (2023); on one dataset, with the joint correlated-t model of their fold scores (:mod:`.joint`).
+:func:`ranking_model` is the one routing rule, :func:`rank_scores` routes.
 
 Pipeline: scores (tidy, wide, or per-dataset means) → :func:`read_scores` → each pair's outcome on each dataset,
 win, loss or tie by the local ROPE (Sec. 6.1, eqs. (dmin) and (dmin2)) → :func:`win_table`, its ties spread or kept
@@ -21,11 +23,14 @@ from ..options import ModelsOptions, RankOptions, build
 from ..progress import Progress, notify
 from ..result import counted, divergent_transitions
 from ..sampling import sampler
+from .hierarchical_k import rank_hierarchical
+from .hierarchical_k_result import HierarchicalRankingResult
 from .joint import JointRankingResult, rank_one_dataset
 from .result import RankingResult, summarise
 
-__all__ = ["rank_models", "rank_scores", "rank_wins", "Scores", "read_scores", "outcomes", "win_table", "handle_ties",
-           "stan_data", "HYPER_PRIOR_CODES", "NU_SCALE", "MAX_LISTED"]
+__all__ = ["rank_models", "rank_scores", "ranking_model", "model_across", "RANKING_PROGRAMS", "rank_wins", "Scores",
+           "read_scores", "outcomes", "win_table", "handle_ties", "stan_data", "HYPER_PRIOR_CODES", "NU_SCALE",
+           "MAX_LISTED"]
 
 #: the Stan data codes of :attr:`RankOptions.hyper_prior`
 HYPER_PRIOR_CODES = {"lognormal": 0, "cauchy": 1, "normal": 2}
@@ -34,25 +39,30 @@ NU_SCALE = 1.0
 #: datasets named in one problem before "and N more"
 MAX_LISTED = 12
 _HEADER = "cannot rank the models:"
+#: the Stan program of each ranking model that samples one (the joint model of one dataset is closed-form)
+RANKING_PROGRAMS = {"bbt": "bbt", "hierarchical": "hierarchical_k"}
 
 
 @dataclass(frozen=True)
 class Scores:
     """Scores of K models on q datasets, greater is better: ``blocks[d]`` is an array (rows, K) of dataset d, its rows
-    paired across the models (folds; a single row when only the means are known).  ``folds``: the folds of one
-    dataset's cross-validation, when known (ρ = 1/folds of the joint model, :mod:`.joint`)."""
+    paired across the models (folds; a single row when only the means are known).  ``fold_counts``: each dataset's
+    folds per repeat of its cross-validation, None where unknown (ρ = 1/folds of the hierarchical and joint models);
+    ``folds`` the one dataset's, of the joint model (:mod:`.joint`)."""
 
     models: list[str]
     datasets: list[str]
     blocks: list[np.ndarray]
     folds: int | None = None
+    fold_counts: tuple[int | None, ...] = ()
 
 
 def rank_models(data, *, models=None, dataset: str | None = None, folds: int | None = None,
                 options: RankOptions | None = None, progress: Progress | None = None,
-                **settings) -> RankingResult | JointRankingResult:
-    """Rank models by their wins across datasets (BBT, Wainer 2023), or on one dataset by the joint correlated-t
-    model of their fold scores (:mod:`.joint`).
+                **settings) -> RankingResult | JointRankingResult | HierarchicalRankingResult:
+    """Rank models across datasets by the hierarchical model of their fold scores (:mod:`.hierarchical_k`, the
+    default) or by their wins (BBT, Wainer 2023: ``model="bbt"``, and on per-dataset means), or on one dataset by
+    the joint correlated-t model of their fold scores (:mod:`.joint`).
 
     Args:
         data: a DataFrame in one of three forms.  *Tidy*: columns dataset, model, score and optionally repeat and
@@ -62,8 +72,8 @@ def rank_models(data, *, models=None, dataset: str | None = None, folds: int | N
             column, one row per dataset (named by the index).
         models: the models to rank, in the order of the tables (default: every model, in order of appearance).
         dataset: the dataset column (default ``dataset`` in a tidy table; none in a wide one).
-        folds: on one dataset, the folds of its cross-validation (ρ = 1/folds); default: a tidy table's ``folds``
-            column, or its fold labels when a ``repeat`` column pairs them; ``rho=`` gives ρ instead.
+        folds: the folds of the cross-validation (ρ = 1/folds); default: a tidy table's ``folds`` column, or its
+            fold labels when a ``repeat`` column pairs them; ``rho=`` gives ρ instead.
         options: a :class:`~.options.RankOptions`; ``settings`` are its fields as keywords instead, which override
             it (local_rope, local_rope_factor, ties, hyper_prior, rope, chains, seed, drop_incomplete, ...).
         progress: a hook receiving the stages ``compiling`` (once per machine) and ``sampling``.
@@ -75,16 +85,47 @@ def rank_models(data, *, models=None, dataset: str | None = None, folds: int | N
 
 
 def rank_scores(scores: Scores, opts: RankOptions,
-                progress: Progress | None = None) -> RankingResult | JointRankingResult:
+                progress: Progress | None = None) -> RankingResult | JointRankingResult | HierarchicalRankingResult:
     """:func:`rank_models` on scores already read (:func:`read_scores`, by ``opts``' direction and rules for
-    missing scores): the joint correlated-t model on one dataset, the BBT model across several."""
-    if len(scores.datasets) == 1:
+    missing scores): the joint correlated-t model on one dataset, across several the model of
+    :func:`ranking_model`."""
+    model = ranking_model(scores, opts)
+    if model == "joint-t":
         notify(progress, "sampling", f"{len(scores.models)} models on the folds of one dataset (joint correlated-t "
                                      "model, closed form)")
         return rank_one_dataset(scores, opts)
+    if model == "hierarchical":
+        return rank_hierarchical(scores, opts, progress)
     table = win_table(scores, local_rope=opts.local_rope, factor=opts.local_rope_factor, ties=opts.ties)
     folds = sorted({len(block) for block in scores.blocks})
     return _rank(scores.models, table, opts, progress, {"datasets": scores.datasets, "rows_per_dataset": folds})
+
+
+def ranking_model(scores: Scores, opts: RankOptions) -> str:
+    """The model that ranks ``scores``: ``joint-t`` on one dataset; across datasets ``opts.model``, where ``auto``
+    is the hierarchical model on fold scores and BBT on per-dataset means (one score per model and dataset).
+    ``vs`` is refused where it has no answer."""
+    if len(scores.datasets) == 1:
+        model = "joint-t"
+    else:
+        model = model_across(opts, means=all(len(block) == 1 for block in scores.blocks))
+    if opts.vs is not None and model != "hierarchical":
+        why = ("on one dataset" if model == "joint-t" else "on per-dataset means (bbt ranks them)"
+               if opts.model == "auto" else "under model bbt")
+        raise InputError(f"vs compares the models with the hierarchical model across datasets, which does not rank "
+                         f"{why}", header=_HEADER)
+    if opts.vs not in (None, "best") and opts.vs not in scores.models:
+        raise InputError(f"vs {opts.vs!r} is not among the models ranked ({', '.join(scores.models)}); give one of "
+                         "them, or best for the leader", header=_HEADER)
+    return model
+
+
+def model_across(opts: RankOptions, means: bool) -> str:
+    """The model that ranks across datasets: ``opts.model``, where ``auto`` is BBT on per-dataset ``means`` (one
+    score per model and dataset) and the hierarchical model on fold scores."""
+    if opts.model != "auto":
+        return opts.model
+    return "bbt" if means else "hierarchical"
 
 
 def rank_wins(wins: pd.DataFrame, *, models=None, options: RankOptions | None = None,
@@ -133,7 +174,17 @@ def read_scores(data, *, models=None, dataset: str | None = None, greater_is_bet
         raise InputError(problems, header=_HEADER)
     sign = 1.0 if greater_is_better else -1.0
     blocks = [sign * grid.loc[d].to_numpy(dtype=float) for d in datasets]
-    return Scores(names, datasets, blocks, _fold_count(data, folds) if len(datasets) == 1 else None)
+    counts = tuple(_fold_count(part, folds) for part in _dataset_parts(data, dataset, datasets))
+    return Scores(names, datasets, blocks, counts[0] if len(datasets) == 1 else None, counts)
+
+
+def _dataset_parts(data: pd.DataFrame, dataset: str | None, datasets: list[str]) -> list[pd.DataFrame]:
+    """The rows of ``data`` of each dataset (the whole table when it has no dataset column: a means table)."""
+    column = dataset or "dataset"
+    if column not in data.columns:
+        return [data.iloc[:0]] * len(datasets)
+    names = data[column].astype(str)
+    return [data[names == d] for d in datasets]
 
 
 def _fold_count(data: pd.DataFrame, folds: int | None) -> int | None:
@@ -144,7 +195,7 @@ def _fold_count(data: pd.DataFrame, folds: int | None) -> int | None:
     if "folds" in data.columns:
         given = pd.to_numeric(data["folds"], errors="coerce").dropna().unique()
         return int(given[0]) if len(given) == 1 else None
-    if {"repeat", "fold"} <= set(data.columns):
+    if {"repeat", "fold"} <= set(data.columns) and len(data):
         return int(data["fold"].nunique())
     return None
 

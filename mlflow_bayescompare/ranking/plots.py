@@ -1,17 +1,20 @@
 """Figures of a ranking: of a :class:`~.ranking.result.RankingResult` (Wainer 2023), a Bayesian critical-difference
 diagram, the matrix of P(win) with the rope's probability, and P(best); of a
-:class:`~.ranking.joint.JointRankingResult` (one dataset), the same diagram, the matrix of P(better by more than the
-rope) with P(rope), P(best) and each model's difference to the leader.
+:class:`~.ranking.joint.JointRankingResult` (one dataset) and of a
+:class:`~.ranking.hierarchical_k_result.HierarchicalRankingResult` (the hierarchical model across datasets), the same
+diagram, the matrix of P(better by more than the rope) with P(rope), P(best) and each model's difference to the
+leader.
 
 Every function builds its own :class:`matplotlib.figure.Figure` through the object-oriented API, never pyplot's
 global state, and sizes it to the number of models (16 stay readable).
 
 **The critical-difference diagram.**  Each model sits at its posterior mean rank (1 = best) on the rank axis, with
 the HDI of its rank (``hdi_prob``, 89% by default).  As in Demšar's (2006) diagram, a bar joins models whose
-difference is *not credible*: two models differ credibly when P(P(better beats worse) > 0.5) >= ``threshold``, the
-paper's *above.50* >= 0.95 (Sec. 7.1); a bar marks each longest run of consecutive models, in mean-rank order, in
-which no two differ credibly (runs inside a longer one are not drawn).  Models joined by no bar differ credibly
-from their neighbours.
+difference is *not credible*, by the result's own rule (its ``not_credible_rule``, in the diagram's title): BBT's
+P(P(better beats worse) > 0.5) >= ``threshold``, the paper's *above.50* >= 0.95 (Sec. 7.1); the hierarchical
+model's P(better) >= ``threshold``; one dataset's HDI beyond the rope.  A bar marks each longest run of consecutive
+models, in mean-rank order, in which no two differ credibly (runs inside a longer one are not drawn).  Models
+joined by no bar differ credibly from their neighbours.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from matplotlib.figure import Figure
 
 from ..figures import INK
 from ..result import COLORS
+from .hierarchical_k_result import HierarchicalRankingResult
 from .joint import JointRankingResult
 from .result import RankingResult
 
@@ -34,7 +38,7 @@ __all__ = ["all_figures", "critical_difference", "pwin_matrix", "better_matrix",
 def all_figures(res: RankingResult | JointRankingResult) -> dict[str, Figure]:
     """The figures by name: ``critical_difference``, ``pwin_matrix`` and ``p_best`` of a BBT ranking;
     ``critical_difference``, ``better_matrix``, ``p_best`` and ``leader_gaps`` of the joint model of one dataset."""
-    if isinstance(res, JointRankingResult):
+    if isinstance(res, (JointRankingResult, HierarchicalRankingResult)):
         return {"critical_difference": critical_difference(res), "better_matrix": better_matrix(res),
                 "p_best": p_best(res), "leader_gaps": leader_gaps(res)}
     return {"critical_difference": critical_difference(res), "pwin_matrix": pwin_matrix(res), "p_best": p_best(res)}
@@ -110,8 +114,9 @@ def pwin_matrix(res: RankingResult) -> Figure:
                              f"P(row beats column) on a new dataset; in brackets P(in rope [{low:g}, {high:g}])")
 
 
-def better_matrix(res: JointRankingResult) -> Figure:
-    """P(row better than column by more than the rope), each cell with P(rope) below it (one dataset)."""
+def better_matrix(res: JointRankingResult | HierarchicalRankingResult) -> Figure:
+    """P(row better than column by more than the rope), each cell with P(rope) below it (one dataset; across
+    datasets the hierarchical model's, the two-model test's statistic)."""
     better, rope = res.better_matrix()
     return _annotated_matrix(res.order, better, rope, "Blues", "P(better)",
                              f"P(row better than column by more than ±{res.settings['metric_rope']:g}); "
@@ -139,7 +144,7 @@ def _annotated_matrix(order: list[str], values, below, cmap: str, label: str, ti
     return fig
 
 
-def leader_gaps(res: JointRankingResult) -> Figure:
+def leader_gaps(res: JointRankingResult | HierarchicalRankingResult) -> Figure:
     """Each model's posterior mean difference to the leader in metric units with its 95% interval, the rope
     around 0 shaded (one dataset)."""
     table = res.ranking
@@ -153,7 +158,10 @@ def leader_gaps(res: JointRankingResult) -> Figure:
     ax.plot(table["diff_to_leader"], rows, "o", color=MODEL_COLOR, ms=6, zorder=3)
     ax.set_yticks(rows, table["model"])
     ax.set_ylim(k - 0.5, -0.5)
-    ax.set_xlabel(f"μ(model) − μ({table['model'].iloc[0]}), metric units: posterior mean and 95% interval")
+    leader = table["model"].iloc[0]
+    ax.set_xlabel(f"δ(model) − δ({leader}) across datasets, metric units: posterior mean and "
+                  f"{res.settings['hdi_prob']:.0%} HDI" if isinstance(res, HierarchicalRankingResult) else
+                  f"μ(model) − μ({leader}), metric units: posterior mean and 95% interval")
     ax.legend(loc="lower left", fontsize=8, frameon=False)
     for side in ("right", "top"):
         ax.spines[side].set_visible(False)
@@ -173,8 +181,8 @@ def p_best(res: RankingResult | JointRankingResult) -> Figure:
     ax.set_yticks(rows, table["model"])
     ax.set_ylim(k - 0.5, -0.5)
     ax.set_xlim(0, 1.1)
-    ax.set_xlabel("P(best): posterior probability of the largest " +
-                  ("mean score" if isinstance(res, JointRankingResult) else "strength"))
+    largest = {JointRankingResult: "mean score", HierarchicalRankingResult: "mean effect δ across datasets"}
+    ax.set_xlabel("P(best): posterior probability of the largest " + largest.get(type(res), "strength"))
     for side in ("right", "top"):
         ax.spines[side].set_visible(False)
     return fig

@@ -1,5 +1,6 @@
-"""Text reports of a ranking (a :class:`~.ranking.result.RankingResult` across datasets, a
-:class:`~.ranking.joint.JointRankingResult` on one dataset): the run description (markdown) and a self-contained HTML
+"""Text reports of a ranking (a :class:`~.ranking.hierarchical_k_result.HierarchicalRankingResult` or a
+:class:`~.ranking.result.RankingResult` across datasets, a :class:`~.ranking.joint.JointRankingResult` on one
+dataset): the run description (markdown) and a self-contained HTML
 page with its figures (:func:`.plots.all_figures`)."""
 
 from __future__ import annotations
@@ -8,10 +9,11 @@ import base64
 import html
 
 from ..report_html import SUMMARY, format_numbers, format_probability, md_escape
+from .hierarchical_k_result import HierarchicalRankingResult
 from .joint import JointRankingResult
 from .result import RankingResult
 
-__all__ = ["render_markdown", "render_html", "headline", "MODEL_NAMES"]
+__all__ = ["render_markdown", "render_html", "headline", "MODEL_NAMES", "BBT_DIFFERS"]
 
 REFERENCE = ("Bayesian Bradley-Terry model of J. Wainer, “A Bayesian Bradley-Terry model to compare multiple ML "
              "algorithms on multiple data sets”, JMLR 24 (2023).")
@@ -21,7 +23,17 @@ JOINT_REFERENCE = ("Joint correlated-t model of the folds of one dataset: the ma
                    "scores μ are multivariate Student-t with n − 1 degrees of freedom, so that every pair's posterior "
                    "is the correlated t-test of that pair.")
 #: The ranking models, by a result's ``model``, in words.
-MODEL_NAMES = {"bbt": "Bayesian Bradley-Terry", "joint-t": "joint correlated-t model of one dataset's folds"}
+MODEL_NAMES = {"bbt": "Bayesian Bradley-Terry", "joint-t": "joint correlated-t model of one dataset's folds",
+               "hierarchical": "hierarchical model of k models"}
+HIERARCHICAL_REFERENCE = ("Hierarchical model of G. Corani, A. Benavoli, J. Demšar, F. Mangili and M. Zaffalon, "
+                          "“Statistical comparison of classifiers through Bayesian hierarchical modelling”, Machine "
+                          "Learning 106 (2017), extended from one difference to k models (stan/hierarchical_k.stan): "
+                          "the models' per-dataset means with the correlated-t likelihood of the folds, drawn from a "
+                          "multivariate Student-t population across datasets.")
+#: why BBT's pairs may differ from the pair tests (``--model bbt`` beside a matrix's pairs)
+BBT_DIFFERS = ("BBT's pairs answer another question than the pair tests: P(P(win) > 0.5) counts each dataset's "
+               "win, loss or tie, the pair tests weigh the size of each difference against the rope in metric "
+               "units; the default hierarchical ranking answers the pair tests' question.")
 
 
 def headline(res: RankingResult | JointRankingResult) -> str:
@@ -56,16 +68,18 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows])
 
 
-def render_markdown(res: RankingResult | JointRankingResult, metric: str) -> str:
+def render_markdown(res: RankingResult | JointRankingResult | HierarchicalRankingResult, metric: str) -> str:
     """The run description: the headline, the ranking, the pairs and the warnings."""
     if isinstance(res, JointRankingResult):
         return _joint_markdown(res, metric)
+    if isinstance(res, HierarchicalRankingResult):
+        return _hierarchical_markdown(res, metric)
     hdi = res.settings.get("hdi_prob", 0.89)
     parts = [f"### Ranking of {len(res.models)} models · {md_escape(metric)}",
              f"**{md_escape(headline(res))}**",
              f"P(best): the posterior probability that the model has the largest strength; rank HDI and P(win) HDI "
              f"at {hdi:g}. P(win): the probability that the better model of a pair wins on a new dataset; a pair "
-             f"is credible when P(P(win) > 0.5) ≥ {res.settings['threshold']:g}.",
+             f"is credible when P(P(win) > 0.5) ≥ {res.settings['threshold']:g}. {BBT_DIFFERS}",
              _md_table(RANKING_HEADER, _ranking_rows(res)), "#### Pairs", _md_table(PAIR_HEADER, _pair_rows(res))]
     parts += [f"> ⚠️ **Warning:** {md_escape(w)}" for w in res.diagnostics.get("warnings") or []]
     parts.append(md_escape(REFERENCE))
@@ -85,21 +99,26 @@ _CSS = ("body{margin:0;background:#f4f6f8;color:#1f2933;font:14px/1.5 system-ui,
         "img{max-width:100%;height:auto}.warn{background:#fffbea;border:1px solid #f0b429;padding:8px 12px}")
 
 
-def render_html(res: RankingResult | JointRankingResult, metric: str, figures_png: dict[str, bytes]) -> str:
+def render_html(res: RankingResult | JointRankingResult | HierarchicalRankingResult, metric: str,
+                figures_png: dict[str, bytes]) -> str:
     """The report as one self-contained page: inline CSS, figures as base64 PNG, no script, no external URL."""
     joint = isinstance(res, JointRankingResult)
-    ranking, pairs = (_joint_rows(res) if joint else
+    hierarchical = isinstance(res, HierarchicalRankingResult)
+    ranking, pairs = (_joint_rows(res) if joint else _hierarchical_rows(res) if hierarchical else
                       ((RANKING_HEADER, _ranking_rows(res)), (PAIR_HEADER, _pair_rows(res))))
     figures = "".join(
         f'<div class="card"><img alt="{html.escape(name)}" src="data:image/png;base64,'
         f'{base64.b64encode(png).decode("ascii")}"></div>' for name, png in figures_png.items())
     warnings = "".join(f'<p class="warn">⚠ {html.escape(w)}</p>' for w in res.diagnostics.get("warnings") or [])
-    about = f"<p>{html.escape(_joint_about(res))}</p>" if joint else ""
+    about = _joint_about(res) if joint else _hierarchical_about(res) if hierarchical else BBT_DIFFERS
+    versus = (f'<div class="card"><h2>{html.escape(_versus_title(res))}</h2>{_html_table(*_versus_rows(res))}'
+              "</div>" if hierarchical and res.settings.get("vs") else "")
+    reference = JOINT_REFERENCE if joint else HIERARCHICAL_REFERENCE if hierarchical else REFERENCE
     body = (f"<h1>Ranking of {len(res.models)} models · {html.escape(metric)}</h1>"
-            f'<div class="card"><b>{html.escape(headline(res))}</b>{about}{warnings}</div>'
-            f'<div class="card {SUMMARY}">{_html_table(*ranking)}</div>{figures}'
+            f'<div class="card"><b>{html.escape(headline(res))}</b><p>{html.escape(about)}</p>{warnings}</div>'
+            f'<div class="card {SUMMARY}">{_html_table(*ranking)}</div>{versus}{figures}'
             f'<div class="card"><h2>Pairs</h2>{_html_table(*pairs)}</div>'
-            f"<footer>{html.escape(JOINT_REFERENCE if joint else REFERENCE)}</footer>")
+            f"<footer>{html.escape(reference)}</footer>")
     return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Ranking · '
             f"{html.escape(metric)}</title><style>{_CSS}</style></head><body><main>{body}</main></body></html>\n")
 
@@ -145,4 +164,68 @@ def _joint_markdown(res: JointRankingResult, metric: str) -> str:
              "#### Pairs", _md_table(pair_header, pairs)]
     parts += [f"> ⚠️ **Warning:** {md_escape(w)}" for w in res.diagnostics.get("warnings") or []]
     parts.append(md_escape(JOINT_REFERENCE))
+    return "\n\n".join(parts) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------ hierarchical
+
+
+HIERARCHICAL_RANKING_HEADER = ["rank", "model", "P(best)", "P(best next)", "mean rank", "rank HDI", "effect",
+                               "δ − δ(leader)", "HDI"]
+HIERARCHICAL_PAIR_HEADER = ["pair", "difference", "HDI", "P(better)", "P(rope)", "P(worse)", "next: better / rope / "
+                            "worse", "credible"]
+VERSUS_HEADER = ["model", "P(better)", "P(equivalent)", "P(worse)", "next: better / rope / worse", "difference",
+                 "HDI", "verdict"]
+
+
+def _hierarchical_rows(res: HierarchicalRankingResult) -> tuple[tuple[list[str], list], tuple[list[str], list]]:
+    """The ranking's and the pairs' (header, rows) of the hierarchical model."""
+    ranking = [[str(i + 1), str(r.model), f"{r.p_best:.3f}", f"{r.p_best_next:.3f}", f"{r.mean_rank:.2f}",
+                f"{r.rank_low:g}–{r.rank_high:g}", f"{r.effect:+.4g}", f"{r.diff_to_leader:+.4g}",
+                f"{r.diff_low:+.4g} to {r.diff_high:+.4g}"] for i, r in enumerate(res.ranking.itertuples())]
+    pairs = [[f"{r.better} > {r.worse}", f"{r.difference:+.4g}", f"{r.hdi_low:+.4g} to {r.hdi_high:+.4g}",
+              f"{r.p_better:.3f}", f"{r.p_rope:.3f}", f"{r.p_worse:.3f}", _next(r),
+              "yes" if r.credible else "no"] for r in res.pairs.itertuples()]
+    return (HIERARCHICAL_RANKING_HEADER, ranking), (HIERARCHICAL_PAIR_HEADER, pairs)
+
+
+def _next(row) -> str:
+    return f"{row.next_better:.2f} / {row.next_rope:.2f} / {row.next_worse:.2f}"
+
+
+def _versus_rows(res: HierarchicalRankingResult) -> tuple[list[str], list[list[str]]]:
+    return VERSUS_HEADER, [[str(r.model), f"{r.p_better:.3f}", f"{r.p_rope:.3f}", f"{r.p_worse:.3f}", _next(r),
+                            f"{r.difference:+.4g}", f"{r.hdi_low:+.4g} to {r.hdi_high:+.4g}", str(r.verdict)]
+                           for r in res.versus.itertuples()]
+
+
+def _versus_title(res: HierarchicalRankingResult) -> str:
+    reference = res.settings["vs_reference"]
+    leader = " (the leader)" if reference == res.best else ""
+    return f"Against {reference}{leader}: each model better / practically equivalent / worse"
+
+
+def _hierarchical_about(res: HierarchicalRankingResult) -> str:
+    """What the numbers are, with the rope and the rule."""
+    s = res.settings
+    return (f"{len(s['datasets'])} datasets, rope ±{s['metric_rope']:g} in metric units. P(best): the posterior "
+            "probability of the largest mean effect δ across datasets (P(best next): of the best score on the next "
+            "dataset); effects and differences in metric units with their "
+            f"{s['hdi_prob']:g} HDI. Each pair's P(better / rope / worse) is the two-model hierarchical test's "
+            "(compare), from the joint model: per posterior draw, the next dataset's difference is Student-t, and "
+            "the share of draws in which its mass beyond, inside or below the rope is the largest; next: those "
+            f"masses averaged (the probability of each outcome on the next dataset). A pair is credible when "
+            f"P(better) ≥ {s['threshold']:g}, the claim a-better of compare.")
+
+
+def _hierarchical_markdown(res: HierarchicalRankingResult, metric: str) -> str:
+    (ranking_header, ranking), (pair_header, pairs) = _hierarchical_rows(res)
+    parts = [f"### Ranking of {len(res.models)} models · {md_escape(metric)} (hierarchical model)",
+             f"**{md_escape(headline(res))}**", md_escape(_hierarchical_about(res)),
+             _md_table(ranking_header, ranking)]
+    if res.settings.get("vs"):
+        parts += [f"#### {md_escape(_versus_title(res))}", _md_table(*_versus_rows(res))]
+    parts += ["#### Pairs", _md_table(pair_header, pairs)]
+    parts += [f"> ⚠️ **Warning:** {md_escape(w)}" for w in res.diagnostics.get("warnings") or []]
+    parts.append(md_escape(HIERARCHICAL_REFERENCE))
     return "\n\n".join(parts) + "\n"

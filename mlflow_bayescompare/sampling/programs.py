@@ -39,6 +39,7 @@ STAN_DIR = _stan_dir()
 PROGRAMS = {
     "hierarchical": STAN_DIR / "hierarchical.stan",  # the hierarchical test (Corani et al. 2017)
     "bbt": STAN_DIR / "bbt.stan",  # the Bayesian Bradley-Terry ranking (Wainer 2023; ranking.py)
+    "hierarchical_k": STAN_DIR / "hierarchical_k.stan",  # the hierarchical model of k models (ranking/)
 }
 STAN_FILE = PROGRAMS["hierarchical"]
 

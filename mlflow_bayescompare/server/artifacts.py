@@ -13,14 +13,18 @@ from mlflow.exceptions import MlflowException
 from ..tracking import mlflow_internals
 from .requests import ApiError
 
-__all__ = ["MAX_REPORT_BYTES", "read_report", "read_ranking", "RANKING_COLUMNS"]
+__all__ = ["MAX_REPORT_BYTES", "read_report", "read_ranking", "read_versus", "RANKING_COLUMNS", "VERSUS_COLUMNS"]
 
 MAX_REPORT_BYTES = 50 * 1024 * 1024
 #: the columns of a ranking row in the JSON API, best first (``ranking.csv`` of a ranking run, or of a matrix run
-#: of three or more models), those the ranking has: ``strength`` (BBT), or on one dataset the mean score and the
-#: difference to the leader with its 95% interval (the joint model)
-RANKING_COLUMNS = ("model", "p_best", "mean_rank", "rank_low", "rank_high", "strength", "mean", "diff_to_leader",
-                   "diff_low", "diff_high")
+#: of three or more models), those the ranking has: ``strength`` (BBT), the mean score (the joint model of one
+#: dataset), P(best) on the next dataset and the effect (the hierarchical model), and the difference to the leader
+#: with its interval
+RANKING_COLUMNS = ("model", "p_best", "p_best_next", "mean_rank", "rank_low", "rank_high", "strength", "mean",
+                   "effect", "diff_to_leader", "diff_low", "diff_high")
+#: the columns of a row of the hierarchical ranking's table against a reference (``versus.csv``, ``vs``)
+VERSUS_COLUMNS = ("model", "reference", "p_better", "p_rope", "p_worse", "next_better", "next_rope", "next_worse",
+                  "difference", "hdi_low", "hdi_high", "verdict")
 
 
 def read_report(run, name: str = "report.html") -> bytes:
@@ -37,15 +41,28 @@ def read_report(run, name: str = "report.html") -> bytes:
 def read_ranking(run) -> list[dict] | None:
     """The ranking of a finished ranking or matrix run (``ranking.csv``), best first; None
     when the run has none (a matrix of two models ranks no more than its pair)."""
-    with tempfile.TemporaryDirectory(prefix="bayescompare-ranking-") as tmp:
+    return _read_table(run, "ranking.csv", RANKING_COLUMNS, "p_best")
+
+
+def read_versus(run) -> list[dict] | None:
+    """The table of every model against the reference of a finished hierarchical ranking asked with ``vs``
+    (``versus.csv``); None when the run has none."""
+    return _read_table(run, "versus.csv", VERSUS_COLUMNS, "verdict")
+
+
+def _read_table(run, name: str, known: tuple[str, ...], required: str) -> list[dict] | None:
+    """The rows of the run's CSV table ``name``, its ``known`` columns only; None without it or its ``required``
+    column."""
+    texts = {"model": str, "reference": str, "verdict": str}
+    with tempfile.TemporaryDirectory(prefix="bayescompare-table-") as tmp:
         try:
-            table = pd.read_csv(_download(run, "ranking.csv", tmp), dtype={"model": str}, keep_default_na=False,
-                                na_values={c: [""] for c in RANKING_COLUMNS[1:]})
+            table = pd.read_csv(_download(run, name, tmp), dtype=texts, keep_default_na=False,
+                                na_values={c: [""] for c in known if c not in texts})
         except ApiError:
             return None
-    if "p_best" not in table.columns:
+    if required not in table.columns:
         return None
-    columns = [c for c in RANKING_COLUMNS if c in table.columns]
+    columns = [c for c in known if c in table.columns]
     table = table[columns].astype(object).where(table[columns].notna(), None)
     return table.to_dict(orient="records")
 

@@ -29,7 +29,7 @@ from ..tracking.runkey import DEFAULT_KEYS, parse_key
 from ..tracking.runlog import fail_if_running
 from . import context, permissions, security
 from .accept import accept
-from .artifacts import read_ranking, read_report
+from .artifacts import read_ranking, read_report, read_versus
 from .jobs import QueueFull
 from .owners import stale_reason
 from .requests import ApiError, key_arg, max_results_arg
@@ -159,6 +159,8 @@ def _status() -> Response:
     out = summarise_run(run)
     if out["kind"] in ("matrix", "ranking") and out["status"] == "FINISHED":
         out["ranking"] = read_ranking(run)
+        if out["settings"].get("vs"):
+            out["versus"] = read_versus(run)
         if out["kind"] == "matrix":
             out["pairs"] = child_runs(context.store_client(), run.info.experiment_id, run.info.run_id)
     return json_response(out)

@@ -24,7 +24,7 @@ _RUNNING = ("RUNNING", "SCHEDULED")
 #: the settings of a run that the page's form shows (the options' field names), from its params or its job request
 FORM_SETTINGS = ("experiment_ids", "metric", "rope", "metric_rope", "greater_is_better", "seed", "chains", "draws",
                  "threshold", "prior", "layout", "model_key", "dataset_key", "filter_string", "target_experiment",
-                 "sensitivity")
+                 "sensitivity", "model", "vs")
 
 
 def json_response(obj: Any, status: int = 200) -> Response:
@@ -88,7 +88,7 @@ def summarise_run(run) -> dict[str, Any]:
     if kind in ("matrix", "ranking"):
         out["models"] = [m for m in (tags.get(T.MODELS) or "").split(",") if m]
         out["best"] = tags.get(T.BEST)
-        out["ranking_model"] = tags.get(T.RANKING)  # bbt, or joint-t on one dataset
+        out["ranking_model"] = tags.get(T.RANKING)  # hierarchical, bbt, or joint-t on one dataset
         if out["best"] and status == "FINISHED":
             out["verdict"] = f"best: {out['best']}"
     if status == "FINISHED" and _has_report(tags, out.get("models", [])):

@@ -18,6 +18,11 @@ tested for uniformity with a chi-squared test (:func:`chi2_p`), and drawn as his
   is counted and drawn again (unless ``calibrate(skip_outside=False)``), as in the recorded runs, made before the
   program's reparameterisation of δ0 was fixed for such data (see :func:`inside`).  Dropping simulations on a
   property of the data alone keeps the ranks uniform.
+* ``hierarchical_k`` (``stan/hierarchical_k.stan``, the hierarchical model of k models): fixed bounds as data
+  (:data:`PRIOR_K`, scaled units): d ~ U(-1, 1)^(k-1), σ0 ~ U(0, 1), σ_i ~ U(0, 1) (``sigma_high = 1``), α, β, ν as
+  above, 1/λ_i ~ Gamma(ν/2, ν/2); the fold scores of k models on n_i = 10 r_i folds (r_i uniform on 1..3) with a
+  fold effect and a common shift per dataset (the model integrates both out); each τ_i's form as the package
+  picks it (``hierarchical_k.tau_forms``).  Ranked: the Helmert coordinates d_j of δ, σ0, ν, α, β and 1/λ_1.
 * ``bbt`` (``stan/bbt.stan``, Wainer 2023): σ ~ LogNormal(0, 0.5) (the package's default hyper-prior),
   β_k ~ N(0, σ) iid; the program samples the strengths in the sum-to-zero subspace (their mean never meets the
   data and is integrated out), so the identified quantities are ranked: σ and the centred strengths
@@ -45,16 +50,21 @@ from ..errors import SamplingError
 from ..hierarchical import prepare
 from ..options import RankOptions
 from ..ranking import engine as ranking
+from ..ranking import hierarchical_k
 from ..sampling import convergence, sampler
 
 __all__ = ["PRIOR", "FORMS", "HIERARCHICAL_PARAMS", "BBT_OPTIONS", "simulate_hierarchical", "hierarchical_data",
-           "hierarchical_posterior", "bbt_names", "simulate_bbt", "bbt_data", "bbt_posterior", "thin", "bulk_ess",
+           "hierarchical_posterior", "PRIOR_K", "hierarchical_k_names", "simulate_hierarchical_k",
+           "hierarchical_k_posterior", "bbt_names", "simulate_bbt", "bbt_data", "bbt_posterior", "thin", "bulk_ess",
            "binned", "chi2_p", "Config", "Calibration", "replicate_seed", "inside", "pick_form", "calibrate", "plot",
            "report"]
 
 #: the fixed prior of the hierarchical program (scaled units), given to Stan as data
 PRIOR = {"delta0_low": -1.0, "delta0_high": 1.0, "sigma0_high": 1.0, "sigma_high": 1.0,
          "alpha_low": 0.5, "alpha_high": 5.0, "beta_low": 0.05, "beta_high": 0.15}
+#: the fixed prior of the hierarchical program of k models (scaled units), given to Stan as data
+PRIOR_K = {"d_bound": 1.0, "sigma0_high": 1.0, "sigma_high": 1.0, "alpha_low": 0.5, "alpha_high": 5.0,
+           "beta_low": 0.05, "beta_high": 0.15}
 FOLDS = 10  # ρ = 1/FOLDS; n_i = FOLDS * runs_i
 MAX_RUNS = 10
 FORMS = ("centred", "noncentred")
@@ -99,6 +109,47 @@ def hierarchical_posterior(stan_data: dict, **settings) -> tuple[dict[str, np.nd
     draws = {"delta0": d["delta0"], "sigma0": d["sigma0"], "nu": 1 + d["nu_minus_one"], "alpha": d["gamma_alpha"],
              "beta": d["gamma_beta"], "delta_1": d["delta"][..., 0]}
     return draws, posterior
+
+
+def hierarchical_k_names(models: int) -> list[str]:
+    return [f"d_{j + 1}" for j in range(models - 1)] + ["sigma0", "nu", "alpha", "beta", "tau_1"]
+
+
+def simulate_hierarchical_k(rng: np.random.Generator, q: int, models: int) -> tuple[dict, dict]:
+    """Parameters from the fixed prior (:data:`PRIOR_K`), the fold scores of ``models`` models on ``q`` datasets
+    from ``stan/hierarchical_k.stan``'s model (with a fold effect and a dataset's common shift, which the model
+    integrates out), and the Stan data."""
+    p = PRIOR_K
+    d = rng.uniform(-p["d_bound"], p["d_bound"], models - 1)
+    sigma0 = rng.uniform(0, p["sigma0_high"])
+    alpha = rng.uniform(p["alpha_low"], p["alpha_high"])
+    beta = rng.uniform(p["beta_low"], p["beta_high"])
+    nu = 1 + rng.gamma(alpha, 1 / beta)
+    tau = rng.gamma(nu / 2, 2 / nu, q)
+    sigma = rng.uniform(0, p["sigma_high"], q)
+    basis = hierarchical_k.helmert(models)
+    rho = 1 / FOLDS
+    n = FOLDS * rng.integers(1, 4, q)
+    blocks = []
+    for i in range(q):
+        theta = basis @ (d + sigma0 / np.sqrt(tau[i]) * rng.standard_normal(models - 1)) + rng.normal()
+        noise = np.sqrt(1 - rho) * rng.standard_normal((n[i], models)) + np.sqrt(rho) * rng.standard_normal(models)
+        blocks.append(theta + rng.normal(0, 1, (n[i], 1)) + sigma[i] * noise)
+    v, c = hierarchical_k.sufficient(blocks, np.full(q, rho))
+    truth = {**{f"d_{j + 1}": d[j] for j in range(models - 1)}, "sigma0": sigma0, "nu": nu, "alpha": alpha,
+             "beta": beta, "tau_1": tau[0]}
+    data = {**hierarchical_k.sufficient_data(v, c, n, np.full(q, rho)), **PRIOR_K}
+    return truth, {**data, **hierarchical_k.tau_forms(data)}
+
+
+def hierarchical_k_posterior(stan_data: dict, **settings) -> tuple[dict[str, np.ndarray], sampler.Run]:
+    run = sampler.run("hierarchical_k", stan_data, **settings)
+    d = run.draws["d"]
+    draws = {f"d_{j + 1}": d[..., j] for j in range(d.shape[-1])}
+    draws.update({"sigma0": run.draws["sigma0"].reshape(d.shape[:2]), "nu": run.draws["nu"].reshape(d.shape[:2]),
+                  "alpha": run.draws["gamma_alpha"].reshape(d.shape[:2]),
+                  "beta": run.draws["gamma_beta"].reshape(d.shape[:2]), "tau_1": run.draws["tau"][..., 0]})
+    return draws, run
 
 
 def bbt_names(models: int) -> list[str]:
@@ -166,19 +217,22 @@ def chi2_p(ranks: np.ndarray, kept: int, bins: int) -> float:
 
 @dataclass
 class Config:
-    program: str  # hierarchical or bbt
-    form: str  # centred, noncentred or alternate
-    q: int = 10  # datasets (hierarchical)
-    models: int = 5  # models (bbt)
+    program: str  # hierarchical, hierarchical_k or bbt
+    form: str  # centred, noncentred or alternate (hierarchical_k: integrated, its one form)
+    q: int = 10  # datasets (hierarchical, hierarchical_k)
+    models: int = 5  # models (bbt, hierarchical_k)
     games: int = 20  # games per pair (bbt)
 
     @property
     def label(self) -> str:
-        size = f"q{self.q}" if self.program == "hierarchical" else f"K{self.models}_games{self.games}"
+        size = {"hierarchical": f"q{self.q}", "hierarchical_k": f"q{self.q}_K{self.models}"}.get(
+            self.program, f"K{self.models}_games{self.games}")
         return f"{self.program}_{size}_{self.form}"
 
     @property
     def params(self) -> tuple[str, ...]:
+        if self.program == "hierarchical_k":
+            return tuple(hierarchical_k_names(self.models))
         return HIERARCHICAL_PARAMS if self.program == "hierarchical" else tuple(bbt_names(self.models))
 
 
@@ -220,8 +274,9 @@ class Calibration:
 def replicate_seed(seed: int, config: Config, replicate: int) -> np.random.SeedSequence:
     """A seed per (seed, configuration, replicate): the configurations of one program and size share their
     simulated data across forms (the same replicates, fitted in each form)."""
-    size = config.q if config.program == "hierarchical" else config.models * 1000 + config.games
-    return np.random.SeedSequence([seed, 0 if config.program == "hierarchical" else 1, size, replicate])
+    program, size = {"hierarchical": (0, config.q), "bbt": (1, config.models * 1000 + config.games),
+                     "hierarchical_k": (2, config.q * 1000 + config.models)}[config.program]
+    return np.random.SeedSequence([seed, program, size, replicate])
 
 
 def inside(data: dict) -> bool:
@@ -273,6 +328,10 @@ def calibrate(config: Config, replicates: int, *, seed: int = 1, chains: int = 2
                         continue
                 form = pick_form(config.form, r, data)
                 posterior, raw = hierarchical_posterior(hierarchical_data(data, form), **settings)
+            elif config.program == "hierarchical_k":
+                truth, data = simulate_hierarchical_k(rng, config.q, config.models)
+                form = config.form
+                posterior, raw = hierarchical_k_posterior(data, **settings)
             else:
                 truth, data = simulate_bbt(rng, config.models, config.games)
                 form = pick_form(config.form, r, data)

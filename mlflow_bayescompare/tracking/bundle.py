@@ -246,10 +246,11 @@ def matrix_bundle(summary, rows, *, experiment_ids: Sequence[str], layout: str |
                   directory: Path | None = None, child_runs: bool = True,
                   run_params: dict[str, str] | None = None) -> Bundle:
     """The parent run of a matrix comparison: the matrices of P(row better than column) and P(rope) (plot and
-    CSV) and the ranking: the Bayesian Bradley-Terry ``ranking`` of all models when given (its tables and plots,
-    as a ranking run holds them), else the pairs' summary.  ``rows`` are the pairs' :class:`~..matrix.PairRow`
-    (their table, ``pairs.parquet``, is written by :func:`write_pairs_table` once the child runs are logged, or
-    without them: ``child_runs=False``); ``run_params`` are added to its params (how the matrix ran)."""
+    CSV) and the ranking: the ``ranking`` of all models (:func:`.ranking.engine.rank_scores`) when given (its
+    tables and plots, as a ranking run holds them), else the pairs' summary.  ``rows`` are the pairs'
+    :class:`~..matrix.PairRow` (their table, ``pairs.parquet``, is written by :func:`write_pairs_table` once the
+    child runs are logged, or without them: ``child_runs=False``); ``run_params`` are added to its params (how the
+    matrix ran)."""
     from ..figures import write_png_and_svg
     from ..matrix import dataset_count, matrix_figure, ranking_markdown
 
@@ -336,14 +337,16 @@ def _finite(value: Any) -> bool:
 
 def ranking_bundle(result, *, metric: str, experiment_ids: Sequence[str], layout: str | None = None,
                    directory: Path | None = None) -> Bundle:
-    """The run of a ranking of several models: its tables (BBT: ranking, pairs, wins and the posterior predictive
-    check; the joint model of one dataset: ranking, pairs and the fold scores), its figures (PNG and SVG:
-    :func:`.ranking.plots.all_figures`), the reports, the posterior and, for BBT, the Stan program with its data.
+    """The run of a ranking of several models: its tables (the hierarchical model: ranking, pairs and versus; BBT:
+    ranking, pairs, wins and the posterior predictive check; the joint model of one dataset: ranking, pairs and the
+    fold scores), its figures (PNG and SVG: :func:`.ranking.plots.all_figures`), the reports, the posterior and,
+    for the models sampled by Stan, the program with its data.
     Per model, the metrics ``p_best.<model>`` and ``mean_rank.<model>`` (on one dataset also
     ``diff_to_leader.<model>``), their keys listed with the models' names in :data:`.keys.KEYS_ARTIFACT`."""
     from ..figures import write_png_and_svg
     from ..ranking import plots as ranking_plots
     from ..ranking import report as ranking_report
+    from ..ranking.engine import RANKING_PROGRAMS
     from ..sampling.programs import PROGRAMS
 
     root, tmp = _directory(directory, "bayescompare-ranking-")
@@ -357,9 +360,10 @@ def ranking_bundle(result, *, metric: str, experiment_ids: Sequence[str], layout
             table.to_csv(root / f"{name}.csv", index=False)
         _write_model_keys(result, root)
         _write_posterior(result, root / "posterior.nc")
-        if result.model == "bbt":  # the joint model of one dataset samples no Stan program
+        program = RANKING_PROGRAMS.get(result.model)  # the joint model of one dataset samples no Stan program
+        if program:
             (root / "stan").mkdir(exist_ok=True)
-            shutil.copyfile(PROGRAMS["bbt"], root / "stan" / "bbt.stan")
+            shutil.copyfile(PROGRAMS[program], root / "stan" / f"{program}.stan")
             (root / "stan" / "data.json").write_text(json.dumps(result.stan_data, indent=1, default=jsonable))
         models = ",".join(map(str, result.models))
         run_tags = {T.KIND: "ranking", T.RANKING: result.model, T.MODELS: fit_tag(models), T.METRIC: metric,
