@@ -32,7 +32,7 @@ from .options import (
     from_keywords,
 )
 from .progress import Progress, notify
-from .ranking.engine import RANKING_PROGRAMS, model_across, rank_scores
+from .ranking.engine import rank_scores
 from .result import TEST_NAMES, counted
 from .sampling import sampler
 from .tracking import reach, runlog
@@ -301,9 +301,9 @@ def _announce(checked: preflight.Checked, planned: preflight.Plan, fit: FitOptio
     """Compile the pairs' program and the ranking's at once, before the workers load them, and say what is to be
     fitted."""
     ahead = checked.test_ahead()
-    ranking = RANKING_PROGRAMS[model_across(RankOptions(), means=checked.layout == "means")]
-    sampler.compile_programs([p for p, fitted in (("hierarchical", ahead == "hierarchical"),
-                                                  (ranking, planned.ranked)) if fitted], fit.backend, progress)
+    programs = (["hierarchical"] if ahead == "hierarchical" else []) + \
+        ([checked.ranking_program()] if planned.ranked else [])
+    sampler.compile_programs(programs, fit.backend, progress)
     pairs = counted(len(planned.pairs), "pair")
     if ahead == "hierarchical":
         notify(progress, "sampling", f"{pairs} ({fit.chains} chains × {fit.draws} draws each)")

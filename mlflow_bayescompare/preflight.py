@@ -19,13 +19,14 @@ from typing import Any
 
 from .baselines import correlation
 from .claims import best_model
+from .console import log
 from .correlated_t.engine import HEADER as CORRELATED_T
 from .errors import InputError
 from .hierarchical.prepare import correlations
 from .matrix import model_pairs
 from .options import FitOptions, RankOptions, SourceOptions
 from .progress import Progress, notify
-from .ranking.engine import Scores, ranking_model, read_scores
+from .ranking.engine import RANKING_PROGRAMS, Scores, model_across, ranking_model, read_scores
 from .ranking.hierarchical_k import stan_inputs
 from .ranking.joint import joint_inputs
 from .scores.tensor import left_out_note
@@ -88,6 +89,10 @@ class Checked:
         every dataset collected (a pair shares at most those; the pair's own choice is :attr:`tests`)."""
         return choose_test(self.plan.options.test, self.layout, self.collected.scores["dataset"].nunique())
 
+    def ranking_program(self) -> str:
+        """The Stan program of a matrix's ranking across datasets, compiled ahead with the pairs' program."""
+        return RANKING_PROGRAMS[model_across(_rank_options(self.plan, self.collected), means=self.layout == "means")]
+
     def pairs(self) -> Iterator[tuple[tuple[str, str], Any]]:
         """Build each pair's data into :attr:`data`, yielding it once built, then a matrix's ranking scores.  A
         comparison's problems are its pair's, in their own words; a matrix's are every pair's, each named (after the
@@ -107,6 +112,10 @@ class Checked:
             raise InputError(problems, header="Cannot compare every pair:")
         if planned.ranked:
             self.rank = _rank_options(planned, self.collected)
+            if self.rank.skip_missing:
+                log.warning("the models are ranked by Bayesian Bradley-Terry (no game where a model lacks a "
+                            "dataset): the hierarchical model of k models needs every model on every dataset "
+                            "(--drop-incomplete keeps the datasets every model has)")
             self.ranking = _ranking_scores(self.collected, planned, self.rank)
 
 
@@ -226,15 +235,16 @@ def _one_dataset(tensor, dataset_key: RunKey) -> None:
 
 
 def _rank_options(planned: Plan, collected: CollectedScores) -> RankOptions:
-    """The ranking's options: a ranking's own, a matrix's sampled like its pairs (on datasets some models lack,
-    Bradley-Terry's rule: no game where a model lacks the dataset); datasets a model lacks dropped when the source
-    says so."""
+    """The ranking's options: a ranking's own, a matrix's sampled like its pairs; on datasets some models lack, a
+    matrix is ranked by Bradley-Terry's rule (no game where a model lacks the dataset: the hierarchical model of k
+    models needs every model on every dataset); datasets a model lacks dropped when the source says so."""
     rank = planned.options
     if planned.kind == "matrix":  # on one dataset, the joint model reads the pairs' rope and ρ
         rho = rank.rho[0] if isinstance(rank.rho, tuple) and len(rank.rho) == 1 else rank.rho
+        ragged = _ragged(collected, planned)
         rank = RankOptions(greater_is_better=rank.greater_is_better, threshold=rank.threshold, metric_rope=rank.rope,
-                           rho=None if isinstance(rho, tuple) else rho, skip_missing=_ragged(collected, planned),
-                           **rank.with_warmup().sampler_settings())
+                           rho=None if isinstance(rho, tuple) else rho, skip_missing=ragged,
+                           model="bbt" if ragged else "auto", **rank.with_warmup().sampler_settings())
     if planned.source.drop_incomplete and not rank.drop_incomplete:
         rank = dataclasses.replace(rank, drop_incomplete=True)
     return rank

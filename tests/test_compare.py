@@ -6,12 +6,13 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
-from uci_runs import DATASETS, artifact_paths, log_uci
+from uci_runs import DATASETS, artifact_paths, log_uci, uci_scores
 
 from mlflow_bayescompare import InputError
 from mlflow_bayescompare.compare import compare_matrix, compare_runs, require
 from mlflow_bayescompare.tracking import runlog
 from mlflow_bayescompare.tracking.bundle import NO_REPORT_NOTE, PAIR_SUMMARY_ARTIFACTS
+from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 
 FAST = dict(chains=2, draws=500, seed=1)
 
@@ -90,14 +91,14 @@ def test_compare_matrix_logs_parent_and_children(client, tracking_uri, uci_exper
 
     assert list(matrix.pairs) == [("nbc", "hnb"), ("nbc", "j48"), ("hnb", "j48")]
     assert matrix.summary.better.loc["hnb", "nbc"] == pytest.approx(matrix.pairs["nbc", "hnb"].p_b_better)
-    assert set(matrix.ranking["model"]) == {"nbc", "hnb", "j48"}  # the BBT ranking of the three
+    assert set(matrix.ranking["model"]) == {"nbc", "hnb", "j48"}  # the ranking of the three (hierarchical model)
     assert list(matrix.summary.ranking["rank"]) == [1, 2, 3]  # and the pairs' own summary
     parent = client.get_run(matrix.run_id)
     assert parent.info.status == "FINISHED"
     assert parent.data.tags["bayescompare.kind"] == "matrix"
     assert parent.data.tags["bayescompare.best"] == matrix.ranking["model"].iloc[0]
     assert "| rank | model | P(best) |" in parent.data.tags["mlflow.note.content"]
-    assert {"matrix.png", "p_better.csv", "p_rope.csv", "ranking.csv", "ranking.md", "pairs.csv", "wins.csv"} <= \
+    assert {"matrix.png", "p_better.csv", "p_rope.csv", "ranking.csv", "ranking.md", "pairs.csv"} <= \
         {a.path for a in client.list_artifacts(matrix.run_id)}
     ranking = pd.read_csv(client.download_artifacts(matrix.run_id, "ranking.csv", str(tmp_path)))
     assert list(ranking["model"]) == list(matrix.ranking["model"])
@@ -131,14 +132,30 @@ def test_compare_matrix_logs_parent_and_children(client, tracking_uri, uci_exper
 
 def test_a_matrix_stops_at_a_bad_pair_before_logging_anything(client, tracking_uri, experiment_id):
     """The pairs are handed to the workers as their data are read, so the first pairs sample while the last are
-    checked: a bad one (j48 lacks a dataset) stops the workers and is refused by name, and no run is written."""
+    checked: a bad one (j48 scored on 20 × 5 folds of the last dataset, the others on 10 × 10) stops the workers
+    and is refused by name, and no run is written."""
     log_uci(client, experiment_id, models=("nbc", "hnb"))
     log_uci(client, experiment_id, models=("j48",), datasets=DATASETS[:-1])
-    with pytest.raises(InputError, match=r"uci30") as raised:
+    (key, scores), = uci_scores(("j48",), DATASETS[-1:]).items()
+    log_cv_scores(*key, scores, metric="accuracy", folds=5, repeats=20, experiment_id=experiment_id, client=client)
+    with pytest.raises(InputError, match=rf"{DATASETS[-1]}.*fold count differs") as raised:
         compare_matrix(experiment_ids=[experiment_id], metric="accuracy", models=["nbc", "hnb", "j48"],
                        tracking_uri=tracking_uri, jobs=2, chains=2, draws=100_000, seed=1)
     assert "j48" in str(raised.value)
     assert client.search_runs([experiment_id], "tags.`bayescompare.kind` IS NOT NULL") == []
+
+
+@pytest.mark.slow
+def test_a_ragged_matrix_is_ranked_by_bradley_terry_and_says_so(client, tracking_uri, experiment_id, caplog):
+    """j48 lacks the last dataset: its pairs use the datasets both models have, and the ranking, which the
+    hierarchical model of k models cannot take with a missing cell, is Bradley-Terry's (no game there), said."""
+    log_uci(client, experiment_id, models=("nbc", "hnb"))
+    log_uci(client, experiment_id, models=("j48",), datasets=DATASETS[:-1])
+    matrix = compare_matrix(experiment_ids=[experiment_id], metric="accuracy", models=["nbc", "hnb", "j48"],
+                            tracking_uri=tracking_uri, log=False, jobs=1, **FAST)
+    assert matrix.bbt.model == "bbt" and set(matrix.ranking["model"]) == {"nbc", "hnb", "j48"}
+    assert dict(matrix.pairs["nbc", "j48"].tensor.left_out) == {"uci30": "no scores of 'j48'"}
+    assert "needs every model on every dataset" in caplog.text
 
 
 def test_matrix_needs_two_distinct_models(tracking_uri):
