@@ -479,10 +479,10 @@ def test_page_runs_a_comparison_and_follows_its_stages(server):
 
 @pytest.mark.browser
 def test_page_compare_all_models(server):
-    """The result of "Compare all models": the BBT ranking, the pairs, and the ranking report (critical-difference
-    diagram, P(win) matrix, P(best)) inline, the link naming the matrix run; in Past comparisons, with its
-    experiment's name, the matrix holds its pairs folded under it, each in its own orientation with its own
-    probabilities once unfolded; the list filters by experiment."""
+    """The result of "Compare all models": the ranking (the hierarchical model of k models, so captioned), the
+    pairs, and the ranking report (critical-difference diagram, P(win) matrix, P(best)) inline, the link naming the
+    matrix run; in Past comparisons, with its experiment's name, the matrix holds its pairs folded under it, each in
+    its own orientation with its own probabilities once unfolded; the list filters by experiment."""
     with _browser() as (page, dialogs):
         page.goto(f"{server.url}/bayescompare/")
         _fill_form(page, server, seed=1, draws=200)
@@ -499,6 +499,9 @@ def test_page_compare_all_models(server):
                                             "rs => rs.map(r => Array.from(r.cells).map(c => c.textContent))")
         assert ranking == [[str(i + 1), r["model"], format_probability(r["p_best"]), f"{r['mean_rank']:.2f}",
                             f"{r['rank_low']}–{r['rank_high']}"] for i, r in enumerate(state["ranking"])]
+        assert state["ranking_model"] == "hierarchical"  # the caption names the model that ranked, not BBT's
+        assert page.text_content("#ranking-caption") == \
+            "Ranking (hierarchical model of k models, Corani et al. 2017 extended)"
         assert page.text_content("#job-title") == "All models (3) · accuracy"
         assert page.text_content("#run-link") == "Open the matrix run in the MLflow UI"
         assert page.get_attribute("#report", "src") == f"/bayescompare/report?run_id={run_id}&embed=1"

@@ -254,6 +254,7 @@
   }
 
   const RANKINGS = {
+    hierarchical: "hierarchical model of k models, Corani et al. 2017 extended",
     bbt: "Bayesian Bradley–Terry",
     "joint-t": "joint correlated-t model of one dataset's folds",
   };
@@ -336,7 +337,7 @@
     $("sensitivity-note").hidden = !(pair && truthy((job.settings || {}).sensitivity));
     const ranking = done && job.ranking ? job.ranking : null;
     $("ranking").hidden = !ranking;
-    $("ranking-caption").textContent = "Ranking (" + (RANKINGS[job.ranking_model] || RANKINGS.bbt) + ")";
+    $("ranking-caption").textContent = "Ranking (" + (RANKINGS[job.ranking_model] || job.ranking_model) + ")";
     if (ranking)
       fillTable($("ranking"), ranking.map((r, i) => [i + 1, r.model, probability(r.p_best),
         typeof r.mean_rank === "number" ? r.mean_rank.toFixed(2) : "", rankInterval(r)]));
