@@ -480,9 +480,10 @@ def test_page_runs_a_comparison_and_follows_its_stages(server):
 @pytest.mark.browser
 def test_page_compare_all_models(server):
     """The result of "Compare all models": the ranking (the hierarchical model of k models, so captioned), the
-    pairs, and the ranking report (critical-difference diagram, P(win) matrix, P(best)) inline, the link naming the
-    matrix run; in Past comparisons, with its experiment's name, the matrix holds its pairs folded under it, each in
-    its own orientation with its own probabilities once unfolded; the list filters by experiment."""
+    pairs, and the ranking report (critical-difference diagram, P(better) matrix, P(best), leader gaps) inline, the
+    link naming the matrix run; in Past comparisons, with its experiment's name, the matrix holds its pairs folded
+    under it, each in its own orientation with its own probabilities once unfolded; the list filters by
+    experiment."""
     with _browser() as (page, dialogs):
         page.goto(f"{server.url}/bayescompare/")
         _fill_form(page, server, seed=1, draws=200)
@@ -506,7 +507,7 @@ def test_page_compare_all_models(server):
         assert page.text_content("#run-link") == "Open the matrix run in the MLflow UI"
         assert page.get_attribute("#report", "src") == f"/bayescompare/report?run_id={run_id}&embed=1"
         report = page.frame_locator("#report")
-        for figure in ("critical_difference", "pwin_matrix", "p_best"):
+        for figure in ("critical_difference", "better_matrix", "p_best", "leader_gaps"):  # the hierarchical model's
             report.locator(f'img[alt="{figure}"]').wait_for(timeout=30_000)
         page.wait_for_selector(f'#past tr[data-parent="{run_id}"]', state="attached")
         pairs = f'#past tr[data-parent="{run_id}"]'

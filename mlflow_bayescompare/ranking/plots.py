@@ -37,7 +37,8 @@ __all__ = ["all_figures", "critical_difference", "pwin_matrix", "better_matrix",
 
 def all_figures(res: RankingResult | JointRankingResult) -> dict[str, Figure]:
     """The figures by name: ``critical_difference``, ``pwin_matrix`` and ``p_best`` of a BBT ranking;
-    ``critical_difference``, ``better_matrix``, ``p_best`` and ``leader_gaps`` of the joint model of one dataset."""
+    ``critical_difference``, ``better_matrix``, ``p_best`` and ``leader_gaps`` of the joint model of one dataset and
+    of the hierarchical model of k models."""
     if isinstance(res, (JointRankingResult, HierarchicalRankingResult)):
         return {"critical_difference": critical_difference(res), "better_matrix": better_matrix(res),
                 "p_best": p_best(res), "leader_gaps": leader_gaps(res)}
