@@ -134,10 +134,14 @@ def test_ctrl_c_cancels_the_clusters_work(cluster, tracking_uri, scores):
             done.append(True)
             threading.Timer(8, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 
-    with pytest.raises(KeyboardInterrupt):
-        compare_matrix(experiment_ids=[scores], metric="accuracy", models=MODELS, tracking_uri=tracking_uri,
-                       engine="ray", ray_address=cluster.address, progress=progress, chains=2, draws=100_000,
-                       seed=7)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C as in a fresh interpreter
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            compare_matrix(experiment_ids=[scores], metric="accuracy", models=MODELS, tracking_uri=tracking_uri,
+                           engine="ray", ray_address=cluster.address, progress=progress, chains=2, draws=100_000,
+                           seed=7)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     end = time.monotonic() + 60  # Ray reaps a killed actor's process in seconds, longer on a loaded machine
     while cluster.workers("_PairWorker") and time.monotonic() < end:
         time.sleep(0.5)
