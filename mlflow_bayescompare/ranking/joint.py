@@ -41,7 +41,7 @@ from ..errors import InputError
 from ..options import RankOptions, draw_seed
 from ..result import Orientation, json_ready
 from ..versions import versions
-from .result import RankedModels, rank_table
+from .result import RankedModels, better_matrix, rank_table
 
 __all__ = ["rank_one_dataset", "joint_inputs", "posterior_draws", "JointRankingResult", "HEADER"]
 
@@ -92,13 +92,7 @@ class JointRankingResult(RankedModels):
 
     def better_matrix(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """P(row better than column by more than the rope) and P(rope), k × k in the ranking's order."""
-        order = self.order
-        better = pd.DataFrame(np.nan, index=order, columns=order)
-        rope = better.copy()
-        for r in self.pairs.itertuples(index=False):
-            better.loc[r.better, r.worse], better.loc[r.worse, r.better] = r.p_better, r.p_worse
-            rope.loc[r.better, r.worse] = rope.loc[r.worse, r.better] = r.p_rope
-        return better, rope
+        return better_matrix(self.order, self.pairs)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The run's CSV tables by name."""

@@ -23,8 +23,8 @@ from ..result import json_safe, jsonable
 from ..sampling import sampler
 from ..versions import versions
 
-__all__ = ["RankedModels", "RankingResult", "summarise", "pair_table", "rank_table", "ppc_table", "replicate_wins",
-           "PPC_LEVELS", "SAMPLE_STATS"]
+__all__ = ["RankedModels", "RankingResult", "better_matrix", "summarise", "pair_table", "rank_table", "ppc_table",
+           "replicate_wins", "PPC_LEVELS", "SAMPLE_STATS"]
 
 #: the HDI levels of the posterior predictive check (bbtcomp's ``table_ppc``; 1 is the range of the replicates)
 PPC_LEVELS = (0.5, 0.9, 0.95, 1.0)
@@ -143,6 +143,17 @@ class RankingResult(RankedModels):
                "ppc": self.ppc.to_dict(orient="records"), "diagnostics": self.diagnostics,
                "settings": self.settings}
         return json_safe(json.loads(json.dumps(out, default=jsonable)))
+
+
+def better_matrix(order: list[str], pairs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """P(row better than column by more than the rope) and P(rope), k × k in ``order``, from a pairs table whose rows
+    hold ``better``, ``worse``, ``p_better``, ``p_rope`` and ``p_worse`` (the joint and the hierarchical models')."""
+    better = pd.DataFrame(np.nan, index=order, columns=order)
+    rope = better.copy()
+    for r in pairs.itertuples(index=False):
+        better.loc[r.better, r.worse], better.loc[r.worse, r.better] = r.p_better, r.p_worse
+        rope.loc[r.better, r.worse] = rope.loc[r.worse, r.better] = r.p_rope
+    return better, rope
 
 
 def _square(res: RankingResult, column: str, mirrored) -> pd.DataFrame:
