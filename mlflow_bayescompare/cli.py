@@ -349,18 +349,24 @@ def _left_out_lines(outcome) -> list[str]:
 
 
 def _matrix_text(outcome, tracking_uri) -> str:
+    from .ranking.report import JOINT_DIFFERS
+
     metric = outcome.summary.metric
     if outcome.bbt is not None:  # three models or more: ranked at once, as `rank` prints it
         lines = _ranking_lines(outcome.bbt, metric)
     else:
         lines = [f"Ranking of {len(outcome.models)} models · {metric}:",
                  outcome.ranking.to_string(index=False, float_format=lambda v: f"{v:.3f}")]
-    lines.append(f"Pairs: {TEST_NAMES[outcome.summary.test]}")
+    lines.append(f"Pairs: {TEST_NAMES[outcome.summary.test]} (the more probably better model first)")
     width = max(len(f"{a} vs {b}") for a, b in outcome.pairs)
-    for (a, b), o in outcome.pairs.items():
-        lines.append(f"  {f'{a} vs {b}'.ljust(width)}  P(a) {o.p_a_better:.3f} · rope {o.p_rope:.3f} · "
-                     f"P(b) {o.p_b_better:.3f}  {o.verdict}")
+    for o in outcome.pairs.values():
+        (first, p_first), (second, p_second) = sorted(((o.model_a, o.p_a_better), (o.model_b, o.p_b_better)),
+                                                      key=lambda side: -side[1])
+        lines.append(f"  {f'{first} vs {second}'.ljust(width)}  P(first) {p_first:.3f} · rope {o.p_rope:.3f} · "
+                     f"P(second) {p_second:.3f}  {o.verdict}")
         lines += ["  " + line for line in _left_out_lines(o)]
+    if outcome.bbt is not None and outcome.bbt.model == "hierarchical":
+        lines.append(JOINT_DIFFERS)
     if outcome.run_id:
         lines += _where(tracking_uri, "Parent run", outcome.run_id, outcome.experiment_id)
     return "\n".join(lines)

@@ -27,6 +27,7 @@ from .scores.tensor import left_out_note
 from .signed_rank.engine import signed_rank_test
 from .tracking import paircache, runlog
 from .tracking.bundle import (
+    cached_pair_bundle,
     comparison_bundle,
     correlated_t_bundle,
     signed_rank_bundle,
@@ -146,12 +147,12 @@ def fit_all(run_all: Callable, checked, work: PairWork, cache: dict[str, PairRow
 
     if not cache:
         fitted = run_all(fit_pair, tasks(checked.pairs()), total=len(checked.plan.pairs), progress=progress)
-        return _gathered(checked.plan.pairs, fitted, hits, keys, folder)
+        return _gathered(checked.plan.pairs, fitted, hits, keys, folder, work)
     todo = list(tasks(checked.pairs()))
     log.info("%s of %d read from the cache of earlier matrices (--refresh fits them again); %s to fit",
              counted(len(hits), "pair"), len(checked.plan.pairs), counted(len(todo), "pair"))
     fitted = run_all(fit_pair, todo, total=len(todo), progress=progress)
-    return _gathered(checked.plan.pairs, fitted, hits, keys, folder)
+    return _gathered(checked.plan.pairs, fitted, hits, keys, folder, work)
 
 
 def fit_pair(data, test: str, folder: Path | None, work: PairWork):
@@ -191,12 +192,18 @@ def log_family(client, parent, fitted: Fitted, target: str, run_id: str | None, 
     return runlog.log_bundle(client, parent, run_id=run_id, progress=progress)
 
 
-def _gathered(pairs, fitted: dict, hits: dict, keys: dict, folder: Path | None) -> Fitted:
-    """The pairs' results, rows and bundles, in the order of ``pairs``; shipped bundles written into ``folder``."""
+def _gathered(pairs, fitted: dict, hits: dict, keys: dict, folder: Path | None, work: PairWork) -> Fitted:
+    """The pairs' results, rows and bundles, in the order of ``pairs``; shipped bundles written into ``folder``, and
+    there too the runs of the pairs read from the cache, so that every pair of a matrix logged with child runs has
+    one under it."""
     out = Fitted({}, {}, {})
     for i, pair in enumerate(pairs):
         if pair in hits:
             out.results[pair] = out.rows[pair] = hits[pair]
+            if folder is not None:
+                out.bundles[pair] = cached_pair_bundle(hits[pair], metric=work.metric,
+                                                       experiment_ids=work.experiment_ids, layout=work.layout,
+                                                       directory=folder / str(i))
             continue
         result, bundle = fitted[pair]
         out.results[pair] = result

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from mlflow import MlflowClient
 from uci_runs import artifact_paths, log_uci, uci_scores
 
 from mlflow_bayescompare.cli import main
+from mlflow_bayescompare.ranking.report import JOINT_DIFFERS
 from mlflow_bayescompare.tracking.bundle import COMPARISON_ARTIFACTS
 
 FAST = ["--chains", "2", "--draws", "500", "--seed", "1"]
@@ -133,6 +135,17 @@ def test_matrix_command(tracking_uri, uci_experiment, client, tmp_path):
         assert "bayescompare.report" not in pair.data.tags
     shrinkage = pd.read_csv(client.download_artifacts(pairs[0].info.run_id, "shrinkage.csv", str(tmp_path)))
     assert shrinkage["pareto_k"].notna().all()
+
+    # as text (the pairs from the cache): each pair with the more probably better model first, and why the
+    # ranking's own pair probabilities may differ from the pair tests'
+    text = CliRunner().invoke(main, [a for a in argv if a != "--json"])
+    assert text.exit_code == 0, text.output
+    for p in report["pairs"]:
+        first, second = (p["model_b"], p["model_a"]) if p["p_b_better"] > p["p_a_better"] else \
+            (p["model_a"], p["model_b"])
+        assert re.search(rf"^  {first} vs {second} +P\(first\) {max(p['p_a_better'], p['p_b_better']):.3f} ",
+                         text.stdout, re.M), text.stdout
+    assert JOINT_DIFFERS in text.stdout
 
 
 def test_rank_has_no_pair_reports_option(tracking_uri):

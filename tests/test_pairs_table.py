@@ -70,3 +70,20 @@ def test_above_the_threshold_one_run_holds_the_pairs_and_a_rerun_fits_only_what_
     refreshed = compare_matrix(models=["nbc", "hnb"], refresh=True, **common)
     assert refreshed.cached == 0
     assert _numbers(refreshed, [("nbc", "hnb")]) == _numbers(first, [("nbc", "hnb")])  # same seed, same numbers
+
+    # below the threshold, a pair read from the cache still has its run under the matrix: no artifacts, the run
+    # that fitted it named (refreshed logged one), or none when that matrix kept it in its table only (third)
+    fitted_run = refreshed.pairs["nbc", "hnb"].run_id
+    for models, origin in ((["nbc", "hnb"], fitted_run), (["nbc", "j48"], None)):
+        again = compare_matrix(models=models, on_duplicate="latest", **common)
+        pair = tuple(models)
+        assert again.cached == 1
+        (child,) = client.search_runs([experiment_id], f"tags.`mlflow.parentRunId` = '{again.run_id}'")
+        assert child.info.run_id == again.pairs[pair].run_id == _table(client, again.run_id, tmp_path)["run_id"][0]
+        assert child.data.tags.get("bayescompare.cached_from") == origin and child.info.status == "FINISHED"
+        assert (child.data.tags["bayescompare.model_a"], child.data.tags["bayescompare.verdict"]) == \
+            (models[0], again.pairs[pair].verdict)
+        assert [child.data.metrics[k] for k in ("p_a_better", "p_rope", "p_b_better")] == \
+            list(_numbers(again, [pair])[0])
+        assert "cache" in child.data.tags["mlflow.note.content"] and client.list_artifacts(child.info.run_id) == []
+    assert _numbers(again, [("nbc", "j48")]) == _numbers(third, [("nbc", "j48")])

@@ -17,6 +17,7 @@ from uci_runs import log_uci
 
 from mlflow_bayescompare import InputError
 from mlflow_bayescompare.compare import compare_matrix
+from mlflow_bayescompare.errors import SamplingError
 from mlflow_bayescompare.sampling import ray_engine
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
@@ -73,10 +74,36 @@ def test_a_matrix_on_the_cluster_gives_the_local_engines_numbers_and_survives_a_
     assert {"posterior.nc", "shrinkage.csv"} <= {a.path for a in client.list_artifacts(children[0].info.run_id)}
 
 
-def _kill_a_busy_worker(cluster) -> list[int]:
+def test_a_worker_that_keeps_dying_fails_the_matrix_naming_its_pair_and_logs_nothing(cluster, client, tracking_uri,
+                                                                                      scores):
+    """Every worker busy with a pair is killed, again and again: past :data:`ray_engine.RETRIES` restarts an actor
+    stays dead, and the matrix fails with the pair it was fitting and why, before any run is written."""
+    stop, killed = threading.Event(), []
+
+    def killer():
+        while not stop.is_set():
+            killed.extend(_kill_a_busy_worker(cluster, within=1))
+
+    before = client.search_runs([scores])
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(SamplingError, match=rf"the pair \w+ vs \w+ was not fitted: its Ray worker died "
+                                                rf"{ray_engine.RETRIES + 1} times"):
+            compare_matrix(experiment_ids=[scores], metric="accuracy", models=MODELS, tracking_uri=tracking_uri,
+                           engine="ray", ray_address=cluster.address, refresh=True, **FAST)
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert len(killed) >= ray_engine.RETRIES + 1
+    assert client.search_runs([scores]) == before  # no parent, no child: nothing half-written
+
+
+def _kill_a_busy_worker(cluster, within: float = 30) -> list[int]:
     """SIGKILL one of the cluster's matrix workers that is fitting a pair (Ray titles it ``ray::_PairWorker.call``;
-    the Stan sampler processes it forked carry its title too, and are left alone)."""
-    end = time.monotonic() + 30
+    the Stan sampler processes it forked carry its title too, and are left alone), waiting ``within`` seconds for
+    one."""
+    end = time.monotonic() + within
     while time.monotonic() < end:
         workers = set(cluster.workers("_PairWorker"))
         busy = [pid for pid in cluster.workers("_PairWorker.call") if cluster.parent(pid) not in workers]

@@ -29,6 +29,7 @@ from mlflow_bayescompare import claims
 from mlflow_bayescompare.client import JobFailed
 from mlflow_bayescompare.compare import compare_matrix, compare_runs, rank_runs, require
 from mlflow_bayescompare.errors import InputError
+from mlflow_bayescompare.ranking.report import JOINT_DIFFERS
 from mlflow_bayescompare.report_html import format_probability
 from mlflow_bayescompare.result import COLORS
 from mlflow_bayescompare.server.owners import owner_tags
@@ -393,7 +394,7 @@ def test_page_first_contact(server):
         page.wait_for_selector("#model_a option:nth-child(3)", state="attached")
         page.wait_for_selector("#compare-btn:enabled")
         assert (page.input_value("#model_a"), page.input_value("#model_b")) == ("cart", "lda")
-        assert page.is_hidden("#form-hint") and page.is_enabled("#matrix-btn")
+        assert page.is_hidden("#form-hint") and page.is_enabled("#matrix-btn") and page.is_enabled("#rank-btn")
         page.select_option("#model_b", "cart")
         assert page.is_disabled("#compare-btn") and page.is_enabled("#matrix-btn")
         assert page.text_content("#form-hint") == "Choose two different models for A and B."
@@ -409,7 +410,7 @@ def test_page_first_contact(server):
                 page.select_option("#direction", direction)
                 fits = page.eval_on_selector_all("#compare-form select, #compare-form input:not([type=checkbox])",
                                                  _TEXT_FITS)
-                assert len(fits) == 16 and all(ok for _, _, ok in fits), (width, fits)
+                assert len(fits) == 17 and all(ok for _, _, ok in fits), (width, fits)
     assert dialogs == []
     assert '"GET /favicon.ico' not in server.log.read_text(errors="replace")  # no page of it asked for one
 
@@ -477,6 +478,55 @@ def test_page_runs_a_comparison_and_follows_its_stages(server):
     assert dialogs == []
 
 
+def _better_first(pair: dict) -> list[str]:
+    """A pair's row on the page: the model more probably better first, its verdict and probabilities."""
+    a, b, p_a, p_b = pair["model_a"], pair["model_b"], pair["p_a_better"], pair["p_b_better"]
+    if p_b > p_a:
+        a, b, p_a, p_b = b, a, p_b, p_a
+    return [f"{a} vs {b}", pair["verdict"], *map(format_probability, (p_a, pair["p_rope"], p_b))]
+
+
+def _signed(value: float) -> str:
+    """A difference in metric units as the page shows it: four significant digits, signed."""
+    text = repr(float(f"{value:.4g}"))
+    return "+" + text if value > 0 else text
+
+
+@pytest.mark.browser
+def test_page_ranks_against_a_model(server):
+    """"Rank all models" against a model: the ranking job of the API with ``vs``, its table against the reference
+    (one row per other model, the verdict, P(better / equivalent / worse), the difference and its HDI) under the
+    ranking, no pairs; reopened, the form asks the same again."""
+    with _browser() as (page, dialogs):
+        page.goto(f"{server.url}/bayescompare/")
+        _fill_form(page, server, seed=5, draws=200)
+        assert page.eval_on_selector_all("#vs option", "os => os.map(o => o.value)") == ["", "best", *sorted(MODELS)]
+        page.select_option("#vs", "lda")
+        page.click("#rank-btn")
+        page.wait_for_selector("#versus:not([hidden])", timeout=600_000)
+        run_id = _run_id(page)
+        state = server.api().status(run_id)
+        assert (state["kind"], state["settings"]["vs"], state["ranking_model"]) == ("ranking", "lda", "hierarchical")
+        assert page.text_content("#versus-caption") == "Against lda on the next dataset"
+        rows = page.eval_on_selector_all("#versus tbody tr",
+                                         "rs => rs.map(r => Array.from(r.cells).map(c => c.textContent))")
+        assert rows == [[r["model"], r["verdict"], *map(format_probability, (r["p_better"], r["p_rope"], r["p_worse"])),
+                         _signed(r["difference"]), f"[{_signed(r['hdi_low'])}, {_signed(r['hdi_high'])}]"]
+                        for r in state["versus"]] and len(rows) == 2
+        assert page.is_visible("#ranking") and page.is_hidden("#pairs") and page.is_hidden("#pairs-differ")
+        assert page.text_content("#job-title") == "Ranking of 3 models · accuracy"
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"bayescompare-page-versus-{server.backend.split(':')[0]}.png"),
+                        full_page=True)
+        page.goto(f"{server.url}/bayescompare/?run_id={run_id}")
+        page.wait_for_selector("#versus:not([hidden])", timeout=60_000)
+        deadline = time.monotonic() + 30  # the form is filled once the experiment's choices are in
+        while page.eval_on_selector("#vs", "e => e.value") != "lda" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert page.eval_on_selector("#vs", "e => e.value") == "lda"
+    assert dialogs == []
+
+
 @pytest.mark.browser
 def test_page_compare_all_models(server):
     """The result of "Compare all models": the ranking (the hierarchical model of k models, so captioned), the
@@ -493,9 +543,10 @@ def test_page_compare_all_models(server):
         state = server.api().status(run_id)
         rows = page.eval_on_selector_all("#pairs tbody tr",
                                          "rs => rs.map(r => Array.from(r.cells).map(c => c.textContent))")
-        expected = [[f"{p['model_a']} vs {p['model_b']}", p["verdict"],
-                     *(format_probability(p[k]) for k in PROBABILITIES)] for p in state["pairs"]]
-        assert rows == expected and len(rows) == 3
+        assert rows == [_better_first(p) for p in state["pairs"]] and len(rows) == 3
+        assert any(p["p_b_better"] > p["p_a_better"] for p in state["pairs"])  # one pair at least is turned round
+        assert page.text_content("#pairs-caption") == "Pairs: Bayesian hierarchical test on the per-fold scores"
+        assert page.text_content("#pairs-differ") == JOINT_DIFFERS and page.is_hidden("#versus")
         ranking = page.eval_on_selector_all("#ranking tbody tr",
                                             "rs => rs.map(r => Array.from(r.cells).map(c => c.textContent))")
         assert ranking == [[str(i + 1), r["model"], format_probability(r["p_best"]), f"{r['mean_rank']:.2f}",
@@ -604,8 +655,8 @@ def test_page_on_one_dataset_says_which_test_and_which_ranking_answered(server):
 @pytest.mark.browser
 def test_page_reopens_a_comparison_with_its_settings(server):
     """Clicking a past comparison fills the form with its settings; its sensitivity analysis is in the report.
-    Clicking a past ranking then leaves the rope in metric units alone (a ranking's rope is its P(win) interval),
-    and the link names the ranking run."""
+    Clicking a past ranking then fills the rope in metric units with its ``metric_rope``, never with its rope (its
+    P(win) interval), and "against" with its reference (none); the link names the ranking run."""
     api = server.api()
     run_id = api.start("comparison", _fields(server, model_a="svm", model_b="lda", seed=8, rope=0.02,
                                              lower_is_better=True, sensitivity=True))
@@ -633,7 +684,7 @@ def test_page_reopens_a_comparison_with_its_settings(server):
             if page.input_value("#seed") == "9":
                 break
             page.wait_for_timeout(100)
-        assert (page.input_value("#seed"), page.input_value("#rope")) == ("9", "0.02")  # ... but for its rope
+        assert (page.input_value("#seed"), page.input_value("#rope"), page.input_value("#vs")) == ("9", "0.01", "")
         assert page.text_content("#run-link") == "Open the ranking run in the MLflow UI"
     assert dialogs == []
 

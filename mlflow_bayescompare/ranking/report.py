@@ -13,7 +13,7 @@ from .hierarchical_k_result import HierarchicalRankingResult
 from .joint import JointRankingResult
 from .result import RankingResult
 
-__all__ = ["render_markdown", "render_html", "headline", "MODEL_NAMES", "BBT_DIFFERS"]
+__all__ = ["render_markdown", "render_html", "headline", "MODEL_NAMES", "BBT_DIFFERS", "JOINT_DIFFERS"]
 
 REFERENCE = ("Bayesian Bradley-Terry model of J. Wainer, “A Bayesian Bradley-Terry model to compare multiple ML "
              "algorithms on multiple data sets”, JMLR 24 (2023).")
@@ -34,6 +34,10 @@ HIERARCHICAL_REFERENCE = ("Hierarchical model of G. Corani, A. Benavoli, J. Dem�
 BBT_DIFFERS = ("BBT's pairs answer another question than the pair tests: P(P(win) > 0.5) counts each dataset's "
                "win, loss or tie, the pair tests weigh the size of each difference against the rope in metric "
                "units; the default hierarchical ranking answers the pair tests' question.")
+JOINT_DIFFERS = ("The ranking's pair probabilities (its report's P(better) matrix) come from one model of all the "
+                 "models, which shares each dataset's noise among them; each pair test fits its two models alone. "
+                 "They answer the same question and can differ by a little (on the data of two models: at most "
+                 "0.013, benchmarks/bench_kmodel.py agreement).")
 
 
 def headline(res: RankingResult | JointRankingResult) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 from flask import Response
 
 from ..claims import CLAIMS, report
-from ..options import LAYOUTS, PRIORS, FitOptions, SourceOptions, defaults
+from ..options import LAYOUTS, PRIORS, FitOptions, RankOptions, SourceOptions, defaults
 from ..result import COLORS, json_safe
 from ..tracking import tags as T
 from ..tracking.uiroutes import run_route
@@ -184,4 +184,6 @@ def form_fields(settings: Settings) -> dict[str, dict[str, Any]]:
                      "help": specs["filter_string"].help}
     out["target_experiment"] = {"value": "", "max_length": specs["target_experiment"].max_length,
                                 "help": specs["target_experiment"].help}
+    vs = next(f.metadata["option"] for f in dataclasses.fields(RankOptions) if f.name == "vs")
+    out["vs"] = {"help": vs.help, "max_length": vs.max_length}  # the page's "Rank against"
     return out

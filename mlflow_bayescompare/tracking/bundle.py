@@ -28,7 +28,7 @@ PAIRS_TABLE = "pairs.parquet"  # a matrix run's table of its pairs
 
 __all__ = ["PAIRS_TABLE", "write_pairs_table", "Bundle", "PackedBundle", "comparison_bundle", "matrix_bundle",
            "ranking_bundle", "ranking_metrics", "model_keys", "signed_rank_bundle", "correlated_t_bundle",
-           "comparison_tags", "comparison_params",
+           "cached_pair_bundle", "comparison_tags", "comparison_params",
            "comparison_metrics", "diagnostics_problem", "source_runs", "run_name", "models_run_name", "fit_tag",
            "COMPARISON_ARTIFACTS", "PAIR_SUMMARY_ARTIFACTS"]
 
@@ -292,6 +292,30 @@ def matrix_bundle(summary, rows, *, experiment_ids: Sequence[str], layout: str |
         if tmp is not None:
             tmp.cleanup()
         raise
+
+
+def cached_pair_bundle(row, *, metric: str, experiment_ids: Sequence[str], layout: str | None = None,
+                       directory: Path | None = None) -> Bundle:
+    """The run of a matrix's pair read from the cache (a :class:`~..matrix.PairRow` of an earlier matrix's pairs
+    table): its verdict, probabilities, diagnostics and settings, no artifacts, and the run that fitted it
+    (:data:`~.tags.CACHED_FROM`) when that matrix logged one."""
+    from ..report_html import format_probability
+
+    root, tmp = _directory(directory, "bayescompare-")
+    title = run_name(row.model_a, row.model_b, metric)
+    where = (f"its posterior and tables are in run `{row.run_id}`" if row.run_id else
+             "that matrix kept it in its pairs table only")
+    markdown = (f"# {title}\n\n_Read from the cache of earlier matrices: the same scores, options, Stan program and "
+                f"package version were fitted before; {where} (`--refresh` fits it again)._\n\n"
+                f"**{row.verdict}**: P({row.model_a} better) = {format_probability(row.p_a_better)}, "
+                f"P(rope) = {format_probability(row.p_rope)}, P({row.model_b} better) = "
+                f"{format_probability(row.p_b_better)} ({row.test} test).\n")
+    tags = {**comparison_tags(row, metric=metric, experiment_ids=experiment_ids, figures=False),
+            **({T.CACHED_FROM: row.run_id} if row.run_id else {}), T.NOTE: fit_tag(markdown)}
+    metrics = {"p_a_better": row.p_a_better, "p_rope": row.p_rope, "p_b_better": row.p_b_better,
+               "n_datasets": row.n_datasets, **row.diagnostics}
+    return Bundle(title, tags, comparison_params(row, layout=layout),
+                  {key: float(v) for key, v in metrics.items() if _finite(v)}, root, tmp)
 
 
 def write_pairs_table(rows, directory: Path) -> None:

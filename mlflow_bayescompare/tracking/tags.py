@@ -10,7 +10,7 @@ from __future__ import annotations
 __all__ = [
     "KIND", "KINDS", "STAGE", "SKIPPED", "ERROR", "NOTE", "PARENT", "USER", "MODEL_A", "MODEL_B", "MODELS", "METRIC",
     "VERDICT", "DECISION", "DIAGNOSTICS", "TEST", "REPORT", "NO_REPORT", "BEST", "RANKING", "SOURCE_EXPERIMENTS",
-    "STRICT", "REQUIRE", "DATASETS_LEFT_OUT",
+    "STRICT", "REQUIRE", "DATASETS_LEFT_OUT", "CACHED_FROM",
     "JOB_OWNER", "JOB_REQUEST",
 ]
 
@@ -36,6 +36,7 @@ SOURCE_EXPERIMENTS = "bayescompare.source_experiment_ids"
 STRICT = "bayescompare.strict"  # set by --strict when the sampler's output failed the gate
 REQUIRE = "bayescompare.require"  # "<claim>@<threshold>" asked of a server job
 DATASETS_LEFT_OUT = "bayescompare.datasets_left_out"  # comma-separated: the datasets a pair did not compare
+CACHED_FROM = "bayescompare.cached_from"  # on a matrix's pair run read from the cache: the run that fitted it
 
 # jobs run by the server app: the request, and who owns the work (to tell a live job from an orphan), as JSON in
 # one tag each, so that MLflow's Tags panel shows two lines of bookkeeping, not seven

@@ -47,6 +47,15 @@
     else if (preferred !== undefined && values[preferred] !== undefined) select.value = values[preferred];
   }
 
+  // "Rank all models against": nothing (the ranking alone), the best, or one of the models.
+  function fillAgainst(models) {
+    const select = $("vs");
+    const keep = select.value;
+    Array.from(select.options).slice(2).forEach((o) => o.remove());
+    models.forEach((m) => option(select, m));
+    choose(select, keep);
+  }
+
   function choose(select, value) {
     if (value !== undefined && value !== null && Array.from(select.options).some((o) => o.value === String(value)))
       select.value = String(value);
@@ -75,6 +84,7 @@
     const loaded = $("metric").value !== "";
     $("compare-btn").disabled = busy || !loaded || problem !== "";
     $("matrix-btn").disabled = busy || !loaded || $("model_a").options.length < 2;
+    $("rank-btn").disabled = busy || !loaded || $("model_a").options.length < 3; // two: Compare answers them
     $("form-hint").textContent = problem;
     $("form-hint").hidden = !problem;
   }
@@ -112,6 +122,7 @@
         fill($("metric"), c.metrics, 0);
         fill($("model_a"), c.models, 0);
         fill($("model_b"), c.models, 1);
+        fillAgainst(c.models);
         $("choices-info").textContent =
           c.models.length + " models · " + c.datasets.length + " datasets · " + c.runs + " runs";
         showFormError("");
@@ -160,14 +171,23 @@
     return fields;
   }
 
+  // A ranking takes the form's rope as its rope in metric units, and the prior of the two-model test is not its own.
+  function rankFields() {
+    const fields = Object.assign(commonFields(), { metric_rope: numberField("rope"), vs: $("vs").value || undefined });
+    ["rope", "prior"].forEach((k) => delete fields[k]);
+    Object.keys(fields).forEach((k) => fields[k] === undefined && delete fields[k]);
+    return fields;
+  }
+
   const truthy = (v) => v === true || String(v).toLowerCase() === "true";
 
   // The form as the run was asked for (its params, or its job request): experiment, metric, models and settings.
-  // A ranking's rope is its interval of P(win), never the form's rope in metric units: that one is the joint
-  // model's metric_rope (one dataset); a ranking across datasets has none, and leaves the field as it is.
+  // A ranking's rope is its interval of P(win), never the form's rope in metric units: that one is its
+  // metric_rope (which a Bradley–Terry ranking does not use: the field is then left as it is); its reference (vs)
+  // goes back into "against".
   function fillForm(job) {
     const s = job.settings || {};
-    const rope = job.kind !== "ranking" ? s.rope : job.ranking_model === "joint-t" ? s.metric_rope : undefined;
+    const rope = job.kind !== "ranking" ? s.rope : job.ranking_model !== "bbt" ? s.metric_rope : undefined;
     const inputs = { rope: rope, seed: s.seed, chains: s.chains, draws: s.draws, threshold: s.threshold,
       model_key: s.model_key || (s.model_tag && "tag:" + s.model_tag),
       dataset_key: s.dataset_key || (s.dataset_tag && "tag:" + s.dataset_tag), filter: s.filter_string,
@@ -187,6 +207,7 @@
       choose($("metric"), s.metric || job.metric);
       choose($("model_a"), job.model_a);
       choose($("model_b"), job.model_b);
+      $("vs").value = job.kind === "ranking" ? s.vs || "" : "";
       updateButtons();
     });
   }
@@ -287,6 +308,20 @@
     });
   }
 
+  // A pair the way the ranking reads: the model more probably better first (ties keep the run's order).
+  function betterFirst(p) {
+    const swap = p.p_b_better > p.p_a_better;
+    return { first: swap ? p.model_b : p.model_a, second: swap ? p.model_a : p.model_b, verdict: p.verdict,
+      p_first: swap ? p.p_b_better : p.p_a_better, p_rope: p.p_rope, p_second: swap ? p.p_a_better : p.p_b_better };
+  }
+
+  // A difference in metric units, signed, with four significant digits (as the command line prints it).
+  function signed(v) {
+    if (typeof v !== "number") return "";
+    const text = Number(v.toPrecision(4)).toString();
+    return v > 0 ? "+" + text : text;
+  }
+
   function rankInterval(r) {
     return typeof r.rank_low === "number" ? r.rank_low + "–" + r.rank_high : "";
   }
@@ -341,12 +376,22 @@
     if (ranking)
       fillTable($("ranking"), ranking.map((r, i) => [i + 1, r.model, probability(r.p_best),
         typeof r.mean_rank === "number" ? r.mean_rank.toFixed(2) : "", rankInterval(r)]));
-    const pairs = done && job.pairs ? job.pairs : null;
+    const versus = done && job.versus ? job.versus : null;
+    $("versus").hidden = !versus;
+    if (versus) {
+      $("versus-caption").textContent = "Against " + versus[0].reference + " on the next dataset";
+      fillTable($("versus"), versus.map((r) => [r.model, r.verdict, probability(r.p_better), probability(r.p_rope),
+        probability(r.p_worse), signed(r.difference), "[" + signed(r.hdi_low) + ", " + signed(r.hdi_high) + "]"]));
+    }
+    const pairs = done && job.pairs ? job.pairs.map(betterFirst) : null;
     $("pairs").hidden = !pairs;
-    if (pairs) $("pairs-caption").textContent = pairsCaption(pairs);
+    if (pairs) $("pairs-caption").textContent = pairsCaption(job.pairs);
     if (pairs)
-      fillTable($("pairs"), pairs.map((p) => [p.model_a + " vs " + p.model_b, p.verdict, probability(p.p_a_better),
-        probability(p.p_rope), probability(p.p_b_better)]));
+      fillTable($("pairs"), pairs.map((p) => [p.first + " vs " + p.second, p.verdict, probability(p.p_first),
+        probability(p.p_rope), probability(p.p_second)]));
+    const differ = pairs && ranking ? $("pairs-differ").dataset[job.ranking_model] : undefined;
+    $("pairs-differ").hidden = !differ;
+    $("pairs-differ").textContent = differ || "";
     renderReport(job, done);
     updatePastRow(job);
   }
@@ -525,6 +570,8 @@
 
   // every model found in the experiment (the server finds them, as it checks the request)
   $("matrix-btn").addEventListener("click", () => start("/api/matrix", commonFields(), "All models"));
+  $("rank-btn").addEventListener("click", () =>
+    start("/api/rankings", rankFields(), "Ranking" + ($("vs").value ? " against " + $("vs").value : "")));
 
   updateButtons();
   loadChoices();
