@@ -143,7 +143,8 @@ def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[
     client, progress, started = _begin(tracking_uri, run_id, progress)
     with _failing_run(client, run_id):
         checked = preflight.check(client, preflight.plan(client, "comparison", source, fit,
-                                                         (pair.model_a, pair.model_b), progress), progress)
+                                                         (pair.model_a, pair.model_b), progress,
+                                                         logged=log and run_id is None), progress)
         ids, layout = checked.plan.experiment_ids, checked.layout
         result, data = _two_model_test(checked, checked.plan.options, progress)  # the plan's: a search's rho
         outcome = ComparisonOutcome(result, source.metric, ids, layout=layout, tensor=data)
@@ -189,7 +190,7 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
                                         (MatrixOptions, matrix_options))
     client, progress, started = _begin(tracking_uri, run_id, progress)
     with _failing_run(client, run_id), tempfile.TemporaryDirectory(prefix="bayescompare-matrix-") as folder:
-        planned = preflight.plan(client, "matrix", source, fit, chosen.models, progress)
+        planned = preflight.plan(client, "matrix", source, fit, chosen.models, progress, logged=log and run_id is None)
         ids, models, pairs, fit = planned.experiment_ids, planned.models, planned.pairs, planned.options
         log = log or run_id is not None
         children = how.logs_child_runs(len(pairs))
@@ -235,7 +236,8 @@ def rank_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str
     models = list(ModelsOptions(models=tuple(models)).models)
     client, progress, started = _begin(tracking_uri, run_id, progress)
     with _failing_run(client, run_id):
-        planned = preflight.plan(client, "ranking", source, rank, models, progress, claim=claim)
+        planned = preflight.plan(client, "ranking", source, rank, models, progress, claim=claim,
+                                 logged=log and run_id is None)
         checked = preflight.check(client, planned, progress)
         ids = checked.plan.experiment_ids
         result = rank_scores(checked.ranking, checked.rank, progress)

@@ -31,6 +31,7 @@ from .ranking.hierarchical_k import stan_inputs
 from .ranking.joint import joint_inputs
 from .scores.tensor import left_out_note
 from .signed_rank.engine import too_few
+from .tracking import runlog
 from .tracking.collect import CollectedScores, collect_scores, discover, resolve_experiments
 from .tracking.runkey import RunKey, parse_key
 from .tracking.search import read_search
@@ -120,10 +121,13 @@ class Checked:
 
 
 def plan(client, kind: str, source: SourceOptions, options: FitOptions | RankOptions, models: Sequence[str] = (),
-         progress: Progress | None = None, *, claim: str | None = None) -> Plan:
+         progress: Progress | None = None, *, claim: str | None = None, logged: bool = False) -> Plan:
     """The source experiments' ids (the work is then ``fetching``) and the models: those given (a comparison's
     two), else every model tagged in the experiments; a matrix's models make at least one pair.  A ranking's
-    ``claim`` (``best=<model>``) must name one of its models."""
+    ``claim`` (``best=<model>``) must name one of its models.  ``logged``: the result will be logged into the
+    target experiment, which must take it (:func:`~.tracking.runlog.check_target`)."""
+    if logged:
+        runlog.check_target(client, source.target_experiment)
     if source.search_run is not None:
         return _search_plan(client, kind, source, options, models, claim, progress)
     ids = resolve_experiments(client, source.experiment_names, source.experiment_ids)

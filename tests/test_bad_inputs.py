@@ -119,6 +119,27 @@ def test_deleted_experiment_is_unknown(tracking_uri, client, experiment_id, grid
     assert "Traceback" not in result.output
 
 
+def test_a_target_experiment_that_cannot_take_the_run_is_refused_before_any_fit(tracking_uri, client, experiment_id,
+                                                                                grid):
+    """A deleted target, or a new one named like an id, is refused in the pre-flight by ``compare``, ``matrix`` and
+    ``rank`` (the Python API hears no sampling stage) and by the command line (exit 2), with nothing created."""
+    deleted = client.create_experiment("gone")
+    client.delete_experiment(deleted)
+    log_grid(client, experiment_id, models=("knn",))
+    before = {e.experiment_id for e in client.search_experiments(view_type=3)}
+    for target, problem in (("gone", "experiment 'gone' is deleted"), ("99999", "no experiment with id '99999'")):
+        for call in (lambda **kw: compare_runs(model_a="rf", model_b="svm", **kw), compare_matrix, rank_runs):
+            stages = []
+            with pytest.raises(InputError, match=problem):
+                call(experiment_ids=[experiment_id], metric="accuracy", tracking_uri=tracking_uri, chains=2,
+                     draws=200, target_experiment=target, progress=lambda stage, detail=None: stages.append(stage))
+            assert "sampling" not in stages and "compiling" not in stages, stages
+        assert_refused(cli(tracking_uri, experiment_id, "--target-experiment", target), client, experiment_id, 2,
+                       problem)
+    assert {e.experiment_id for e in client.search_experiments(view_type=3)} == before
+    assert client.search_runs([experiment_id], "tags.`bayescompare.kind` != ''") == []
+
+
 def test_unknown_metric_lists_the_metrics_present(tracking_uri, client, experiment_id, grid):
     result = cli(tracking_uri, experiment_id, "--metric", "f1")
     assert_refused(result, client, experiment_id, 2, "metric 'f1' not found", "metrics present: accuracy")

@@ -21,7 +21,7 @@ from . import tags as T
 from .bundle import Bundle, fit_tag
 
 __all__ = ["log_bundle", "write_bundle", "start_run", "set_stage", "stage_recorder", "skipped_stages", "fail_run",
-           "fail_if_running", "resolve_target", "existing_target", "choose_target", "usable_target"]
+           "fail_if_running", "resolve_target", "check_target", "existing_target", "choose_target", "usable_target"]
 
 
 def start_run(client, experiment_id: str, *, name: str, tags: dict[str, str], stage: str = "queued",
@@ -90,12 +90,25 @@ def resolve_target(client, target: str | None, sources: Sequence[str]) -> str:
     source."""
     if not target:
         return str(sources[0])
+    found = _named_target(client, target)
+    return client.create_experiment(target) if found is None else usable_target(found, target)
+
+
+def check_target(client, target: str | None) -> None:
+    """Refuse now, creating nothing, the ``target`` that :func:`resolve_target` would refuse once the work is done:
+    ambiguous, a new name like an id, deleted, or not the user's to log into."""
+    if target:
+        found = _named_target(client, target)
+        if found is not None:
+            usable_target(found, target)
+
+
+def _named_target(client, target: str):
+    """The experiment ``target`` names (:func:`choose_target`), None for a new one; refused when unreadable."""
     found = choose_target(target, _experiment_by_id(client, target), _experiment_by_name(client, target))
-    if found is None:
-        return client.create_experiment(target)
     if found is _UNREADABLE:
         raise InputError(f"no permission to log runs into experiment '{target}'")
-    return usable_target(found, target)
+    return found
 
 
 def existing_target(client, target: str | None, sources: Sequence[str]) -> str | None:
