@@ -34,7 +34,7 @@ from .options import (
     parse_fields,
 )
 from .progress import TerminalProgress, notify
-from .result import TEST_NAMES, counted, json_safe
+from .result import TEST_NAMES, counted, json_safe, tests_named
 from .sampling.programs import PROGRAMS
 from .tracking import mlflow_internals
 
@@ -357,7 +357,7 @@ def _matrix_text(outcome, tracking_uri) -> str:
     else:
         lines = [f"Ranking of {len(outcome.models)} models · {metric}:",
                  outcome.ranking.to_string(index=False, float_format=lambda v: f"{v:.3f}")]
-    lines.append(f"Pairs: {TEST_NAMES[outcome.summary.test]} (the more probably better model first)")
+    lines.append(f"Pairs: {tests_named(outcome.summary.tests)} (the more probably better model first)")
     width = max(len(f"{a} vs {b}") for a, b in outcome.pairs)
     for o in outcome.pairs.values():
         (first, p_first), (second, p_second) = sorted(((o.model_a, o.p_a_better), (o.model_b, o.p_b_better)),

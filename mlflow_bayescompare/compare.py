@@ -106,7 +106,7 @@ class MatrixOutcome:
         return {
             "models": self.models,
             "metric": self.summary.metric,
-            "test": self.summary.test,  # the test that compared the pairs
+            "test": ",".join(self.summary.tests),  # the tests that compared the pairs (one, as a rule)
             "pairs_cached": self.cached,
             "run_id": self.run_id,
             "experiment_id": self.experiment_id,
@@ -114,7 +114,7 @@ class MatrixOutcome:
             "p_better": _nested(self.summary.better),  # p_better[row][column] = P(row better than column)
             "p_rope": _nested(self.summary.rope),
             "pairs": [
-                {"model_a": a, "model_b": b, "p_a_better": o.p_a_better, "p_rope": o.p_rope,
+                {"model_a": a, "model_b": b, "test": o.test, "p_a_better": o.p_a_better, "p_rope": o.p_rope,
                  "p_b_better": o.p_b_better, "verdict": o.verdict, "decision": o.decision, "run_id": o.run_id,
                  "datasets_left_out": dict(o.tensor.left_out)}
                 for (a, b), o in self.pairs.items()

@@ -27,15 +27,15 @@ ANNOTATED_UP_TO = 15  # models: above, the matrix plot's cells are not written o
 @dataclass
 class MatrixSummary:
     """``better.loc[r, c]`` = P(r better than c) on the next dataset; ``rope`` = P(practically equivalent);
-    ``ranking`` = one row per model, best first; ``test`` = the test that compared the pairs (every pair's
-    result's ``test``)."""
+    ``ranking`` = one row per model, best first; ``tests`` = the tests that compared the pairs, in the order of the
+    pairs (one, unless some pairs share one dataset, or one score per dataset, and others folds)."""
 
     models: list[str]
     metric: str
     better: pd.DataFrame
     rope: pd.DataFrame
     ranking: pd.DataFrame
-    test: str
+    tests: tuple[str, ...]
 
 
 @dataclass
@@ -156,7 +156,7 @@ def summarise(results: dict[tuple[str, str], object], models: Sequence[str], met
     })
     ranking = ranking.sort_values(["mean_p_better", "wins"], ascending=False, kind="stable").reset_index(drop=True)
     ranking.insert(0, "rank", np.arange(1, len(ranking) + 1))
-    return MatrixSummary(models, metric, better, rope, ranking, next(iter(results.values())).test)
+    return MatrixSummary(models, metric, better, rope, ranking, tuple(dict.fromkeys(r.test for r in results.values())))
 
 
 def matrix_figure(summary: MatrixSummary) -> Figure:
@@ -191,14 +191,14 @@ def ranking_markdown(summary: MatrixSummary, matrix_only: bool = False, child_ru
     are in the pairs table only."""
     from .report_html import format_probability as p
     from .report_html import md_escape
-    from .result import TEST_NAMES, TEST_REFERENCES
+    from .result import tests_named
 
     lines = []
     if not matrix_only:
         lines += [
             f"# Ranking of {len(summary.models)} models · {md_escape(summary.metric)}", "",
             "Ranked by mean probability of being practically better than another model on the next dataset "
-            f"({TEST_NAMES[summary.test]}, {TEST_REFERENCES[summary.test]}). "
+            f"({tests_named(summary.tests, references=True)}). "
             f"{_where_pairs_are(child_runs)}", "",
             "| rank | model | mean P(better) | mean P(rope) | mean P(worse) | wins | equivalent | losses | "
             "inconclusive |",
@@ -208,7 +208,7 @@ def ranking_markdown(summary: MatrixSummary, matrix_only: bool = False, child_ru
                   f"{p(row.mean_p_worse)} | {row.wins} | {row.equivalent} | {row.losses} | {row.inconclusive} |"
                   for row in summary.ranking.itertuples(index=False)]
         lines.append("")
-    lines += [f"Pairwise comparisons by the {TEST_NAMES[summary.test]} "
+    lines += [f"Pairwise comparisons by the {tests_named(summary.tests)} "
               f"({'one child run each' if child_runs else 'pairs.parquet'}), P(row better than column):", "",
               "| | " + " | ".join(map(md_escape, summary.models)) + " |", "|---|" + "---:|" * len(summary.models)]
     for m in summary.models:

@@ -226,6 +226,24 @@ def test_fewer_than_two_shared_datasets(tracking_uri, client, experiment_id, gri
                    "'wine', 'yeast'; 'lgbm' has 'abalone'")
 
 
+def test_a_matrix_whose_pairs_need_two_tests_names_both(tracking_uri, client, experiment_id):
+    """svm has one dataset: its pairs share one, and the correlated t-test compares them; rf and knn share two, and
+    the hierarchical test does. The text and the JSON name both tests, and each pair its own."""
+    for model, datasets in (("rf", DATASETS), ("knn", DATASETS[:2]), ("svm", DATASETS[:1])):
+        for d in datasets:
+            log_steps(client, experiment_id, model, d, scores(model, d))
+    argv = ["matrix", "--tracking-uri", tracking_uri, "--experiment-id", experiment_id, "--metric", "accuracy",
+            *FAST, "--no-log", "--jobs", "1"]
+    out = json.loads(CliRunner().invoke(main, [*argv, "--json"]).stdout)
+    assert {(p["model_a"], p["model_b"]): p["test"] for p in out["pairs"]} == {
+        ("knn", "rf"): "hierarchical", ("knn", "svm"): "correlated-t", ("rf", "svm"): "correlated-t"}
+    assert out["test"] == "hierarchical,correlated-t"
+    text = CliRunner().invoke(main, argv)
+    assert text.exit_code == 0, text.output
+    assert "Pairs: Bayesian hierarchical test on the per-fold scores; Bayesian correlated t-test on the per-fold " \
+           "scores of one dataset (the more probably better model first)" in text.stdout
+
+
 @pytest.mark.slow
 def test_a_matrix_compares_each_pair_on_its_shared_datasets(tracking_uri, client, experiment_id):
     """Per pair, the datasets both models have; the ranking plays no game where a model lacks a dataset;

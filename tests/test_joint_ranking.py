@@ -232,7 +232,7 @@ def test_a_matrix_on_one_dataset_ranks_its_models_with_the_joint_model(client, t
     log_uci(client, experiment_id, models=MODELS[:3], datasets=ONE)
     outcome = compare_matrix(experiment_ids=[experiment_id], metric="accuracy", tracking_uri=tracking_uri, jobs=1,
                              rope=0.5, seed=2)
-    assert outcome.summary.test == "correlated-t" and outcome.bbt.model == "joint-t"
+    assert outcome.summary.tests == ("correlated-t",) and outcome.bbt.model == "joint-t"
     ranked = outcome.bbt.pairs.set_index(["better", "worse"])
     for (a, b), pair in outcome.pairs.items():
         row, flipped = (ranked.loc[(a, b)], False) if (a, b) in ranked.index else (ranked.loc[(b, a)], True)

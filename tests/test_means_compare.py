@@ -59,7 +59,7 @@ def test_matrix_on_means_only_runs_compares_every_pair_by_the_signed_rank_test(c
     means = log_means(client, experiment_id, ("nbc", "hnb", "j48"))
     outcome = compare_matrix(experiment_ids=[experiment_id], metric="accuracy", models=["nbc", "hnb", "j48"],
                              tracking_uri=tracking_uri, seed=4, jobs=1)
-    assert outcome.summary.test == "signed-rank" and outcome.bbt is not None  # the BBT ranking reads means too
+    assert outcome.summary.tests == ("signed-rank",) and outcome.bbt is not None  # the BBT ranking reads means too
     for (a, b), pair in outcome.pairs.items():
         direct = _direct(means, a, b, seed=4)
         assert pair.result.test == "signed-rank"

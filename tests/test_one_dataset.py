@@ -111,7 +111,7 @@ def test_a_matrix_on_one_dataset_compares_its_pair_by_the_correlated_t_test(clie
     outcome = compare_matrix(experiment_ids=[experiment_id], metric="accuracy", models=["hnb", "nbc"],
                              tracking_uri=tracking_uri, jobs=1)
     pair = outcome.pairs["hnb", "nbc"]
-    assert outcome.summary.test == "correlated-t" and pair.result.test == "correlated-t"
+    assert outcome.summary.tests == ("correlated-t",) and pair.result.test == "correlated-t"
     assert client.get_run(pair.run_id).data.tags[T.TEST] == "correlated-t"
     assert client.get_run(outcome.run_id).data.metrics["n_datasets"] == 1
     result = CliRunner().invoke(main, ["matrix", "--tracking-uri", tracking_uri, "--experiment-id", experiment_id,

@@ -189,7 +189,7 @@ def test_matrix_on_means_only_runs_compares_the_pairs_by_the_signed_rank_test(se
     assert (state["status"], state["kind"]) == ("FINISHED", "matrix"), state
     expected = compare_matrix(experiment_ids=[means_id], metric="accuracy", tracking_uri=server.url,
                               log=False, jobs=1, seed=2)
-    assert expected.summary.test == "signed-rank"
+    assert expected.summary.tests == ("signed-rank",)
     got = {(p["model_a"], p["model_b"]): tuple(p[k] for k in PROBABILITIES) for p in state["pairs"]}
     assert got == {pair: (o.p_a_better, o.p_rope, o.p_b_better) for pair, o in expected.pairs.items()}
     assert {p["test"] for p in state["pairs"]} == {"signed-rank"}
