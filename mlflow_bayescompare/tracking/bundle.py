@@ -253,6 +253,7 @@ def matrix_bundle(summary, rows, *, experiment_ids: Sequence[str], layout: str |
     matrix ran)."""
     from ..figures import write_png_and_svg
     from ..matrix import dataset_count, matrix_figure, ranking_markdown
+    from ..ranking.report import JOINT_DIFFERS
 
     root, tmp = _directory(directory, "bayescompare-matrix-")
     try:
@@ -261,7 +262,8 @@ def matrix_bundle(summary, rows, *, experiment_ids: Sequence[str], layout: str |
             with ranking_bundle(ranking, metric=summary.metric, experiment_ids=experiment_ids, layout=layout,
                                 directory=root) as bbt:
                 best = bbt.tags[T.BEST]
-            markdown = (bbt.tags[T.NOTE] + "\n" + ranking_markdown(summary, matrix_only=True, child_runs=child_runs))
+            markdown = (bbt.tags[T.NOTE] + "\n" + ranking_markdown(summary, matrix_only=True, child_runs=child_runs)
+                        + (f"\n{JOINT_DIFFERS}\n" if ranking.model == "hierarchical" else ""))
         else:
             markdown = ranking_markdown(summary, child_runs=child_runs)
             summary.ranking.to_csv(root / "ranking.csv", index=False)
