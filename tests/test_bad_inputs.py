@@ -130,9 +130,10 @@ def test_a_target_experiment_that_cannot_take_the_run_is_refused_before_any_fit(
     for target, problem in (("gone", "experiment 'gone' is deleted"), ("99999", "no experiment with id '99999'")):
         for call in (lambda **kw: compare_runs(model_a="rf", model_b="svm", **kw), compare_matrix, rank_runs):
             stages = []
+            heard = stages.append
             with pytest.raises(InputError, match=problem):
                 call(experiment_ids=[experiment_id], metric="accuracy", tracking_uri=tracking_uri, chains=2,
-                     draws=200, target_experiment=target, progress=lambda stage, detail=None: stages.append(stage))
+                     draws=200, target_experiment=target, progress=lambda stage, _=None, heard=heard: heard(stage))
             assert "sampling" not in stages and "compiling" not in stages, stages
         assert_refused(cli(tracking_uri, experiment_id, "--target-experiment", target), client, experiment_id, 2,
                        problem)
