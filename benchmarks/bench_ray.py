@@ -11,7 +11,7 @@ Logs k models × n datasets (10 folds each, steps layout) into a sqlite store in
   tables (the cache).
 
 Each timing is the wall time of the call (the Ray one includes connecting and starting the actors, not starting the
-cluster), with this process's CPU time (the driver's: the BBT ranking of all models, the report, the logging) and
+cluster), with this process's CPU time (the driver's: the ranking of all models, the report, the logging) and
 the pairs' own sampling times (from the pairs table's diagnostics).  Every matrix logs the pairs table alone
 (``child_runs_up_to=0``), as any matrix above 50 pairs does.  Prints one JSON object.
 
@@ -25,10 +25,6 @@ import argparse
 import json
 import os
 import resource
-import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,57 +36,8 @@ from mlflow import MlflowClient
 from mlflow_bayescompare.compare import compare_matrix
 from mlflow_bayescompare.tracking.cvlog import log_cv_scores
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Cluster:
-    """A head node and a second node, one CPU each, each ``ray start`` in a session of its own; :meth:`stop` ends
-    the processes of those sessions only (``ray stop`` would end every cluster of the user).  (The tests start
-    theirs with ``tests/ray_cluster.py``, which benchmarks do not import.)"""
-
-    def __init__(self, tmp: Path):
-        self.sessions: list[int] = []
-        self.address = f"127.0.0.1:{free_port()}"
-        self._start(["--head", "--port", self.address.rpartition(":")[2], "--include-dashboard=false",
-                     "--ray-client-server-port", str(free_port())], tmp / "head")
-        self._start(["--address", self.address], tmp / "node")
-
-    def _start(self, args: list[str], folder: Path) -> None:
-        folder.mkdir(parents=True)
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0"}
-        command = [shutil.which("ray") or "ray", "start", *args, "--num-cpus", "1", "--temp-dir", str(folder),
-                   "--node-ip-address", "127.0.0.1", "--dashboard-agent-listen-port", str(free_port())]
-        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                                start_new_session=True)
-        self.sessions.append(proc.pid)
-        if proc.wait(timeout=300) != 0:
-            raise RuntimeError(f"ray start {' '.join(args[:2])} failed")
-
-    def pids(self) -> list[int]:
-        found = []
-        for entry in Path("/proc").iterdir():
-            try:
-                fields = (entry / "stat").read_text().rpartition(")")[2].split() if entry.name.isdigit() else []
-            except OSError:
-                continue
-            if fields and fields[0] != "Z" and int(fields[3]) in self.sessions:
-                found.append(int(entry.name))
-        return found
-
-    def stop(self) -> None:
-        for signum in (signal.SIGTERM, signal.SIGKILL):
-            for pid in self.pids():
-                try:
-                    os.kill(pid, signum)
-                except ProcessLookupError:
-                    pass
-            time.sleep(5)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from ray_cluster import RayCluster  # noqa: E402  (the tests' cluster: two `ray start` sessions, stopped by pid)
 
 
 def log_experiment(client, eid: str, models: list[str], datasets: int, seed: int = 2017) -> None:
@@ -139,7 +86,7 @@ def main() -> int:
                       child_runs_up_to=0)  # the pairs table alone, whatever k: the rows carry the sampling times
         local, out["local"] = timed(models=models[:-1], jobs=2, refresh=True, **common)
         start = time.monotonic()
-        cluster = Cluster(tmp / "ray")
+        cluster = RayCluster(tmp / "ray")
         out["cluster_start_seconds"] = round(time.monotonic() - start, 1)
         try:
             on_ray, out["ray"] = timed(models=models[:-1], engine="ray", ray_address=cluster.address, refresh=True,
