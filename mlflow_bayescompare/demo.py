@@ -64,7 +64,7 @@ def run_demo(
     with Compiles(("hierarchical_k", "hierarchical")) as compiles:
         experiment_id = _log_settings(uri, SETTINGS[:n_settings], repeats=repeats, folds=folds, seed=seed, echo=echo)
         from .compare import compare_runs, rank_runs
-        from .ranking.report import headline
+        from .ranking.report import DIFFERS, MODEL_NAMES, headline
 
         common = dict(experiment_ids=[experiment_id], metric=METRIC, seed=seed, tracking_uri=uri,
                       on_duplicate="latest", chains=chains, draws=draws,
@@ -77,11 +77,13 @@ def run_demo(
     rows = ranking.ranking[["model", "p_best", "mean_rank"]].to_string(index=False, float_format=lambda v: f"{v:.3f}")
     a, b = MODELS[:2]
     address, serve = ui_address(shown, outcome.experiment_id, outcome.run_id)
-    echo(f"\nRanking of {len(MODELS)} models (Bayesian Bradley-Terry):\n{rows}\n{headline(ranking.result)}\n"
+    model = ranking.result.model  # the ranking and the pair test beside it: why they can differ
+    differs = f"{DIFFERS[model]}\n" if model in DIFFERS else ""
+    echo(f"\nRanking of {len(MODELS)} models ({MODEL_NAMES[model]}):\n{rows}\n{headline(ranking.result)}\n"
          f"  ranking run: {ui_address(shown, ranking.experiment_id, ranking.run_id)[0]}\n"
          f"\nVerdict ({a} vs {b}): {outcome.verdict}\n"
          f"  P({a} better) = {outcome.p_a_better:.3f}   P(rope) = {outcome.p_rope:.3f}   "
-         f"P({b} better) = {outcome.p_b_better:.3f}   (rope ±{outcome.rope:g} accuracy)\n"
+         f"P({b} better) = {outcome.p_b_better:.3f}   (rope ±{outcome.rope:g} accuracy)\n{differs}"
          f"\nComparison run {outcome.run_id} in experiment '{EXPERIMENT}': {address}"
          + (f"\n  serve it with: {serve}" if serve else ""))
     return outcome

@@ -215,6 +215,10 @@ def test_demo_end_to_end_in_a_fresh_directory(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert (tmp_path / "mlflow.db").exists()
     assert "Verdict (lda vs cart): " in result.stdout and "Ranking of 3 models" in result.stdout
+    # the ranking's caption names the model that ranked (the fold scores: the hierarchical model), and one sentence
+    # says why its pairs and the pair test below it can differ
+    assert "Ranking of 3 models (hierarchical model of k models):" in result.stdout
+    assert JOINT_DIFFERS in result.stdout
     assert "mlflow server --app-name bayescompare --backend-store-uri sqlite:///mlflow.db" in result.stdout
     assert "bayescompare: sampling lda vs cart on 6 datasets" in result.stderr  # the stage, as compare shows it
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")

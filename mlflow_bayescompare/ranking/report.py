@@ -13,7 +13,8 @@ from .hierarchical_k_result import HierarchicalRankingResult
 from .joint import JointRankingResult
 from .result import RankingResult
 
-__all__ = ["render_markdown", "render_html", "headline", "MODEL_NAMES", "BBT_DIFFERS", "JOINT_DIFFERS"]
+__all__ = ["render_markdown", "render_html", "headline", "MODEL_NAMES", "BBT_DIFFERS", "JOINT_DIFFERS",
+           "DIFFERS"]
 
 REFERENCE = ("Bayesian Bradley-Terry model of J. Wainer, “A Bayesian Bradley-Terry model to compare multiple ML "
              "algorithms on multiple data sets”, JMLR 24 (2023).")
@@ -38,6 +39,9 @@ JOINT_DIFFERS = ("The ranking's pair probabilities (its report's P(better) matri
                  "models, which shares each dataset's noise among them; each pair test fits its two models alone. "
                  "They answer the same question and can differ by a little (on the data of two models: at most "
                  "0.013, benchmarks/bench_kmodel.py agreement).")
+#: Why a ranking's pairs and the pair tests shown beside it can differ, by the model that ranked (on one dataset the
+#: joint model's pairs are the correlated t-tests': nothing to say).
+DIFFERS = {"hierarchical": JOINT_DIFFERS, "bbt": BBT_DIFFERS}
 
 
 def headline(res: RankingResult | JointRankingResult) -> str:

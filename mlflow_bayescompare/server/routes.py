@@ -21,7 +21,7 @@ from mlflow.exceptions import MlflowException
 from ..errors import BayesCompareError, InputError
 from ..hierarchical.report import NEXT_DATASET, NEXT_DATASET_TITLE
 from ..progress import STAGES
-from ..ranking.report import BBT_DIFFERS, JOINT_DIFFERS
+from ..ranking.report import DIFFERS
 from ..report_html import embedded
 from ..result import COLORS
 from ..tracking import tags as T
@@ -76,7 +76,7 @@ def _page() -> Response:
                 for s in STAGES if s != "failed"],
         run_id=run_id if len(run_id) == 32 and all(c in "0123456789abcdef" for c in run_id) else "",
         next_dataset={"title": NEXT_DATASET_TITLE, "sentence": NEXT_DATASET}, favicon=_FAVICON,
-        ranking_differs={"hierarchical": JOINT_DIFFERS, "bbt": BBT_DIFFERS},
+        ranking_differs=DIFFERS,
         user=permissions.current_user())
     resp = Response(html, mimetype="text/html")
     resp.headers["Content-Security-Policy"] = security.PAGE_CSP
