@@ -11,7 +11,8 @@ from typing import Any
 
 from .errors import InputError
 
-__all__ = ["CLAIMS", "BEST", "RANKING_CLAIMS", "Report", "report", "probability", "best_claim", "best_model"]
+__all__ = ["CLAIMS", "BEST", "RANKING_CLAIMS", "Report", "report", "reports", "probability", "best_claim",
+           "best_model"]
 
 #: a comparison's claims about model A: the outcomes of the posterior whose probabilities add up to each
 CLAIMS = {"a-better": ("p_a_better",), "not-worse": ("p_a_better", "p_rope"), "equivalent": ("p_rope",)}
@@ -55,6 +56,15 @@ class Report:
 def report(outcome, claim: str, threshold: float) -> Report:
     """``claim`` about ``outcome`` at ``threshold`` (:func:`probability`)."""
     return Report(claim, probability(outcome, claim), threshold)
+
+
+def reports(outcome, claim: str, threshold: float) -> dict[str | None, Report]:
+    """``claim`` about each metric of a decision on several metrics (its ``by_metric`` outcomes: the claim must hold
+    on every one), or about ``outcome`` alone (keyed ``None``)."""
+    by_metric = getattr(outcome, "by_metric", None)
+    if isinstance(by_metric, dict):
+        return {metric: report(one, claim, threshold) for metric, one in by_metric.items()}
+    return {None: report(outcome, claim, threshold)}
 
 
 def probability(outcome, claim: str) -> float:

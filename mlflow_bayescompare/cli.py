@@ -118,9 +118,10 @@ def compare(tracking_uri, no_log, as_json, strict, **fields) -> None:
             outcome = api.compare_runs(model_a=pair.model_a, model_b=pair.model_b, source=source, fit=fit,
                                        log=not no_log, tracking_uri=tracking_uri, progress=progress)
         report = outcome.to_dict()
-        claim = claims.report(outcome, pair.claim, fit.threshold) if pair.claim else None
+        claim = claims.reports(outcome, pair.claim, fit.threshold) if pair.claim else {}
         failures = _claimed(report, claim)
-        problem = diagnostics_problem(outcome.result)
+        problem = "; ".join(f"{m + ': ' if m else ''}{p}" for m, one in _each_metric(outcome)
+                            if (p := diagnostics_problem(one.result)))
         if strict and problem:
             failures.append(f"--strict: sampler problems: {problem}")
             if outcome.run_id:
@@ -172,7 +173,7 @@ def rank(tracking_uri, no_log, as_json, require_best, **fields) -> None:
             outcome = api.rank_runs(models=models.models, source=source, rank=options, log=not no_log,
                                     tracking_uri=tracking_uri, progress=progress, claim=wanted)
         report = outcome.to_dict()
-        claim = claims.report(outcome, wanted, options.threshold) if wanted else None
+        claim = claims.reports(outcome, wanted, options.threshold) if wanted else {}
         failures = _claimed(report, claim)
         out(report, _ranking_text(outcome, claim, tracking_uri))
     if failures:
@@ -297,12 +298,29 @@ def _stdout_to_stderr():
             os.close(saved)
 
 
-def _claimed(report: dict, claim: claims.Report | None) -> list[str]:
-    """The ``--require`` claim's report added to the JSON ``report``; why it failed, if it did."""
-    if claim is None:
+def _each_metric(outcome) -> list[tuple[str | None, object]]:
+    """``(metric, outcome)`` of each metric of a decision on several, else ``[(None, outcome)]``."""
+    return list(outcome.by_metric.items()) if hasattr(outcome, "by_metric") else [(None, outcome)]
+
+
+def _claimed(report: dict, checked: dict[str | None, claims.Report]) -> list[str]:
+    """The ``--require`` claim's report (:func:`~.claims.reports`) added to the JSON ``report``; why it failed, if it
+    did.  On several metrics it must hold on every one: ``require`` holds each metric's report."""
+    if not checked:
         return []
-    report["require"] = claim.to_dict()
-    return [] if claim.supported else [claim.failure()]
+    if None in checked:
+        claim = checked[None]
+        report["require"] = claim.to_dict()
+        return [] if claim.supported else [claim.failure()]
+    first = next(iter(checked.values()))
+    report["require"] = {"claim": first.claim, "threshold": first.threshold,
+                         "supported": all(c.supported for c in checked.values()),
+                         "metrics": {m: c.to_dict() for m, c in checked.items()}}
+    return [f"on {m}: {c.failure()}" for m, c in checked.items() if not c.supported]
+
+
+def _claim_lines(checked: dict[str | None, claims.Report]) -> list[str]:
+    return [(f"{m}: " if m else "") + c.line() for m, c in checked.items()]
 
 
 def _table(rows: list[tuple[str, str]], indent: str = "  ") -> list[str]:
@@ -319,7 +337,20 @@ def _where(tracking_uri, kind: str, run_id: str, experiment_id: str) -> list[str
     return lines
 
 
-def _comparison_text(outcome, claim: claims.Report | None, tracking_uri) -> str:
+def _comparison_text(outcome, checked: dict[str | None, claims.Report], tracking_uri) -> str:
+    """A comparison's result; on several metrics each metric's, then the decision (:func:`~.result.combined_line`)."""
+    if not hasattr(outcome, "by_metric"):
+        lines = _comparison_lines(outcome, tracking_uri)
+    else:
+        lines = [line for one in outcome.by_metric.values() for line in _comparison_lines(one, tracking_uri)]
+        lines.append(f"Decision: {outcome.verdict}")
+    lines += _claim_lines(checked)
+    if outcome.run_id:
+        lines += _where(tracking_uri, "Comparison run", outcome.run_id, outcome.experiment_id)
+    return "\n".join(lines)
+
+
+def _comparison_lines(outcome, tracking_uri) -> list[str]:
     a, b = outcome.model_a, outcome.model_b
     test = TEST_NAMES[outcome.result.test]
     if outcome.result.test == "correlated-t":  # which ρ, and why
@@ -331,15 +362,11 @@ def _comparison_text(outcome, claim: claims.Report | None, tracking_uri) -> str:
                      (f"P({b} better)", f"{outcome.p_b_better:.3f}")])
     lines.append(f"Verdict: {outcome.verdict}")
     lines += _left_out_lines(outcome)
-    if claim is not None:
-        lines.append(claim.line())
     if getattr(outcome.result, "sensitivity", None) is not None:
         lines += ["Sensitivity (other priors and ropes):", f"  {outcome.sensitivity_note}",
                   *("  " + line for line in outcome.sensitivity.to_string(
                       index=False, float_format=lambda v: f"{v:.3f}").splitlines())]
-    if outcome.run_id:
-        lines += _where(tracking_uri, "Comparison run", outcome.run_id, outcome.experiment_id)
-    return "\n".join(lines)
+    return lines
 
 
 def _left_out_lines(outcome) -> list[str]:
@@ -419,13 +446,28 @@ def _ranking_lines(result, metric: str) -> list[str]:
     return lines
 
 
-def _ranking_text(outcome, claim: claims.Report | None, tracking_uri) -> str:
-    lines = _ranking_lines(outcome.result, outcome.metric)
-    if claim is not None:
-        lines.append(claim.line())
+def _ranking_text(outcome, checked: dict[str | None, claims.Report], tracking_uri) -> str:
+    """A ranking; on several metrics, each metric's, then the models side by side (:func:`_side_by_side`)."""
+    if not hasattr(outcome, "by_metric"):
+        lines = _ranking_lines(outcome.result, outcome.metric)
+    else:
+        lines = [line for m, one in outcome.by_metric.items() for line in _ranking_lines(one.result, m)]
+        lines += _side_by_side(outcome)
+    lines += _claim_lines(checked)
     if outcome.run_id:
         lines += _where(tracking_uri, "Ranking run", outcome.run_id, outcome.experiment_id)
     return "\n".join(lines)
+
+
+def _side_by_side(outcome) -> list[str]:
+    """The rankings of several metrics side by side: per model, its P(best) and mean rank on each metric."""
+    import pandas as pd
+
+    table = pd.concat({m: o.ranking.set_index("model")[["p_best", "mean_rank"]]
+                       for m, o in outcome.by_metric.items()}, axis=1)
+    table.columns = [f"{name} {m}" for m, name in table.columns]
+    return ["Side by side (P(best), mean rank):",
+            table.reset_index().to_string(index=False, float_format=lambda v: f"{v:.3f}"), outcome.verdict]
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 → log.
 
 :func:`compare_runs` compares two models, :func:`compare_matrix` every pair of several, :func:`rank_runs` ranks
-them, :func:`require` turns an outcome into a yes/no for gating a model's promotion (:mod:`.claims`).  The command
+them, :func:`require` turns an outcome into a yes/no for gating a model's promotion (:mod:`.claims`).  A
+comparison or a ranking on several metrics (``metric="accuracy,fit_time"``) is one decision: a
+:class:`MetricsOutcome` of one outcome per metric, logged as one run (:mod:`.tracking.several`).  The command
 line and the server's jobs call these.
 Options are given as :mod:`.options` objects (``source=``, ``fit=``) or as keywords naming their fields.
 """
@@ -33,13 +35,15 @@ from .options import (
 )
 from .progress import Progress, notify
 from .ranking.engine import rank_scores
-from .result import TEST_NAMES, counted
+from .report_html import format_probability
+from .result import TEST_NAMES, combined_line, counted
 from .sampling import sampler
 from .tracking import reach, runlog
-from .tracking.bundle import matrix_bundle, ranking_bundle
+from .tracking.bundle import matrix_bundle, models_run_name, ranking_bundle, run_name
+from .tracking.several import several_metrics_bundle
 
 __all__ = ["compare_runs", "compare_matrix", "rank_runs", "require", "Outcome",
-           "ComparisonOutcome", "MatrixOutcome", "RankingOutcome"]
+           "ComparisonOutcome", "MatrixOutcome", "RankingOutcome", "MetricsOutcome"]
 
 
 @dataclass
@@ -85,6 +89,58 @@ class ComparisonOutcome(Outcome):
 
 
 @dataclass
+class MetricsOutcome:
+    """One decision on several metrics: each metric's :class:`ComparisonOutcome` or :class:`RankingOutcome`
+    (``by_metric``, in the order asked), the line that sums them up (``verdict``) and the one run that holds them."""
+
+    by_metric: dict[str, ComparisonOutcome | RankingOutcome]
+    run_id: str | None = None
+    experiment_id: str | None = None
+
+    @property
+    def ranked(self) -> bool:
+        return isinstance(next(iter(self.by_metric.values())), RankingOutcome)
+
+    @property
+    def verdict(self) -> str:
+        """A comparison's :func:`~.result.combined_line`; a ranking's best model on each metric."""
+        if self.ranked:
+            return "Best: " + "; ".join(f"{o.ranking['model'].iloc[0]} on {m} (P(best) "
+                                        f"{format_probability(o.ranking['p_best'].iloc[0])})"
+                                        for m, o in self.by_metric.items()) + "."
+        first = next(iter(self.by_metric.values()))
+        return combined_line(first.model_a, first.model_b, {m: o.decision for m, o in self.by_metric.items()})
+
+    def summary_rows(self) -> tuple[list[str], list[list[str]]]:
+        """The table of the metrics that opens the run's reports: header and one row per metric."""
+        if self.ranked:
+            header = ["metric", "better", "rope", "ranking model", "best", "P(best)", "second", "P(best) of second"]
+            return header, [[m, "higher" if o.settings["greater_is_better"] else "lower",
+                             f"±{o.settings['metric_rope']:g}", o.model, *_leaders(o.ranking)]
+                            for m, o in self.by_metric.items()]
+        first = next(iter(self.by_metric.values()))
+        header = ["metric", "better", "rope", "test", f"P({first.model_a} better)", "P(rope)",
+                  f"P({first.model_b} better)", "verdict"]
+        return header, [[m, "higher" if o.greater_is_better else "lower", f"±{o.rope:g}", o.test,
+                         *map(format_probability, (o.p_a_better, o.p_rope, o.p_b_better)), o.verdict]
+                        for m, o in self.by_metric.items()]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``metrics``: each metric's JSON (as a one-metric outcome's), with the verdict and where it was logged."""
+        return {"metric": ",".join(self.by_metric), "verdict": self.verdict,
+                "metrics": {m: {**o.to_dict(), "run_id": self.run_id, "experiment_id": self.experiment_id}
+                            for m, o in self.by_metric.items()},
+                "run_id": self.run_id, "experiment_id": self.experiment_id}
+
+
+def _leaders(ranking) -> list[str]:
+    """The first two models of a ranking table and their P(best)."""
+    top = ranking.head(2)
+    cells = [[str(r.model), format_probability(r.p_best)] for r in top.itertuples()]
+    return [*cells[0], *(cells[1] if len(cells) > 1 else ["", ""])]
+
+
+@dataclass
 class MatrixOutcome:
     """Every pair's :class:`ComparisonOutcome` (keyed ``(a, b)`` in the order of ``models``), the summary
     (``better``/``rope`` matrices, ``ranking``) and the parent run."""
@@ -125,8 +181,9 @@ class MatrixOutcome:
 def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str] = (), *, model_a: str,
                  model_b: str, source: SourceOptions | None = None, fit: FitOptions | None = None, log: bool = True,
                  tracking_uri: str | None = None, run_id: str | None = None, progress: Progress | None = None,
-                 **options) -> ComparisonOutcome:
-    """Compare ``model_a`` with ``model_b`` on the per-fold ``metric`` logged in the given experiments.
+                 **options) -> ComparisonOutcome | MetricsOutcome:
+    """Compare ``model_a`` with ``model_b`` on the per-fold ``metric`` logged in the given experiments (several
+    metrics, comma-separated, with ``rope`` and ``direction`` per metric: a :class:`MetricsOutcome`).
 
     Reads the runs (layout steps/keys/children/means, auto-detected), pairs the folds and runs the test
     :func:`~.preflight.choose_test` picks (``test="auto"``) or the one asked for: the hierarchical test across
@@ -142,21 +199,20 @@ def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[
     pair = PairOptions(model_a=model_a, model_b=model_b)
     client, progress, started = _begin(tracking_uri, run_id, progress)
     with _failing_run(client, run_id):
-        checked = preflight.check(client, preflight.plan(client, "comparison", source, fit,
-                                                         (pair.model_a, pair.model_b), progress,
-                                                         logged=log and run_id is None), progress)
-        ids, layout = checked.plan.experiment_ids, checked.layout
-        result, data = _two_model_test(checked, checked.plan.options, progress)  # the plan's: a search's rho
-        outcome = ComparisonOutcome(result, source.metric, ids, layout=layout, tensor=data)
+        checked = preflight.check_metrics(client, "comparison", source, fit, (pair.model_a, pair.model_b), progress,
+                                          logged=log and run_id is None)
+        outcomes = {}
+        for metric, one in checked.items():
+            result, data = _two_model_test(one, one.plan.options, progress, _of_several(metric, checked))
+            outcomes[metric] = ComparisonOutcome(result, metric, one.plan.experiment_ids, layout=one.layout,
+                                                 tensor=data)  # the plan's options: a search's rho
         if log or run_id is not None:
             notify(progress, "reporting")
-            target = _target(client, run_id, source, ids)
-            with pairfits.pair_bundle(result, data, source.metric, ids, layout, run_id=run_id,
-                              experiment_id=target) as bundle:
-                outcome.run_id = runlog.log_bundle(client, bundle, experiment_id=target, run_id=run_id,
-                                                   start_time=started, progress=progress)
-            outcome.experiment_id = target
-    return outcome
+            target = _target(client, run_id, source, outcomes[metric].experiment_ids)
+            return _logged(client, outcomes, target, run_id, started, progress, lambda o, folder: pairfits.pair_bundle(
+                o.result, o.tensor, o.metric, o.experiment_ids, o.layout, run_id=run_id, experiment_id=target,
+                directory=folder))
+    return _one_or_several(outcomes)
 
 
 def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str] = (), *,
@@ -188,6 +244,7 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
     source, fit, chosen, how = _options(experiment_names, experiment_ids, {**options, "models": tuple(models)},
                                         (SourceOptions, source), (FitOptions, fit), (ModelsOptions, None),
                                         (MatrixOptions, matrix_options))
+    source, fit = preflight.one_metric(source, fit)
     client, progress, started = _begin(tracking_uri, run_id, progress)
     with _failing_run(client, run_id), tempfile.TemporaryDirectory(prefix="bayescompare-matrix-") as folder:
         planned = preflight.plan(client, "matrix", source, fit, chosen.models, progress, logged=log and run_id is None)
@@ -223,7 +280,8 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
 def rank_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str] = (), *,
               models: Sequence[str] = (), source: SourceOptions | None = None, rank: RankOptions | None = None,
               log: bool = True, tracking_uri: str | None = None, run_id: str | None = None,
-              progress: Progress | None = None, claim: str | None = None, **options) -> RankingOutcome:
+              progress: Progress | None = None, claim: str | None = None,
+              **options) -> RankingOutcome | MetricsOutcome:
     """Rank ``models`` (default: every model found, at least three) on the scores logged in the given experiments
     (:func:`~.ranking.engine.rank_models`): across datasets with the hierarchical model of their fold scores (the
     default; ``model="bbt"`` and per-dataset means: the Bayesian Bradley-Terry model; ``vs`` adds the table of every
@@ -231,25 +289,27 @@ def rank_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str
     log a ranking run.  ``options`` are fields of :class:`~.options.SourceOptions` and :class:`~.options.RankOptions`;
     ``claim`` (``best=<model>``, ``none-better=<model>``, ``not-worse-than-best=<model>``), the claim
     :func:`require` will be asked, is checked against the models before
-    their scores are read or anything is written; the rest as :func:`compare_runs`."""
+    their scores are read or anything is written; several metrics (comma-separated, ``metric_rope`` and
+    ``direction`` per metric) give one ranking each, side by side in one run (a :class:`MetricsOutcome`); the rest
+    as :func:`compare_runs`."""
     source, rank = _options(experiment_names, experiment_ids, options, (SourceOptions, source), (RankOptions, rank))
     models = list(ModelsOptions(models=tuple(models)).models)
     client, progress, started = _begin(tracking_uri, run_id, progress)
     with _failing_run(client, run_id):
-        planned = preflight.plan(client, "ranking", source, rank, models, progress, claim=claim,
-                                 logged=log and run_id is None)
-        checked = preflight.check(client, planned, progress)
-        ids = checked.plan.experiment_ids
-        result = rank_scores(checked.ranking, checked.rank, progress)
-        outcome = RankingOutcome(result, source.metric, ids, layout=checked.layout)
+        checked = preflight.check_metrics(client, "ranking", source, rank, models, progress, claim=claim,
+                                          logged=log and run_id is None)
+        outcomes = {}
+        for metric, one in checked.items():
+            if len(checked) > 1:
+                notify(progress, "sampling", _of_several(metric, checked))
+            outcomes[metric] = RankingOutcome(rank_scores(one.ranking, one.rank, progress), metric,
+                                              one.plan.experiment_ids, layout=one.layout)
         if log or run_id is not None:
             notify(progress, "reporting")
-            target = _target(client, run_id, source, ids)
-            with ranking_bundle(result, metric=source.metric, experiment_ids=ids, layout=checked.layout) as bundle:
-                outcome.run_id = runlog.log_bundle(client, bundle, experiment_id=target, run_id=run_id,
-                                                   start_time=started, progress=progress)
-            outcome.experiment_id = target
-    return outcome
+            target = _target(client, run_id, source, outcomes[metric].experiment_ids)
+            return _logged(client, outcomes, target, run_id, started, progress, lambda o, folder: ranking_bundle(
+                o.result, metric=o.metric, experiment_ids=o.experiment_ids, layout=o.layout, directory=folder))
+    return _one_or_several(outcomes)
 
 
 def require(outcome, claim: str = "a-better", threshold: float | None = None) -> bool:
@@ -261,6 +321,8 @@ def require(outcome, claim: str = "a-better", threshold: float | None = None) ->
     model better than it by more than the rope on the next dataset) and ``not-worse-than-best=<model>`` (``not-worse``
     against the leader) (:mod:`.claims`).
     """
+    if isinstance(outcome, MetricsOutcome):  # on every metric
+        return all(require(one, claim, threshold) for one in outcome.by_metric.values())
     probability = claims.probability(outcome, claim)
     if threshold is None:
         threshold = outcome.settings["threshold"]
@@ -283,20 +345,54 @@ def _options(names, ids, options: dict, *classes_and_bases) -> tuple:
     return from_keywords(options, *classes_and_bases)
 
 
-def _two_model_test(checked: preflight.Checked, fit: FitOptions, progress):
+def _two_model_test(checked: preflight.Checked, fit: FitOptions, progress, metric: str = ""):
     """Fit step of a comparison: the test the pre-flight chose for the pair (:func:`~.preflight.choose_test`).
-    Returns the result and the data it was fitted on."""
+    Returns the result and the data it was fitted on.  ``metric`` names the metric of several in the progress."""
     (a, b), data = next(iter(checked.data.items()))
     test = checked.tests[a, b]
     if test == "signed-rank":
-        notify(progress, "sampling", f"{a} vs {b} on {len(data.datasets)} dataset means (signed-rank test)")
+        what = f"{a} vs {b} on {len(data.datasets)} dataset means (signed-rank test)"
     elif test == "correlated-t":
-        notify(progress, "sampling", f"{a} vs {b} on the {len(data.diffs[0])} folds of one dataset (correlated "
-                                     "t-test, closed form)")
+        what = f"{a} vs {b} on the {len(data.diffs[0])} folds of one dataset (correlated t-test, closed form)"
     else:
-        notify(progress, "sampling",
-               f"{a} vs {b} on {counted(len(data.datasets), 'dataset')} ({fit.chains} chains × {fit.draws} draws)")
+        what = f"{a} vs {b} on {counted(len(data.datasets), 'dataset')} ({fit.chains} chains × {fit.draws} draws)"
+    notify(progress, "sampling", f"{metric}: {what}" if metric else what)
     return pairfits.pair_test(data, test, fit, progress), data
+
+
+def _of_several(metric: str, checked: dict) -> str:
+    """``accuracy (1 of 3)`` when a decision has several metrics, else nothing."""
+    return f"{metric} ({list(checked).index(metric) + 1} of {len(checked)})" if len(checked) > 1 else ""
+
+
+def _one_or_several(outcomes: dict[str, Outcome]) -> Outcome | MetricsOutcome:
+    """The outcome of one metric, or the decision on several."""
+    return next(iter(outcomes.values())) if len(outcomes) == 1 else MetricsOutcome(outcomes)
+
+
+def _logged(client, outcomes: dict[str, Outcome], target: str, run_id: str | None, started: int, progress,
+            bundle_of) -> Outcome | MetricsOutcome:
+    """Log the outcome (one metric's, or the decision on several: one run holding each metric's, built by
+    ``bundle_of(outcome, folder)`` into ``folder``) into ``target`` (as ``run_id`` when it exists)."""
+    outcome = _one_or_several(outcomes)
+    with tempfile.TemporaryDirectory(prefix="bayescompare-") as folder:
+        if isinstance(outcome, MetricsOutcome):
+            first = next(iter(outcomes.values()))
+            metrics = ", ".join(outcomes)
+            name = models_run_name("ranking", len(first.result.models), metrics) if outcome.ranked else \
+                run_name(first.model_a, first.model_b, metrics)
+            header, rows = outcome.summary_rows()
+            bundle = several_metrics_bundle({m: bundle_of(o, Path(folder) / m) for m, o in outcomes.items()},
+                                            Path(folder), name=name, verdict=outcome.verdict, summary_header=header,
+                                            summary_rows=rows)
+        else:
+            bundle = bundle_of(outcome, Path(folder) / "run")
+        outcome.run_id = runlog.log_bundle(client, bundle, experiment_id=target, run_id=run_id, start_time=started,
+                                           progress=progress)
+    outcome.experiment_id = target
+    for one in outcomes.values():
+        one.run_id, one.experiment_id = outcome.run_id, target
+    return outcome
 
 
 def _announce(checked: preflight.Checked, planned: preflight.Plan, fit: FitOptions, progress) -> None:

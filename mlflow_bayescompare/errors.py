@@ -13,6 +13,7 @@ class InputError(BayesCompareError, ValueError):
 
     def __init__(self, problems: str | list[str], header: str | None = None, footer: list[str] = ()):
         self.problems = [problems] if isinstance(problems, str) else list(problems)
+        self.footer = list(footer)
         lines = self.problems if header is None else [header, *("  - " + p for p in self.problems)]
         super().__init__("\n".join([*lines, *footer]))
 

@@ -153,7 +153,7 @@ def checked_click_option(cls, name: str, **overrides):
 
 
 _METAVARS = {"int": "INTEGER", "float": "NUMBER", "numbers": "NUMBER[,NUMBER...]", "pair": "LOW,HIGH",
-             "str": "TEXT", "strings": "TEXT"}
+             "str": "TEXT", "strings": "TEXT", "per_metric": "VALUE|METRIC=VALUE,..."}
 
 
 def _click_option(click, f: dataclasses.Field):

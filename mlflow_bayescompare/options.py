@@ -26,20 +26,21 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from .claims import CLAIMS
 from .errors import InputError
 from .optionparse import build, checked_click_option, click_options, defaults, from_keywords, parse_fields, public_name
-from .optionspec import Option, OptionsBase, option, required_option
+from .optionspec import Option, OptionsBase, PerMetric, option, required_option
 from .tracking.runkey import DEFAULT_KEYS, RunKey, parse_key
 
 __all__ = [
     "Option", "SourceOptions", "SamplerOptions", "FitOptions", "PairOptions", "ModelsOptions", "MatrixOptions",
     "RankOptions", "ENGINES", "RAY_ADDRESS_ENV",
     "parse_fields", "click_options", "checked_click_option", "build", "from_keywords", "defaults", "public_name",
-    "draw_seed", "PRIORS", "PRIOR_ALIASES", "BACKENDS", "LAYOUTS", "TESTS",
+    "draw_seed", "per_metric", "PerMetric", "DIRECTIONS", "PRIORS", "PRIOR_ALIASES", "BACKENDS", "LAYOUTS", "TESTS",
     "RANK_MODELS", "WARMUP", "MATRIX_PAIR_WARMUP",
 ]
 
@@ -59,6 +60,10 @@ ENGINES = ("local", "ray")
 RAY_ADDRESS_ENV = "RAY_ADDRESS"  # Ray's own variable, which ray.init reads too
 #: the ranking models across datasets (:attr:`RankOptions.model`)
 RANK_MODELS = ("auto", "hierarchical", "bbt")
+#: a metric's direction (``--direction fit_time=lower``): is a higher score better?
+DIRECTIONS = {"higher": True, "lower": False}
+_DIRECTION_HELP = ("Per metric, whether higher or lower is better: fit_time=lower,accuracy=higher (a bare value "
+                   "applies to every metric not named; the rest follow --lower-is-better).")
 MAX_FILTER = 2000
 #: Warm-up iterations per chain when none are given: a comparison's, as the authors' 4 × (1000 + 1000)
 #: (shared/reference/implementations.md) ...
@@ -78,7 +83,8 @@ class SourceOptions(OptionsBase):
 
     _what = "source options"
 
-    metric: str = required_option("Per-fold metric to compare, e.g. accuracy.", "str")
+    metric: str = required_option("Per-fold metric to compare, e.g. accuracy; several, comma-separated "
+                                  "(accuracy,roc_auc,fit_time), make one decision with a result per metric.", "str")
     experiment_names: tuple[str, ...] = option((), "Source experiment by name (repeatable).", "strings",
                                                 public="experiment_name", high=20)
     experiment_ids: tuple[str, ...] = option((), "Source experiment by id (repeatable).", "strings",
@@ -113,8 +119,21 @@ class SourceOptions(OptionsBase):
                                           "setting ('C=1, kernel=rbf', or best), --metric its scorer ('score' for "
                                           "one).", "str", nullable=True, max_length=64)
 
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The metrics asked for: ``metric`` split at its commas (MLflow's metric names hold none)."""
+        return tuple(m.strip() for m in self.metric.split(",") if m.strip())
+
     def _cross_checks(self) -> list[str]:
         problems = []
+        if isinstance(self.metric, str):
+            metrics = self.metrics
+            if not metrics or len(metrics) != len(self.metric.split(",")):
+                problems.append(f"metric names an empty metric: {self.metric!r}; write METRIC or METRIC,METRIC,...")
+            elif len(set(metrics)) < len(metrics):
+                problems.append(f"metric names a metric twice: {self.metric!r}")
+            else:
+                object.__setattr__(self, "metric", ",".join(metrics))
         if self.search_run is not None and (self.experiment_names or self.experiment_ids):
             problems.append("search_run is read from its own experiment: give no experiment_name or experiment_id "
                             "with it")
@@ -189,10 +208,13 @@ class FitOptions(SamplerOptions):
 
     _what = "test settings"
 
-    rope: float = option(0.01, "Half-width of the region of practical equivalence, in metric units.", "float",
-                          low=0, low_open=True)
+    rope: float | PerMetric = option(0.01, "Half-width of the region of practical equivalence, in metric units; "
+                                           "per metric: accuracy=0.01,fit_time=0.5 (metrics not named: 0.01, or a "
+                                           "bare value given with them).", "per_metric", low=0, low_open=True)
     greater_is_better: bool = option(True, "The metric is a loss or error (lower is better).", "bool",
                                       public="lower_is_better", flag_value=False)
+    direction: str | PerMetric | None = option(None, _DIRECTION_HELP, "per_metric", choices=tuple(DIRECTIONS),
+                                               nullable=True)
     test: str = option("auto", "Which test: the hierarchical test on per-fold scores across datasets, the "
                                 "signed-rank test on per-dataset means, the correlated t-test on the per-fold scores "
                                 "of one dataset, or auto (signed-rank when every run holds one score, correlated-t "
@@ -331,9 +353,12 @@ class RankOptions(SamplerOptions):
                                      "(hierarchical model; bbt: P(P(win) > 0.5); one dataset: when this HDI of their "
                                      "difference lies beyond the metric rope).", "float",
                                low=0.5, high=1, high_open=True)
-    metric_rope: float = option(0.01, "Half-width of the region of practical equivalence in metric units (the "
-                                       "hierarchical model and the joint model of one dataset's folds).", "float",
-                                low=0, low_open=True)
+    metric_rope: float | PerMetric = option(0.01, "Half-width of the region of practical equivalence in metric "
+                                                  "units (the hierarchical model and the joint model of one dataset's "
+                                                  "folds); per metric: accuracy=0.01,fit_time=0.5.", "per_metric",
+                                            low=0, low_open=True)
+    direction: str | PerMetric | None = option(None, _DIRECTION_HELP, "per_metric", choices=tuple(DIRECTIONS),
+                                               nullable=True)
     rho: float | None = option(None, "On one dataset: the correlation between folds (default 1/folds; 0 for "
                                      "independent hold-out splits).", "float", low=0, high=1, high_open=True,
                                nullable=True)
@@ -353,3 +378,31 @@ class RankOptions(SamplerOptions):
         if isinstance(low, float) and isinstance(high, float) and not low < 0.5 < high:
             problems.append(f"rope must contain 0.5 (P(win) of two equal models); got {low:g},{high:g}")
         return problems
+
+
+def per_metric(source: SourceOptions, options: FitOptions | RankOptions) -> dict[str, tuple[SourceOptions, Any]]:
+    """One request's options for each of its metrics (:attr:`SourceOptions.metrics`), in the order asked: the
+    source reading that metric alone, and the test's options with its rope (``rope``, or a ranking's
+    ``metric_rope``) and direction (``direction``, else ``greater_is_better``) resolved to plain values.  A rope or
+    direction that names a metric not asked for is an :class:`~.errors.InputError`."""
+    rope_field = "metric_rope" if isinstance(options, RankOptions) else "rope"
+    ropes, directions = getattr(options, rope_field), options.direction
+    asked = source.metrics
+    problems = [f"{name} names metric {m!r}, which was not asked for (metric: {', '.join(asked)})"
+                for name, given in ((public_name(_field(type(options), rope_field)), ropes), ("direction", directions))
+                if isinstance(given, PerMetric) for m, _ in given.values if m not in asked]
+    if problems:
+        raise InputError(problems, header="invalid options:")
+    default_rope = _field(type(options), rope_field).default
+    out = {}
+    for metric in asked:
+        rope = ropes.get(metric, default_rope) if isinstance(ropes, PerMetric) else ropes
+        direction = directions.get(metric, None) if isinstance(directions, PerMetric) else directions
+        better = options.greater_is_better if direction is None else DIRECTIONS[direction]
+        out[metric] = (dataclasses.replace(source, metric=metric),
+                       dataclasses.replace(options, **{rope_field: rope}, greater_is_better=better, direction=None))
+    return out
+
+
+def _field(cls, name: str) -> dataclasses.Field:
+    return next(f for f in dataclasses.fields(cls) if f.name == name)

@@ -15,7 +15,7 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["Option", "OptionsBase", "option", "required_option", "MAX_NAME"]
+__all__ = ["Option", "OptionsBase", "PerMetric", "option", "required_option", "MAX_NAME"]
 
 MAX_NAME = 500  # longest experiment, model, metric or tag name accepted
 
@@ -24,8 +24,9 @@ MAX_NAME = 500  # longest experiment, model, metric or tag name accepted
 class Option:
     """The spec of one option.
 
-    ``kind`` is int, float, bool, str, choice, strings (a tuple of names), numbers (a number or a tuple of them) or
-    pair (two floats, low < high).
+    ``kind`` is int, float, bool, str, choice, strings (a tuple of names), numbers (a number or a tuple of them),
+    pair (two floats, low < high) or per_metric (one value for every metric, or ``METRIC=VALUE,...``: a
+    :class:`PerMetric`; its values are floats, or choices when ``choices`` are given).
     ``public`` is its name on the command line (``--`` + dashes) and in the JSON API (underscores) when it differs
     from the field's.  A ``flag`` option is a command-line/JSON switch that sets the field to ``flag_value``.
     """
@@ -59,6 +60,26 @@ def option(default, help: str, kind: str, **spec) -> Any:
 def required_option(help: str, kind: str, **spec) -> Any:
     """A field without a default: ``None`` until given, and an error if it stays so."""
     return field(default=None, metadata={"option": Option(help, kind, required=True, **spec)})
+
+
+@dataclass(frozen=True)
+class PerMetric:
+    """An option given per metric (``accuracy=0.01,fit_time=0.5``): ``values`` by metric, and ``default`` for the
+    metrics it does not name (a bare value among them, else the option's default)."""
+
+    values: tuple[tuple[str, Any], ...]
+    default: Any = None
+
+    def get(self, metric: str, fallback: Any) -> Any:
+        """The value for ``metric``."""
+        named = dict(self.values)
+        if metric in named:
+            return named[metric]
+        return fallback if self.default is None else self.default
+
+    def __str__(self) -> str:
+        bare = [] if self.default is None else [str(self.default)]
+        return ",".join(bare + [f"{m}={v}" for m, v in self.values])
 
 
 # --------------------------------------------------------------------------------------------------- validation
@@ -149,6 +170,8 @@ def _clean(spec: Option, value: Any) -> tuple[Any, str | None]:
         return _clean_pair(spec, value)
     if kind == "numbers":
         return _clean_numbers(spec, value)
+    if kind == "per_metric":
+        return _clean_per_metric(spec, value)
     raise TypeError(f"unknown option kind {kind!r}")
 
 
@@ -188,6 +211,36 @@ def _clean_numbers(spec: Option, value: Any) -> tuple[float | tuple[float, ...] 
     if number is None or not _in_range(number, spec):
         return None, f"must be a number {_range_text(spec)} (or one per dataset); got {value!r}"
     return number, None
+
+
+def _clean_per_metric(spec: Option, value: Any) -> tuple[Any, str | None]:
+    """One value, or ``METRIC=VALUE`` entries (a string ``a=1,b=2`` or a mapping) with at most one bare value, the
+    one of the metrics not named: a bare value alone is returned as itself, the rest as a :class:`PerMetric`."""
+    one = dataclasses.replace(spec, kind="choice" if spec.choices else "float")
+    if isinstance(value, Mapping):
+        entries = [(str(k), v) for k, v in value.items()]
+    elif isinstance(value, str) and "=" in value:
+        entries = [tuple(part.split("=", 1)) if "=" in part else (None, part) for part in value.split(",")]
+    else:
+        return _clean(one, value)
+    named, default = {}, None
+    for metric, raw in entries:
+        cleaned, problem = _clean(one, raw.strip() if isinstance(raw, str) else raw)
+        metric = metric.strip() if isinstance(metric, str) else None
+        where = "" if metric is None else f" for metric {metric!r}"
+        if problem:
+            return None, f"{problem}{where}"
+        if metric is None:
+            if default is not None:
+                return None, f"takes one value for the metrics it does not name; got two in {value!r}"
+            default = cleaned
+        elif not metric:
+            return None, f"names an empty metric in {value!r}; write METRIC=VALUE,..."
+        elif metric in named:
+            return None, f"names metric {metric!r} twice"
+        else:
+            named[metric] = cleaned
+    return PerMetric(tuple(named.items()), default), None
 
 
 def _clean_pair(spec: Option, value: Any) -> tuple[tuple[float, float] | None, str | None]:

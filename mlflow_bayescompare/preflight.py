@@ -24,7 +24,7 @@ from .correlated_t.engine import HEADER as CORRELATED_T
 from .errors import InputError
 from .hierarchical.prepare import correlations
 from .matrix import model_pairs
-from .options import FitOptions, RankOptions, SourceOptions
+from .options import FitOptions, RankOptions, SourceOptions, per_metric
 from .progress import Progress, notify
 from .ranking.engine import RANKING_PROGRAMS, Scores, model_across, ranking_model, read_scores
 from .ranking.hierarchical_k import stan_inputs
@@ -36,7 +36,7 @@ from .tracking.collect import CollectedScores, collect_scores, discover, resolve
 from .tracking.runkey import RunKey, parse_key
 from .tracking.search import read_search
 
-__all__ = ["Plan", "Checked", "plan", "check", "choose_test", "ROPE_LIMIT"]
+__all__ = ["Plan", "Checked", "plan", "check", "check_metrics", "one_metric", "choose_test", "ROPE_LIMIT"]
 
 #: The widest rope of a two-model test, in multiples of the largest score's magnitude.  A difference of two scores
 #: is at most twice that magnitude, so a rope beyond it already makes equivalence certain (the test warns); one a
@@ -138,6 +138,42 @@ def plan(client, kind: str, source: SourceOptions, options: FitOptions | RankOpt
     if claim is not None:
         best_model(claim, models)
     return Plan(kind, source, options, ids, models, _pairs(kind, models))
+
+
+def check_metrics(client, kind: str, source: SourceOptions, options: FitOptions | RankOptions,
+                  models: Sequence[str] = (), progress: Progress | None = None, *, claim: str | None = None,
+                  logged: bool = False) -> dict[str, Checked]:
+    """:func:`plan` and :func:`check` of a comparison or a ranking for each of its metrics (several make one
+    decision: :func:`~.options.per_metric` gives each its rope and direction), by metric.  Every metric is checked
+    and their problems reported at once, each under its metric's name (a problem every metric has, once)."""
+    if logged:
+        runlog.check_target(client, source.target_experiment)
+    checked, problems = {}, {}
+    for metric, (one_source, one_options) in per_metric(source, options).items():
+        try:
+            checked[metric] = check(client, plan(client, kind, one_source, one_options, models, progress,
+                                                 claim=claim), progress)
+        except InputError as exc:
+            problems[metric] = exc
+    if not problems:
+        return checked
+    first = next(iter(problems.values()))
+    if len(problems) == len(source.metrics) and all(e.problems == first.problems for e in problems.values()):
+        raise first
+    several = len(problems) > 1
+    raise InputError([f"metric '{metric}': {p}" if several else p for metric, exc in problems.items()
+                      for p in exc.problems],
+                     header=f"Cannot read metric{'s' if several else ''} {', '.join(map(repr, problems))}:",
+                     footer=list(dict.fromkeys(line for exc in problems.values() for line in exc.footer)))
+
+
+def one_metric(source: SourceOptions, options: FitOptions) -> tuple[SourceOptions, FitOptions]:
+    """The source and options of a matrix, which compares one metric (its rope and direction resolved)."""
+    split = per_metric(source, options)
+    if len(split) > 1:
+        raise InputError(f"a matrix compares one metric; got {len(split)} ({', '.join(split)}): run it per metric, "
+                         "or rank the models on every metric at once (rank --metric a,b)")
+    return next(iter(split.values()))
 
 
 def _pairs(kind: str, models: list[str]) -> list[tuple[str, str]]:

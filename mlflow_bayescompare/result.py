@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 __all__ = ["counted", "OUTCOMES", "COLORS", "ARVIZ_STATS", "DECISION_COLORS", "Orientation", "outcome_label",
-           "TwoModelResult", "divergent_transitions", "jsonable", "json_safe", "json_ready"]
+           "TwoModelResult", "combined_line", "divergent_transitions", "jsonable", "json_safe", "json_ready"]
 
 def counted(n: int, noun: str) -> str:
     """``1 dataset``, ``3 datasets``: a count and its noun, as every message and report writes them."""
@@ -118,6 +118,26 @@ class TwoModelResult:
                 "greater_is_better": self.greater_is_better, "rope": self.rope, "p_a_better": self.p_a_better,
                 "p_rope": self.p_rope, "p_b_better": self.p_b_better, "p_left": self.p_left, "p_right": self.p_right,
                 "verdict": self.verdict, "decision": self.decision, "odds": self.odds, "evidence": self.evidence}
+
+
+#: What each decision says of model A in the line of a decision on several metrics (:func:`combined_line`).
+_OF_A = {"a_better": "better", "equivalent": "practically equivalent", "b_better": "worse",
+         "inconclusive": "undecided"}
+
+
+def combined_line(model_a: str, model_b: str, decisions: dict[str, str]) -> str:
+    """One decision on several metrics, from each metric's decision, in the order the metrics were asked:
+    ``rf vs svm: rf is practically equivalent on accuracy and roc_auc, and better on fit_time.``"""
+    grouped: dict[str, list[str]] = {}
+    for metric, decision in decisions.items():
+        grouped.setdefault(_OF_A[decision], []).append(metric)
+    clauses = [f"{said} on {_and(metrics)}" for said, metrics in grouped.items()]
+    return f"{model_a} vs {model_b}: {model_a} is {_and(clauses, ', and ')}."
+
+
+def _and(items: list[str], final: str = " and ") -> str:
+    """``a``, ``a and b``, ``a, b and c`` (``final`` before the last)."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + final + items[-1]
 
 
 def divergent_transitions(count: int) -> str:

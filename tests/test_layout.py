@@ -41,7 +41,7 @@ LAYERS = [
     (1, ("tracking.collect", "tracking.identify", "tracking.fetch", "tracking.cvlog", "tracking.reach",
          "tracking.search", "scores", "sampling", "posterior_summary", "baselines", "figures", "report_html")),
     (2, FAMILIES),
-    (3, ("tracking.bundle", "tracking.runlog", "tracking.paircache", "matrix")),
+    (3, ("tracking.bundle", "tracking.several", "tracking.runlog", "tracking.paircache", "matrix")),
     (4, ("preflight", "pairfits", "compare")),
     (5, ("cli", "demo", "client", "server", "simulation")),
     (6, ("",)),  # the package's face, mlflow_bayescompare/__init__.py

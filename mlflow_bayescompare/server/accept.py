@@ -59,9 +59,11 @@ def check_data(job: JobRequest) -> tuple[str, ...]:
     """The pipeline's pre-flight of the job on the server's own store, with the server's limit on the models of a
     matrix (every model found, when none are named) checked before their scores are read.  The models of the job."""
     client = context.store_client()
-    planned = preflight.plan(client, job.kind, job.source, job.fit, job.models)
-    if job.kind == "matrix":
-        check_model_count(tuple(planned.models), context.settings())
+    if job.kind != "matrix":  # a comparison or a ranking, on each of its metrics
+        checked = preflight.check_metrics(client, job.kind, job.source, job.fit, job.models)
+        return tuple(next(iter(checked.values())).plan.models)
+    planned = preflight.plan(client, job.kind, *preflight.one_metric(job.source, job.fit), job.models)
+    check_model_count(tuple(planned.models), context.settings())
     preflight.check(client, planned)
     return tuple(planned.models)
 

@@ -20,7 +20,7 @@ from mlflow.utils.validation import MAX_ENTITY_KEY_LENGTH
 
 from .mlflow_internals import is_valid_key
 
-__all__ = ["KEYS_ARTIFACT", "named_keys"]
+__all__ = ["KEYS_ARTIFACT", "named_keys", "metric_key", "split_metric_key"]
 
 #: the artifact of a run that maps each key derived from a name back to it: ``{key: name}``
 KEYS_ARTIFACT = "metric_keys.json"
@@ -53,3 +53,18 @@ def _key(prefix: str, name: str, digested: bool) -> str:
     digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:_DIGITS]
     room = MAX_ENTITY_KEY_LENGTH - len(prefix) - len(digest) - 2
     return f"{prefix}.{_readable(name)[:room]}-{digest}"
+
+
+def metric_key(metric: str, name: str) -> str:
+    """A metric's own metric, param or artifact in the run of a decision on several metrics: ``accuracy/p_a_better``
+    (MLflow's charts group the keys by the part before ``/``; ``metric`` is a name MLflow took as a metric key)."""
+    return f"{metric}/{name}"
+
+
+def split_metric_key(key: str, metrics: Iterable[str]) -> tuple[str, str] | None:
+    """``(metric, name)`` of a key of :func:`metric_key` (a metric's name may hold ``/``: the longest matches), else
+    None."""
+    for metric in sorted(metrics, key=len, reverse=True):
+        if key.startswith(metric + "/"):
+            return metric, key[len(metric) + 1:]
+    return None

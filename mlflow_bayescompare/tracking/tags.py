@@ -10,7 +10,7 @@ from __future__ import annotations
 __all__ = [
     "KIND", "KINDS", "STAGE", "SKIPPED", "ERROR", "NOTE", "PARENT", "USER", "MODEL_A", "MODEL_B", "MODELS", "METRIC",
     "VERDICT", "DECISION", "DIAGNOSTICS", "TEST", "REPORT", "NO_REPORT", "BEST", "RANKING", "SOURCE_EXPERIMENTS",
-    "STRICT", "REQUIRE", "DATASETS_LEFT_OUT", "CACHED_FROM",
+    "STRICT", "REQUIRE", "DATASETS_LEFT_OUT", "CACHED_FROM", "metric_tag",
     "JOB_OWNER", "JOB_REQUEST",
 ]
 
@@ -37,6 +37,13 @@ STRICT = "bayescompare.strict"  # set by --strict when the sampler's output fail
 REQUIRE = "bayescompare.require"  # "<claim>@<threshold>" asked of a server job
 DATASETS_LEFT_OUT = "bayescompare.datasets_left_out"  # comma-separated: the datasets a pair did not compare
 CACHED_FROM = "bayescompare.cached_from"  # on a matrix's pair run read from the cache: the run that fitted it
+
+
+def metric_tag(tag: str, metric: str) -> str:
+    """A metric's own tag in the run of a decision on several metrics: ``bayescompare.verdict/accuracy``; the run's
+    :data:`METRIC` lists its metrics, comma-separated."""
+    return f"{tag}/{metric}"
+
 
 # jobs run by the server app: the request, and who owns the work (to tell a live job from an orphan), as JSON in
 # one tag each, so that MLflow's Tags panel shows two lines of bookkeeping, not seven
