@@ -128,8 +128,7 @@ class MetricsOutcome:
     def to_dict(self) -> dict[str, Any]:
         """``metrics``: each metric's JSON (as a one-metric outcome's), with the verdict and where it was logged."""
         return {"metric": ",".join(self.by_metric), "verdict": self.verdict,
-                "metrics": {m: {**o.to_dict(), "run_id": self.run_id, "experiment_id": self.experiment_id}
-                            for m, o in self.by_metric.items()},
+                "metrics": {m: o.to_dict() for m, o in self.by_metric.items()},
                 "run_id": self.run_id, "experiment_id": self.experiment_id}
 
 
@@ -208,7 +207,7 @@ def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[
                                                  tensor=data)  # the plan's options: a search's rho
         if log or run_id is not None:
             notify(progress, "reporting")
-            target = _target(client, run_id, source, outcomes[metric].experiment_ids)
+            target = _target(client, run_id, source, next(iter(checked.values())).plan.experiment_ids)
             return _logged(client, outcomes, target, run_id, started, progress, lambda o, folder: pairfits.pair_bundle(
                 o.result, o.tensor, o.metric, o.experiment_ids, o.layout, run_id=run_id, experiment_id=target,
                 directory=folder))
@@ -306,7 +305,7 @@ def rank_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str
                                               one.plan.experiment_ids, layout=one.layout)
         if log or run_id is not None:
             notify(progress, "reporting")
-            target = _target(client, run_id, source, outcomes[metric].experiment_ids)
+            target = _target(client, run_id, source, next(iter(checked.values())).plan.experiment_ids)
             return _logged(client, outcomes, target, run_id, started, progress, lambda o, folder: ranking_bundle(
                 o.result, metric=o.metric, experiment_ids=o.experiment_ids, layout=o.layout, directory=folder))
     return _one_or_several(outcomes)
