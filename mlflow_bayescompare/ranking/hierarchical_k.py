@@ -110,8 +110,7 @@ def stan_inputs(scores, opts: RankOptions) -> Inputs:
     largest = max(float(np.max(np.ptp(b[:, s], axis=1))) for b, s in zip(blocks, models)) / scale
     upper = FitOptions.std_upper_bound
     data = {**sufficient_data(v, c, n, rho, models, k), "d_bound": max(largest, opts.metric_rope / scale) / 2**0.5,
-            "sigma0_high": 0.0, "sigma_high": 0.0,
-            "alpha_low": FitOptions.alpha_bounds[0], "alpha_high": FitOptions.alpha_bounds[1],
+            "sigma_high": 0.0, "alpha_low": FitOptions.alpha_bounds[0], "alpha_high": FitOptions.alpha_bounds[1],
             "beta_low": FitOptions.beta_bounds[0], "beta_high": FitOptions.beta_bounds[1]}
     among = float(np.sqrt(population_fit(data)[1]))
     data["sigma0_high"] = upper * (among if among > 0 else 1.0)
