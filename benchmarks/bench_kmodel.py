@@ -7,7 +7,8 @@
 * ``ordered``: five models 0.015 apart (interaction 0.01): the true order recovered, the true best leading;
 * ``agreement``: two models' data fitted by the hierarchical model of k models and by the two-model hierarchical test
   (``compare``): the differences of their P(better), P(rope), P(worse);
-* ``sbc``: simulation-based calibration of the program (:mod:`mlflow_bayescompare.simulation.sbc`);
+* ``sbc``: simulation-based calibration of the program (:mod:`mlflow_bayescompare.simulation.sbc`); ``--missing``
+  removes each (model, dataset) cell with that chance (a ragged grid);
 * ``speed``: Wainer's 16 models × 131 datasets × 4 folds (``tests/data/wainer_ll.csv``, lymphography dropped: qda
   lacks two of its folds), 10 models × 100 datasets × 10 folds, and the growth in k and in datasets; the program
   compiled first (not timed), 4 chains × (1000 + 1000), end to end (reading, fit, summaries); wall time, the 1-min
@@ -100,7 +101,7 @@ def agreement(args) -> None:
 
 
 def calibration(args) -> None:
-    config = sbc.Config("hierarchical_k", "integrated", q=args.q, models=args.models)
+    config = sbc.Config("hierarchical_k", "integrated", q=args.q, models=args.models, missing=args.missing)
     result = sbc.calibrate(config, args.replicates, seed=args.seed, chains=2, warmup=300, draws=300, kept=49)
     print(sbc.report(result, 10))
     OUT.mkdir(exist_ok=True)
@@ -143,6 +144,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=27)
     parser.add_argument("--q", type=int, default=10)
     parser.add_argument("--models", type=int, default=4)
+    parser.add_argument("--missing", type=float, default=0.0,
+                        help="sbc: the chance that a model is missing on a dataset (a ragged grid)")
     args = parser.parse_args()
     logging.getLogger("mlflow_bayescompare").setLevel(logging.ERROR)
     {"interaction": interaction, "ordered": ordered, "agreement": agreement, "sbc": calibration,

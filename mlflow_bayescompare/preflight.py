@@ -19,7 +19,6 @@ from typing import Any
 
 from .baselines import correlation
 from .claims import best_model
-from .console import log
 from .correlated_t.engine import HEADER as CORRELATED_T
 from .errors import InputError
 from .hierarchical.prepare import correlations
@@ -113,10 +112,6 @@ class Checked:
             raise InputError(problems, header="Cannot compare every pair:")
         if planned.ranked:
             self.rank = _rank_options(planned, self.collected)
-            if self.rank.skip_missing:
-                log.warning("the models are ranked by Bayesian Bradley-Terry (no game where a model lacks a "
-                            "dataset): the hierarchical model of k models needs every model on every dataset "
-                            "(--drop-incomplete keeps the datasets every model has)")
             self.ranking = _ranking_scores(self.collected, planned, self.rank)
 
 
@@ -275,16 +270,17 @@ def _one_dataset(tensor, dataset_key: RunKey) -> None:
 
 
 def _rank_options(planned: Plan, collected: CollectedScores) -> RankOptions:
-    """The ranking's options: a ranking's own, a matrix's sampled like its pairs; on datasets some models lack, a
-    matrix is ranked by Bradley-Terry's rule (no game where a model lacks the dataset: the hierarchical model of k
-    models needs every model on every dataset); datasets a model lacks dropped when the source says so."""
+    """The ranking's options: a ranking's own, a matrix's sampled like its pairs and ranked by the model that ranks
+    its layout (:func:`~.ranking.engine.model_across`): on datasets some models lack, the hierarchical model takes
+    each dataset's models as they are, and Bradley-Terry (per-dataset means) plays no game where a model lacks the
+    dataset (its rule); datasets a model lacks dropped when the source says so."""
     rank = planned.options
     if planned.kind == "matrix":  # on one dataset, the joint model reads the pairs' rope and ρ
         rho = rank.rho[0] if isinstance(rank.rho, tuple) and len(rank.rho) == 1 else rank.rho
-        ragged = _ragged(collected, planned)
         rank = RankOptions(greater_is_better=rank.greater_is_better, threshold=rank.threshold, metric_rope=rank.rope,
-                           rho=None if isinstance(rho, tuple) else rho, skip_missing=ragged,
-                           model="bbt" if ragged else "auto", **rank.with_warmup().sampler_settings())
+                           rho=None if isinstance(rho, tuple) else rho, **rank.with_warmup().sampler_settings())
+        bbt = model_across(rank, means=collected.layout == "means") == "bbt"
+        rank = dataclasses.replace(rank, skip_missing=bbt and _ragged(collected, planned))
     if planned.source.drop_incomplete and not rank.drop_incomplete:
         rank = dataclasses.replace(rank, drop_incomplete=True)
     return rank
@@ -299,9 +295,10 @@ def _ragged(collected: CollectedScores, planned: Plan) -> bool:
 
 
 def _ranking_scores(collected: CollectedScores, planned: Plan, rank: RankOptions) -> Scores:
-    """The ranking's scores: one run per model and dataset, every model present, a score for each, checked as the
-    model that ranks them reads them (:func:`.ranking.engine.ranking_model`: the joint model on one dataset, the
-    hierarchical model across datasets: every fold, a known ρ; ``vs`` one of the models)."""
+    """The ranking's scores: one run per model and dataset, checked as the model that ranks them reads them
+    (:func:`.ranking.engine.ranking_model`: the joint model on one dataset, every model on every fold; across
+    datasets the hierarchical model, each dataset's models on every fold, a known ρ, or BBT, every model on every
+    dataset unless it plays no game there; ``vs`` one of the models)."""
     scores = _one_run_each(collected.scores, planned.source.on_duplicate)
     scores = read_scores(scores, models=planned.models, greater_is_better=rank.greater_is_better,
                          drop_incomplete=rank.drop_incomplete, skip_missing=rank.skip_missing)

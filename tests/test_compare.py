@@ -148,16 +148,17 @@ def test_a_matrix_stops_at_a_bad_pair_before_logging_anything(client, tracking_u
 
 
 @pytest.mark.slow
-def test_a_ragged_matrix_is_ranked_by_bradley_terry_and_says_so(client, tracking_uri, experiment_id, caplog):
-    """j48 lacks the last dataset: its pairs use the datasets both models have, and the ranking, which the
-    hierarchical model of k models cannot take with a missing cell, is Bradley-Terry's (no game there), said."""
+def test_a_ragged_matrix_is_ranked_by_the_hierarchical_model_and_says_so(client, tracking_uri, experiment_id, caplog):
+    """j48 lacks the last dataset: its pairs use the datasets both models have, and the ranking is the hierarchical
+    model's, which fits that dataset with the models it has (a warning names what j48 lacks)."""
     log_uci(client, experiment_id, models=("nbc", "hnb"))
     log_uci(client, experiment_id, models=("j48",), datasets=DATASETS[:-1])
     matrix = compare_matrix(experiment_ids=[experiment_id], metric="accuracy", models=["nbc", "hnb", "j48"],
                             tracking_uri=tracking_uri, log=False, jobs=1, **FAST)
-    assert matrix.bbt.model == "bbt" and set(matrix.ranking["model"]) == {"nbc", "hnb", "j48"}
+    assert matrix.bbt.model == "hierarchical" and set(matrix.ranking["model"]) == {"nbc", "hnb", "j48"}
+    assert matrix.bbt.settings["lacking"] == {"j48": ["uci30"]} and "uci30" in matrix.bbt.settings["datasets"]
     assert dict(matrix.pairs["nbc", "j48"].tensor.left_out) == {"uci30": "no scores of 'j48'"}
-    assert "needs every model on every dataset" in caplog.text
+    assert "'j48' lacks uci30" in caplog.text and "Bradley-Terry" not in caplog.text
 
 
 def test_matrix_needs_two_distinct_models(tracking_uri):

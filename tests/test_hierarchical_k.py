@@ -7,12 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import integrate, stats
+from scipy import integrate, linalg, special, stats
 
 from mlflow_bayescompare.errors import InputError
 from mlflow_bayescompare.options import RankOptions
 from mlflow_bayescompare.ranking import hierarchical_k
 from mlflow_bayescompare.ranking.engine import rank_models, read_scores
+from mlflow_bayescompare.sampling import programs, sampler
 from mlflow_bayescompare.simulation import rankings
 
 SAMPLER = dict(chains=2, draws=500, warmup=500)
@@ -86,7 +87,8 @@ def test_refused_without_folds_missing_cells_or_a_known_vs():
     frame = rankings.scores(rankings.Scenario(datasets=3, folds=4), np.random.default_rng(0))
     with pytest.raises(InputError, match="folds per repeat are unknown"):
         rank_models(frame.drop(columns=["folds", "repeat"]))
-    with pytest.raises(InputError, match="needs every model on every fold"):
+    with pytest.raises(InputError, match=r"models lack some fold scores on 1 dataset \(d0 \(m2\)\): the hierarchical "
+                                         "model takes a dataset some models lack, not a model that lacks some folds"):
         rank_models(frame.assign(score=np.where(np.arange(len(frame)) == 5, np.nan, frame["score"])),
                     skip_missing=True)
     with pytest.raises(InputError, match="not among the models ranked"):
@@ -95,6 +97,33 @@ def test_refused_without_folds_missing_cells_or_a_known_vs():
         RankOptions(vs="m1", model="bbt")
     with pytest.raises(InputError, match="one score per model"):
         rank_models(frame.groupby(["dataset", "model"], as_index=False)["score"].mean(), model="hierarchical")
+
+
+def _without(frame: pd.DataFrame, cells) -> pd.DataFrame:
+    """``frame`` without the scores of the (model, dataset) ``cells``."""
+    return frame[~pd.Series(list(zip(frame["model"], frame["dataset"])), index=frame.index).isin(set(cells))]
+
+
+def test_a_model_a_dataset_lacks_is_kept_by_the_hierarchical_model_and_refused_by_bbt_without_its_rule():
+    frame = rankings.scores(rankings.Scenario(datasets=4, folds=4), np.random.default_rng(2))
+    ragged = _without(frame, [("m2", "d1"), ("m3", "d1"), ("m4", "d1"), ("m5", "d1"), ("m2", "d2")])
+    scores = read_scores(ragged)  # no error: a model missing on a dataset is a NaN column
+    assert scores.lacking() == {"m2": ["d1", "d2"], "m3": ["d1"], "m4": ["d1"], "m5": ["d1"]}
+    assert np.isnan(scores.blocks[2][:, 1]).all() and not np.isnan(np.delete(scores.blocks[2], 1, axis=1)).any()
+    inputs = hierarchical_k.stan_inputs(scores, RankOptions())
+    assert inputs.scores.datasets == ["d0", "d2", "d3"] and inputs.left_out == ["d1"]  # d1: m1 alone
+    data = inputs.stan_data
+    assert (data["q"], data["q_r"], data["idx_r"], data["p_i"], data["w"]) == (3, 1, [2], [4.0, 3.0, 4.0],
+                                                                              [12.0, 9.0, 12.0])
+    assert inputs.ragged_note() == ("each dataset's models are compared where they have scores (nothing imputed): "
+                                    "'m2' lacks d2; left out, for holding fewer than two models: d1")
+    with pytest.raises(InputError, match=r"model 'm2' has no scores on 2 of 4 datasets: d1, d2(.|\n)*skip_missing=True "
+                                         "counts no game"):
+        rank_models(ragged, model="bbt")
+    split = _without(frame, [(m, d) for m in ("m1", "m2") for d in ("d2", "d3")]
+                     + [(m, d) for m in ("m3", "m4", "m5") for d in ("d0", "d1")])
+    with pytest.raises(InputError, match=r"no dataset links the models \{m1, m2\} to \{m3, m4, m5\}"):
+        hierarchical_k.stan_inputs(read_scores(split), RankOptions())
 
 
 def test_stan_inputs_scale_and_bounds():
@@ -108,6 +137,85 @@ def test_stan_inputs_scale_and_bounds():
     spread = np.sqrt(np.array(data["c"]) * 0.8 / np.array(data["w"]))
     assert spread.mean() == pytest.approx(1.0)
     assert inputs.scale == pytest.approx(rankings.INTERACTION.noise, rel=0.3)
+    # a complete grid: b is v, no dataset is ragged, and the bounds are the complete grid's formulas
+    v = np.array(hierarchical_k.sufficient(scores.blocks, inputs.rho)[0]) / inputs.scale
+    assert np.array(data["b"]) == pytest.approx(v, abs=1e-12) and data["q_r"] == 0 and data["A_r"] == []
+    assert data["v_squared"] == pytest.approx(np.sum(v**2, axis=1), abs=1e-12)
+    assert data["sigma0_high"] == pytest.approx(1000 * np.sqrt(np.mean(np.var(v, axis=0, ddof=1))), rel=1e-12)
+    largest = max(np.ptp(b, axis=1).max() for b in scores.blocks) / inputs.scale
+    assert data["d_bound"] == pytest.approx(largest / np.sqrt(2), rel=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------ ragged grids
+
+
+def _direct_ragged(block, delta, sigma0, tau, sigma, rho):
+    """log p(Y | δ, σ0, τ, σ) of one dataset's models present (NaN columns: missing), its fold effect (flat) and the
+    models' effects θ_S ~ N(δ_S, σ0²/τ I) integrated out: vec(Y) with θ integrated is MVN(δ_S ⊗ 1, I ⊗ (σ²M + s²11'))
+    shifted by 1 ⊗ u, so integrating u leaves the density of its projection on the contrasts (B' ⊗ I) vec(Y), B any
+    orthonormal basis of them (here scipy's, not Helmert's), up to a constant of the data."""
+    models = np.flatnonzero(~np.isnan(block).all(axis=0))
+    y = block[:, models]
+    n, k = y.shape
+    basis = linalg.null_space(np.ones((1, k)))
+    one = sigma**2 * ((1 - rho) * np.eye(n) + rho * np.ones((n, n))) + sigma0**2 / tau * np.ones((n, n))
+    project = np.kron(basis.T, np.eye(n))
+    return stats.multivariate_normal.logpdf(project @ y.T.ravel(), project @ np.repeat(delta[models], n),
+                                            np.kron(np.eye(k - 1), one))
+
+
+def _program(data, d, sigma0, tau, sigma):
+    """The program's log likelihood of every dataset (rewrites 1-5), written from its data block."""
+    maps = hierarchical_k.selections(data)
+    b, v2, p, c, m, w = (np.asarray(data[key], dtype=float) for key in ("b", "v_squared", "p_i", "c", "m", "w"))
+    total = sigma0**2 / tau + sigma**2 / m
+    d_squared = np.array([np.sum((a @ d) ** 2) for a in maps])
+    return np.sum(-w * np.log(sigma) - c / (2 * sigma**2) - 0.5 * p * np.log(total)
+                  - 0.5 * (v2 - 2 * b @ d + d_squared) / total)
+
+
+def _ragged_grid(seed: int, k: int = 5, n: int = 4):
+    """Fold scores of k models on 4 datasets, two of them ragged (models 0, 2, 3 and models 1, 4: not the first
+    ones, whose A_i would be a block of the identity), ρ = 1/n."""
+    rng = np.random.default_rng(seed)
+    blocks = [rng.normal(size=(n, k)) * 0.6 + rng.normal(size=k) + rng.normal(size=(n, 1)) for _ in range(4)]
+    blocks[1][:, [1, 4]] = np.nan
+    blocks[3][:, [0, 2, 3]] = np.nan
+    return blocks, np.full(4, 1 / n)
+
+
+def _data(blocks, rho, *, as_prefix: bool = False) -> dict:
+    """The likelihood's data block of ``blocks``; ``as_prefix``: a wrong A_i, as if each dataset held the first k_i
+    models."""
+    k, n = blocks[0].shape[1], np.array([len(b) for b in blocks])
+    v, c = hierarchical_k.sufficient(blocks, rho)
+    models = [hierarchical_k.present(b) for b in blocks]
+    return hierarchical_k.sufficient_data(v, c, n, rho, [np.arange(len(s)) for s in models] if as_prefix else models,
+                                          k)
+
+
+_POINTS = [(np.array([0.3, -0.2, 0.5, 0.1]), 0.7, np.array([1.2, 0.6, 2.0, 0.9]), np.array([0.5, 0.8, 0.6, 1.1])),
+           (np.array([-0.4, 0.6, 0.0, -0.3]), 1.4, np.array([0.4, 1.5, 0.8, 1.3]), np.array([0.9, 0.4, 1.0, 0.7])),
+           (np.array([0.1, 0.1, -0.6, 0.8]), 0.3, np.array([2.5, 0.9, 1.1, 0.5]), np.array([0.6, 1.2, 0.5, 0.8]))]
+
+
+def _differences(values) -> np.ndarray:
+    return np.asarray(values[1:]) - values[0]
+
+
+def test_a_dataset_some_models_lack_is_fitted_exactly():
+    blocks, rho = _ragged_grid(5)
+    basis = hierarchical_k.helmert(5)
+    direct = _differences([sum(_direct_ragged(b, basis @ d, s0, t, s, r) for b, t, s, r in zip(blocks, tau, sigma, rho))
+                           for d, s0, tau, sigma in _POINTS])
+    data = _data(blocks, rho)
+    assert data["q_r"] == 2 and data["p_i"] == [4.0, 2.0, 4.0, 1.0]
+    ours = _differences([_program(data, *point) for point in _POINTS])
+    assert ours == pytest.approx(direct, abs=1e-8)
+    # the test tells: p in place of p_i, or A_i = I (the models taken as the first k_i), is wrong by far more
+    complete = {**data, "p_i": [4.0] * 4, "w": [12.0] * 4}
+    for wrong in (complete, _data(blocks, rho, as_prefix=True)):
+        assert np.max(np.abs(_differences([_program(wrong, *point) for point in _POINTS]) - direct)) > 1e-2
 
 
 # ------------------------------------------------------------------------------------------------ with Stan
@@ -163,3 +271,103 @@ def test_two_models_agree_with_the_two_model_hierarchical_test():
     # winner fractions from 8000 draws each: Monte-Carlo sd about 0.01 (autocorrelated draws: a bit more)
     assert ours["p_better"] == pytest.approx(test.p_a_better, abs=0.05)
     assert ours["p_rope"] == pytest.approx(test.p_rope, abs=0.05)
+
+
+def _log_density(blocks, rho, data: dict):
+    """Stan's log density of ``data`` (every τ_i standardised, ν fixed) at (d, σ0, τ, σ) on the constrained scale,
+    as ``log_prob`` sees it (the model block's own Jacobians kept, the bounds' off)."""
+    from mlflow_bayescompare.sampling import pystan_backend
+
+    bounds = {"d_bound": 3.0, "sigma0_high": 5.0, "sigma_high": 0.0, "alpha_low": 0.5, "alpha_high": 5.0,
+              "beta_low": 0.05, "beta_high": 0.15}
+    data = {**data, **bounds, "q_tau": 0, "idx_tau": [], "idx_z": list(range(1, data["q"] + 1))}
+    model = pystan_backend.build("hierarchical_k", data, seed=1)
+    nu_scaled, beta = 0.8, 0.1
+    nu = 1 + nu_scaled / beta
+    c, w = np.asarray(data["c"]), np.asarray(data["w"])
+
+    def at(d, sigma0, tau, sigma):
+        tau_z = (np.log(tau) - special.digamma(nu / 2) + np.log(nu / 2)) / np.sqrt(special.polygamma(1, nu / 2))
+        raw = (np.log(sigma) - 0.5 * np.log(c / w)) * np.sqrt(2 * w)
+        point = model.unconstrain_pars({"d": d.tolist(), "sigma0": sigma0, "nu_scaled": nu_scaled, "gamma_alpha": 2.0,
+                                        "gamma_beta": beta, "log_sigma_raw": raw.tolist(), "log_omega": [],
+                                        "tau_z": tau_z.tolist()})
+        return model.log_prob(point, adjust_transform=False)
+
+    def prior(tau, sigma):  # τ's Gamma(ν/2, ν/2), the log-Jacobians of τ_z -> τ and of the flat prior on σ
+        return np.sum(stats.gamma.logpdf(tau, nu / 2, scale=2 / nu) + np.log(tau) + np.log(sigma))
+
+    return at, prior
+
+
+@pytest.mark.slow
+def test_the_programs_log_density_on_a_ragged_grid_is_the_direct_likelihood():
+    if not programs.pystan_available():
+        pytest.skip("the log density is read through pystan")
+    blocks, rho = _ragged_grid(6)
+    at, prior = _log_density(blocks, rho, _data(blocks, rho))
+    basis = hierarchical_k.helmert(5)
+    stan_values = _differences([at(*point) for point in _POINTS])
+    direct = _differences([sum(_direct_ragged(b, basis @ d, s0, t, s, r) for b, t, s, r in zip(blocks, tau, sigma, rho))
+                           + prior(tau, sigma) for d, s0, tau, sigma in _POINTS])
+    assert stan_values == pytest.approx(direct, abs=1e-8)
+
+
+@pytest.mark.slow
+def test_the_programs_log_density_on_a_complete_grid_is_the_complete_grids():
+    # every model on every dataset: the new data (b = v, q_r = 0) give the complete grid's model block as it was,
+    # -0.5 p Σ log(total) - 0.5 Σ |v_i - d|² / total (rewrite 4 with A_i = I)
+    if not programs.pystan_available():
+        pytest.skip("the log density is read through pystan")
+    rng = np.random.default_rng(8)
+    blocks, rho = [rng.normal(size=(4, 5)) * 0.6 + rng.normal(size=5) for _ in range(4)], np.full(4, 0.25)
+    data = _data(blocks, rho)
+    assert data["q_r"] == 0 and data["b"] == [x.tolist() for x in hierarchical_k.sufficient(blocks, rho)[0]]
+    at, prior = _log_density(blocks, rho, data)
+    v, c, m, w = np.asarray(data["b"]), np.asarray(data["c"]), np.asarray(data["m"]), np.asarray(data["w"])
+    complete = [sum(_integrated(v[i], c[i], m[i], w[i], d, s0, tau[i], sigma[i]) for i in range(4)) + prior(tau, sigma)
+                for d, s0, tau, sigma in _POINTS]
+    assert _differences([at(*point) for point in _POINTS]) == pytest.approx(_differences(complete), abs=1e-8)
+
+
+def _grid_without(frame: pd.DataFrame, share: float, seed: int) -> pd.DataFrame:
+    """``frame`` without a ``share`` of its (model, dataset) cells, drawn at random (at least two models kept)."""
+    rng = np.random.default_rng(seed)
+    cells = frame[["model", "dataset"]].drop_duplicates()
+    dropped = cells[rng.random(len(cells)) < share]
+    kept = cells.groupby("dataset").size() - dropped.groupby("dataset").size().reindex(cells["dataset"].unique(),
+                                                                                         fill_value=0)
+    dropped = dropped[dropped["dataset"].map(kept) >= 2]
+    return _without(frame, zip(dropped["model"], dropped["dataset"]))
+
+
+@pytest.mark.slow
+def test_a_ragged_grid_recovers_the_order_and_agrees_with_the_complete_grid():
+    scenario = rankings.Scenario(means=(0.03, 0.015, 0.0, -0.015, -0.03))
+    frame = rankings.scores(scenario, np.random.default_rng(17))
+    ragged = _grid_without(frame, 0.3, seed=3)
+    assert 0.25 < 1 - len(ragged) / len(frame) < 0.35
+    opts = RankOptions(seed=2, **SAMPLER)
+    full, gappy = rank_models(frame, options=opts), rank_models(ragged, options=opts)
+    assert gappy.model == "hierarchical" and gappy.settings["lacking"] and len(gappy.settings["datasets"]) == 30
+    assert gappy.order[0] == "m1" and gappy.ranking["p_best"].iloc[0] > 0.9
+    # the pairs' differences agree with the complete grid's, in units of its posterior sd; with a wrong A_i (each
+    # dataset's models taken as the first k_i) they do not
+
+    def differences(draws, models):
+        delta = draws.reshape(-1, 5)[:, [models.index(m) for m in rankings.model_names(5)]]
+        return np.array([delta[:, a] - delta[:, b] for a in range(5) for b in range(a + 1, 5)]).T
+
+    ours, truth = differences(gappy.draws["delta"], gappy.models), differences(full.draws["delta"], full.models)
+    gap = np.abs(ours.mean(axis=0) - truth.mean(axis=0)) / truth.std(axis=0)
+    assert gap.max() < 2.5, gap  # 30% of the cells fewer: within 2 sd here (least squares moves as much)
+    scores = read_scores(ragged)
+    inputs = hierarchical_k.stan_inputs(scores, opts)
+    blocks = [b / inputs.scale for b in scores.blocks]
+    models = [hierarchical_k.present(b) for b in blocks]
+    v, c = hierarchical_k.sufficient(blocks, inputs.rho)
+    wrong = {**inputs.stan_data, **hierarchical_k.sufficient_data(v, c, inputs.n, inputs.rho,
+                                                                   [np.arange(len(s)) for s in models], 5)}
+    run = sampler.run("hierarchical_k", wrong, chains=2, draws=500, warmup=500, seed=2)
+    mistaken = differences(inputs.scale * run.draws["d"] @ inputs.basis.T, scores.models)
+    assert (np.abs(mistaken.mean(axis=0) - truth.mean(axis=0)) / truth.std(axis=0)).max() > 5.0  # 14 here

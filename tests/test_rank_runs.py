@@ -182,16 +182,26 @@ def test_rank_command_require_best_passes_when_the_data_supports_it(client, trac
     assert text.exit_code == 0 and re.search(claim_line, text.stdout, re.M), text.output
 
 
-def test_rank_command_drop_incomplete_drops_the_dataset_a_model_lacks(client, tracking_uri, experiment_id):
+def test_rank_command_ranks_a_ragged_grid_by_the_hierarchical_model_or_drops_what_a_model_lacks(
+        client, tracking_uri, experiment_id):
     log_uci(client, experiment_id, models=("nbc", "hnb"))
     log_uci(client, experiment_id, models=("j48",), datasets=[d for d in DATASETS if d != 24])  # no j48 on uci24
     argv = ["rank", "--tracking-uri", tracking_uri, "--experiment-id", experiment_id, "--metric", "accuracy",
             *SMALL_ARGV, "--json"]
-    result = CliRunner().invoke(main, argv)
-    assert result.exit_code == 2, result.output
-    assert re.search(r"model 'j48' has no scores on 1 of 6 datasets: uci24\b", result.stderr), result.stderr
-    assert "drop_incomplete" in result.stderr or "--drop-incomplete" in result.stderr
-    assert not client.search_runs([experiment_id], "tags.`bayescompare.kind` = 'ranking'")  # nothing logged
+    result = CliRunner().invoke(main, argv)  # uci24 is fitted with the two models it has
+    assert result.exit_code == 0, result.output
+    assert re.search(r"warning: the hierarchical model: each dataset's models are compared where they have scores "
+                     r"\(nothing imputed\): 'j48' lacks uci24\b", result.stderr), result.stderr
+    report = json.loads(result.stdout)
+    assert report["ranking"] and report["settings"]["model"] == "hierarchical"
+    assert report["settings"]["datasets"] == [f"uci{d:02d}" for d in DATASETS]
+    assert report["settings"]["lacking"] == {"j48": ["uci24"]}
+    assert "'j48' lacks uci24" in " ".join(report["diagnostics"]["warnings"])
+    assert client.get_run(report["run_id"]).data.metrics["n_datasets"] == 6
+
+    result = CliRunner().invoke(main, [*argv, "--model", "bbt"])  # Bradley-Terry keeps its rule
+    assert result.exit_code == 2 and "model 'j48' has no scores on 1 of 6 datasets: uci24" in result.stderr
+    assert "skip_missing=True counts no game" in result.stderr
 
     result = CliRunner().invoke(main, [*argv, "--drop-incomplete"])
     assert result.exit_code == 0, result.output
@@ -199,6 +209,7 @@ def test_rank_command_drop_incomplete_drops_the_dataset_a_model_lacks(client, tr
         result.stderr
     report = json.loads(result.stdout)
     assert report["settings"]["datasets"] == [f"uci{d:02d}" for d in DATASETS if d != 24]
+    assert "lacking" not in report["settings"] and "nothing imputed" not in result.stderr
     assert {row["model"] for row in report["ranking"]} == {"nbc", "hnb", "j48"}
     run = client.get_run(report["run_id"])
     assert run.info.status == "FINISHED" and run.data.metrics["n_datasets"] == 5

@@ -26,7 +26,7 @@ from ..sampling import sampler
 from .hierarchical_k import rank_hierarchical
 from .hierarchical_k_result import HierarchicalRankingResult
 from .joint import JointRankingResult, rank_one_dataset
-from .result import RankingResult, summarise
+from .result import MAX_LISTED, RankingResult, listed, summarise
 
 __all__ = ["rank_models", "rank_scores", "ranking_model", "model_across", "RANKING_PROGRAMS", "rank_wins", "Scores",
            "read_scores", "outcomes", "win_table", "handle_ties", "stan_data", "HYPER_PRIOR_CODES", "NU_SCALE",
@@ -36,8 +36,6 @@ __all__ = ["rank_models", "rank_scores", "ranking_model", "model_across", "RANKI
 HYPER_PRIOR_CODES = {"lognormal": 0, "cauchy": 1, "normal": 2}
 #: Davidson's tie parameter: nu ~ N(0, NU_SCALE) (ties of equal models have probability 1/3 at nu = 0)
 NU_SCALE = 1.0
-#: datasets named in one problem before "and N more"
-MAX_LISTED = 12
 _HEADER = "cannot rank the models:"
 #: the Stan program of each ranking model that samples one (the joint model of one dataset is closed-form)
 RANKING_PROGRAMS = {"bbt": "bbt", "hierarchical": "hierarchical_k"}
@@ -46,15 +44,22 @@ RANKING_PROGRAMS = {"bbt": "bbt", "hierarchical": "hierarchical_k"}
 @dataclass(frozen=True)
 class Scores:
     """Scores of K models on q datasets, greater is better: ``blocks[d]`` is an array (rows, K) of dataset d, its rows
-    paired across the models (folds; a single row when only the means are known).  ``fold_counts``: each dataset's
-    folds per repeat of its cross-validation, None where unknown (ρ = 1/folds of the hierarchical and joint models);
-    ``folds`` the one dataset's, of the joint model (:mod:`.joint`)."""
+    paired across the models (folds; a single row when only the means are known), NaN where a score is missing (a
+    model missing on a dataset: its whole column).  ``fold_counts``: each dataset's folds per repeat of its
+    cross-validation, None where unknown (ρ = 1/folds of the hierarchical and joint models); ``folds`` the one
+    dataset's, of the joint model (:mod:`.joint`)."""
 
     models: list[str]
     datasets: list[str]
     blocks: list[np.ndarray]
     folds: int | None = None
     fold_counts: tuple[int | None, ...] = ()
+
+    def lacking(self) -> dict[str, list[str]]:
+        """The datasets on which each model has no score, by model (the models that lack none left out)."""
+        out = {m: [d for d, b in zip(self.datasets, self.blocks) if np.isnan(b[:, j]).all()]
+               for j, m in enumerate(self.models)}
+        return {m: ds for m, ds in out.items() if ds}
 
 
 def rank_models(data, *, models=None, dataset: str | None = None, folds: int | None = None,
@@ -104,11 +109,18 @@ def rank_scores(scores: Scores, opts: RankOptions,
 def ranking_model(scores: Scores, opts: RankOptions) -> str:
     """The model that ranks ``scores``: ``joint-t`` on one dataset; across datasets ``opts.model``, where ``auto``
     is the hierarchical model on fold scores and BBT on per-dataset means (one score per model and dataset).
-    ``vs`` is refused where it has no answer."""
+    ``vs`` is refused where it has no answer, and BBT where a model lacks a dataset unless ``skip_missing`` (its rule:
+    no game there); the hierarchical model takes such datasets as they are."""
     if len(scores.datasets) == 1:
         model = "joint-t"
     else:
         model = model_across(opts, means=all(len(block) == 1 for block in scores.blocks))
+    if model == "bbt" and not opts.skip_missing and scores.lacking():
+        raise InputError([*(f"model {m!r} has no scores on {len(ds)} of {len(scores.datasets)} datasets: {listed(ds)}"
+                            for m, ds in scores.lacking().items()),
+                          "Bayesian Bradley-Terry plays every pair on every dataset: skip_missing=True counts no game "
+                          "where a model lacks one (the paper's rule), drop_incomplete=True drops those datasets"],
+                         header=_HEADER)
     if opts.vs is not None and model != "hierarchical":
         why = ("on one dataset" if model == "joint-t" else "on per-dataset means (bbt ranks them)"
                if opts.model == "auto" else "under model bbt")
@@ -143,10 +155,11 @@ def rank_wins(wins: pd.DataFrame, *, models=None, options: RankOptions | None = 
 
 def read_scores(data, *, models=None, dataset: str | None = None, greater_is_better: bool = True,
                 drop_incomplete: bool = False, skip_missing: bool = False, folds: int | None = None) -> Scores:
-    """The scores of :func:`rank_models`'s ``data``, checked: every problem is reported at once.  A missing score
-    (NaN, or no row) is an error unless ``drop_incomplete`` (drop the dataset, with a warning) or ``skip_missing``
-    (keep it as NaN: :func:`outcomes` counts no game there).  On one dataset, ``folds`` (or the table's own, see
-    :func:`rank_models`) is kept for the joint model."""
+    """The scores of :func:`rank_models`'s ``data``, checked: every problem is reported at once.  A model without
+    scores on a dataset is kept as a NaN column (the model that ranks decides: :func:`ranking_model`); a model with
+    some of a dataset's scores missing (NaN, or no row) is an error unless ``drop_incomplete`` (drop the dataset, with
+    a warning) or ``skip_missing`` (keep them as NaN: :func:`outcomes` counts no game there).  On one dataset,
+    ``folds`` (or the table's own, see :func:`rank_models`) is kept for the joint model."""
     if not isinstance(data, pd.DataFrame):
         raise InputError(f"scores must be a pandas DataFrame (tidy, wide or per-dataset means); got "
                          f"{type(data).__name__}")
@@ -158,14 +171,14 @@ def read_scores(data, *, models=None, dataset: str | None = None, greater_is_bet
     problems += _bad_values(rows)
     grid = rows.pivot(index=["dataset", "row"], columns="model", values="score").reindex(columns=names)
     datasets = list(pd.unique(rows["dataset"]))
-    lacking, lines = _missing(grid, rows, names)
+    lacking, lines, partial = _missing(grid, rows, names)
     if lacking and skip_missing:
         log.warning("%d dataset(s) lack some scores; pairs count no game where one is missing (Bradley-Terry's "
-                    "rule for missing results): %s", len(lacking), _listed(lacking))
+                    "rule for missing results): %s", len(lacking), listed(lacking))
     elif lacking and drop_incomplete:
-        log.warning("dropped %d dataset(s) on which a model lacks scores: %s", len(lacking), _listed(lacking))
+        log.warning("dropped %d dataset(s) on which a model lacks scores: %s", len(lacking), listed(lacking))
         datasets = [d for d in datasets if d not in lacking]
-    elif lines:
+    elif partial:
         problems += [*lines, "drop_incomplete=True drops those datasets; skip_missing=True counts no game where a "
                              "score is missing (the paper's rule for missing results)"]
     if not problems and not datasets:
@@ -215,7 +228,7 @@ def _tidy_rows(data: pd.DataFrame, dataset: str) -> pd.DataFrame:
     if len(twice):
         found = twice.groupby("model", sort=False)["dataset"].unique()
         raise InputError([f"model {m!r} has several scores for one {'/'.join(keys) or 'dataset'} on "
-                          f"{_listed(list(ds))}" for m, ds in found.items()], header=_HEADER)
+                          f"{listed(list(ds))}" for m, ds in found.items()], header=_HEADER)
     return rows
 
 
@@ -263,12 +276,13 @@ def _pick_models(rows: pd.DataFrame, models, problems: list[str]) -> list[str]:
 
 def _bad_values(rows: pd.DataFrame) -> list[str]:
     """One line per model with infinite or non-numeric scores (always an error, unlike a NaN)."""
-    return [f"model {model!r} has infinite or non-numeric scores on {_listed(pd.unique(part['dataset']))}"
+    return [f"model {model!r} has infinite or non-numeric scores on {listed(pd.unique(part['dataset']))}"
             for model, part in rows[rows["bad"]].groupby("model", sort=False)]
 
 
-def _missing(grid: pd.DataFrame, rows: pd.DataFrame, names: list[str]) -> tuple[list[str], list[str]]:
-    """The datasets on which a model lacks a score (no row, or NaN), and the lines that say so, per model."""
+def _missing(grid: pd.DataFrame, rows: pd.DataFrame, names: list[str]) -> tuple[list[str], list[str], bool]:
+    """The datasets on which a model lacks a score (no row, or NaN), the lines that say so, per model, and whether a
+    model lacks some of a dataset's scores but not all."""
     size = grid.groupby(level="dataset", sort=False).size()
 
     def count(part: pd.DataFrame) -> pd.DataFrame:
@@ -281,21 +295,16 @@ def _missing(grid: pd.DataFrame, rows: pd.DataFrame, names: list[str]) -> tuple[
         none, some, nans = given[model] == 0, (given[model] > 0) & (given[model] < size), nan[model] > 0
         if none.any():
             lines.append(f"model {model!r} has no scores on {none.sum()} of {len(size)} datasets: "
-                         f"{_listed(size.index[none])}")
+                         f"{listed(size.index[none])}")
         if some.any():
             lines.append(f"model {model!r} lacks rows (folds) on {some.sum()} dataset(s): "
-                         f"{_listed(f'{d} ({given.at[d, model]} of {size[d]} rows)' for d in size.index[some])}")
+                         f"{listed(f'{d} ({given.at[d, model]} of {size[d]} rows)' for d in size.index[some])}")
         if nans.any():
             lines.append(f"model {model!r} has NaN scores on {nans.sum()} dataset(s): "
-                         f"{_listed(f'{d} ({nan.at[d, model]} of {size[d]} rows)' for d in size.index[nans])}")
-    lacking = (given.lt(size, axis=0) | (nan > 0)).any(axis=1)
-    return list(size.index[lacking]), lines
-
-
-def _listed(items) -> str:
-    items = list(items)
-    more = f" and {len(items) - MAX_LISTED} more" if len(items) > MAX_LISTED else ""
-    return ", ".join(map(str, items[:MAX_LISTED])) + more
+                         f"{listed(f'{d} ({nan.at[d, model]} of {size[d]} rows)' for d in size.index[nans])}")
+    gaps = given.lt(size, axis=0) | (nan > 0)
+    partial = gaps & (given > 0) & (nan < given)
+    return list(size.index[gaps.any(axis=1)]), lines, bool(partial.to_numpy().any())
 
 
 # ------------------------------------------------------------------------------------------------ the win table
@@ -375,7 +384,7 @@ def _read_wins(wins, models) -> tuple[list[str], pd.DataFrame]:
         problems.append(f"rows pair a model with itself: {', '.join(selves)}")
     seen = pd.Series([" - ".join(sorted(pair)) for pair in pairs], dtype=object)
     if seen.duplicated().any():
-        problems.append(f"pairs with several rows: {_listed(pd.unique(seen[seen.duplicated()]))}")
+        problems.append(f"pairs with several rows: {listed(pd.unique(seen[seen.duplicated()]))}")
     if problems:
         raise InputError(problems, header=_HEADER)
     return names, _ordered_pairs(names, table.assign(**counts.astype(int)))

@@ -3,14 +3,17 @@
 fitted to the fold scores of many datasets.
 
 Pipeline: :class:`~.engine.Scores` (oriented so that greater is better) → :func:`stan_inputs` (per dataset the fold
-means' contrast coordinates v_i = H'ȳ_i and the residual sum of squares c_i, scaled to the data's within-dataset
-spread; the paper's data-derived prior bounds) → ``stan/hierarchical_k.stan`` →
-:func:`.hierarchical_k_result.summarise`.
+means' contrast coordinates v_i = H_S'ȳ_i over the models S it has and the residual sum of squares c_i, scaled to the
+data's within-dataset spread; the paper's data-derived prior bounds) → ``stan/hierarchical_k.stan`` →
+:func:`.hierarchical_k_result.summarise`.  A dataset some models lack is fitted as it is (the program's rewrite 5:
+exact, nothing imputed); one with fewer than two models carries no contrast and is left out.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy import special
@@ -22,9 +25,10 @@ from ..progress import Progress, notify
 from ..result import counted, divergent_transitions
 from ..sampling import sampler
 from .hierarchical_k_result import HierarchicalRankingResult, summarise
+from .result import listed
 
-__all__ = ["rank_hierarchical", "stan_inputs", "sufficient", "sufficient_data", "tau_forms", "helmert", "Inputs",
-           "HEADER", "FORM", "NU_CAP", "RETRY_ADAPT_DELTA"]
+__all__ = ["rank_hierarchical", "stan_inputs", "sufficient", "sufficient_data", "tau_forms", "helmert", "present",
+           "selection", "selections", "population_fit", "Inputs", "HEADER", "FORM", "NU_CAP", "RETRY_ADAPT_DELTA"]
 
 HEADER = "Cannot rank the models with the hierarchical model:"
 #: how the program samples (its header): the datasets' effects integrated out
@@ -47,8 +51,9 @@ def helmert(k: int) -> np.ndarray:
 @dataclass
 class Inputs:
     """The Stan data (scaled) and what turns the draws back into metric units: ``scale`` (the data were divided by
-    it), the Helmert ``basis`` (δ = H d), ``rho`` and ``n`` per dataset, the datasets whose residuals were all zero
-    (``patched``)."""
+    it), the Helmert ``basis`` (δ = H d), ``rho`` and ``n`` per dataset fitted, the datasets whose residuals were all
+    zero (``patched``); the ``scores`` fitted and the datasets left out for holding fewer than two models
+    (``left_out``)."""
 
     stan_data: dict
     scale: float
@@ -56,109 +61,216 @@ class Inputs:
     rho: np.ndarray
     n: np.ndarray
     patched: list[str]
+    scores: Any
+    left_out: list[str] = field(default_factory=list)
+
+    def ragged_note(self) -> str | None:
+        """What the fit did with the models some datasets lack (None on a complete grid)."""
+        parts = [f"'{m}' lacks {listed(ds)}" for m, ds in self.scores.lacking().items()]
+        if parts:
+            parts = [f"each dataset's models are compared where they have scores (nothing imputed): {'; '.join(parts)}"]
+        if self.left_out:
+            parts.append(f"left out, for holding fewer than two models: {listed(self.left_out)}")
+        return "; ".join(parts) or None
 
 
 def rank_hierarchical(scores, opts: RankOptions, progress: Progress | None = None) -> HierarchicalRankingResult:
     """Rank the models of ``scores`` (a :class:`~.engine.Scores` of two datasets or more, oriented so that greater
     is better) by the hierarchical model."""
     inputs = stan_inputs(scores, opts)
+    if inputs.ragged_note():
+        log.warning("the hierarchical model: %s", inputs.ragged_note())
     opts = opts.with_seed().with_warmup()
-    notify(progress, "sampling", f"{len(scores.models)} models on {counted(len(scores.datasets), 'dataset')} "
+    notify(progress, "sampling", f"{len(scores.models)} models on {counted(len(inputs.scores.datasets), 'dataset')} "
                                  f"(hierarchical model, {opts.chains} chains × {opts.draws} draws)")
     run, form = _sample(inputs.stan_data, opts, progress)
     return summarise(scores, inputs, run, opts, form=form)
 
 
 def stan_inputs(scores, opts: RankOptions) -> Inputs:
-    """The data block of ``stan/hierarchical_k.stan``, checked: every model scored on every fold of every dataset
-    (at least 2 folds), ρ known.  Every problem at once."""
-    k, blocks = len(scores.models), scores.blocks
-    rho = _correlations(scores, opts)
+    """The data block of ``stan/hierarchical_k.stan``, checked: on each dataset every model it has (at least two;
+    a dataset with fewer is left out) scored on every fold (at least 2 folds), ρ known, the models linked by the
+    datasets they share.  Every problem at once."""
+    fitted, left_out = _with_contrasts(scores)
+    rho = _correlations(scores, fitted, opts)
+    k, blocks = len(fitted.models), fitted.blocks
+    models = [present(b) for b in blocks]
     n = np.array([len(b) for b in blocks])
+    p = np.array([len(s) - 1 for s in models])
     v, c = sufficient(blocks, rho)
-    spread = np.sqrt(c * (1 - rho) / ((n - 1) * (k - 1)))  # a model's residual sd on each dataset
+    spread = np.sqrt(c * (1 - rho) / ((n - 1) * p))  # a model's residual sd on each dataset
     scale = float(spread.mean()) if spread.mean() > 0 else opts.metric_rope
-    v, c = v / scale, c / scale**2
-    patched = [d for d, value in zip(scores.datasets, c) if value <= 1e-12]
+    v, c = [x / scale for x in v], c / scale**2
+    patched = [d for d, value in zip(fitted.datasets, c) if value <= 1e-12]
     if patched:  # as prepare.py's noise U(±rope) on a constant dataset: its expected residual sum of squares
-        floor = (n - 1) * (k - 1) * (opts.metric_rope / scale) ** 2 / 3 / (1 - rho)
+        floor = (n - 1) * p * (opts.metric_rope / scale) ** 2 / 3 / (1 - rho)
         c = np.where(c <= 1e-12, floor, c)
         log.warning("no residual variation across folds on %s (the models' scores move together): their noise "
                     "is taken as U(±rope), as the two-model test does", ", ".join(patched[:12]))
-    largest = max(float(np.max(np.ptp(b, axis=1))) for b in blocks) / scale
+    largest = max(float(np.max(np.ptp(b[:, s], axis=1))) for b, s in zip(blocks, models)) / scale
     upper = FitOptions.std_upper_bound
-    among = float(np.sqrt(np.mean(np.var(v, axis=0, ddof=1))))
-    data = {**sufficient_data(v, c, n, rho), "d_bound": max(largest, opts.metric_rope / scale) / 2**0.5,
-            "sigma0_high": upper * (among if among > 0 else 1.0), "sigma_high": 0.0,
-            "alpha_low": FitOptions.alpha_bounds[0], "alpha_high": FitOptions.alpha_bounds[1],
+    data = {**sufficient_data(v, c, n, rho, models, k), "d_bound": max(largest, opts.metric_rope / scale) / 2**0.5,
+            "sigma_high": 0.0, "alpha_low": FitOptions.alpha_bounds[0], "alpha_high": FitOptions.alpha_bounds[1],
             "beta_low": FitOptions.beta_bounds[0], "beta_high": FitOptions.beta_bounds[1]}
+    among = float(np.sqrt(population_fit(data)[1]))
+    data["sigma0_high"] = upper * (among if among > 0 else 1.0)
     data.update(tau_forms(data))
-    return Inputs(data, scale, helmert(k), rho, n, patched)
+    return Inputs(data, scale, helmert(k), rho, n, patched, fitted, left_out)
 
 
-def sufficient(blocks: list[np.ndarray], rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per dataset (a block: folds × k), v_i = H'ȳ_i and c_i = tr(H'W_iH)/(1 − ρ_i) (the program's rewrites 1-2)."""
-    basis = helmert(blocks[0].shape[1])
-    v = np.array([basis.T @ b.mean(axis=0) for b in blocks])
-    c = np.array([np.sum(((b - b.mean(axis=0)) @ basis) ** 2) for b in blocks]) / (1 - rho)
-    return v, c
+def present(block: np.ndarray) -> np.ndarray:
+    """The indices of the models (columns) with scores in a dataset's block (a missing model: a NaN column)."""
+    return np.flatnonzero(~np.isnan(block).all(axis=0))
 
 
-def sufficient_data(v: np.ndarray, c: np.ndarray, n: np.ndarray, rho: np.ndarray) -> dict:
-    """The data block's entries that carry the data: k, q, v, c, m and w."""
-    k = v.shape[1] + 1
-    return {"k": k, "q": len(v), "v": v.tolist(), "c": c.tolist(), "m": (n / (1 + (n - 1) * rho)).tolist(),
-            "w": ((n - 1) * (k - 1)).astype(float).tolist()}
+def selection(models: np.ndarray, k: int) -> np.ndarray:
+    """A_i = H_S' E_S H (p_i × p): the contrast coordinates of the models ``models`` (S) of k, from δ's (the
+    program's rewrite 5); the identity with every model."""
+    return helmert(len(models)).T @ helmert(k)[models]
+
+
+def sufficient(blocks: list[np.ndarray], rho: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """Per dataset (a block: folds × k, a missing model's column NaN), over the models S it has, v_i = H_S'ȳ_i and
+    c_i = tr(H_S'W_iH_S)/(1 − ρ_i) (the program's rewrites 1-2 and 5)."""
+    v, c = [], []
+    for block in blocks:
+        scored = block[:, present(block)]
+        basis = helmert(scored.shape[1])
+        v.append(basis.T @ scored.mean(axis=0))
+        c.append(np.sum(((scored - scored.mean(axis=0)) @ basis) ** 2))
+    return v, np.array(c) / (1 - rho)
+
+
+def sufficient_data(v: list[np.ndarray], c: np.ndarray, n: np.ndarray, rho: np.ndarray,
+                    models: list[np.ndarray] | None = None, k: int | None = None) -> dict:
+    """The data block's entries that carry the data: k, q, b, v_squared, p_i, c, m, w, and the datasets some of the
+    k models lack (q_r, idx_r, P_r, A_r, seg_start, seg_len), from each dataset's v_i and its ``models`` (indices;
+    default: all k = len(v_i) + 1)."""
+    k = k or len(v[0]) + 1
+    models = [np.arange(k)] * len(v) if models is None else models
+    ragged = [i for i, s in enumerate(models) if len(s) < k]
+    maps = {i: selection(models[i], k) for i in ragged}  # A_i = I elsewhere: b_i = v_i
+    rows = np.array([len(s) - 1 for s in models])
+    return {"k": k, "q": len(v), "b": [(maps[i].T @ x if i in maps else x).tolist() for i, x in enumerate(v)],
+            "v_squared": [float(x @ x) for x in v], "p_i": rows.astype(float).tolist(), "c": np.asarray(c).tolist(),
+            "m": (n / (1 + (n - 1) * rho)).tolist(), "w": ((n - 1) * rows).astype(float).tolist(),
+            "q_r": len(ragged), "idx_r": [i + 1 for i in ragged], "P_r": int(rows[ragged].sum()),
+            "A_r": np.vstack([np.empty((0, k - 1))] + [maps[i] for i in ragged]).tolist(),
+            "seg_start": (np.cumsum([0] + [rows[i] for i in ragged])[:-1] + 1).astype(int).tolist(),
+            "seg_len": rows[ragged].astype(int).tolist()}
+
+
+def selections(data: dict) -> list[np.ndarray]:
+    """Each dataset's A_i, read back from the Stan data (the identity where it has every model)."""
+    p = data["k"] - 1
+    maps = [np.eye(p)] * data["q"]
+    stacked = np.asarray(data["A_r"], dtype=float).reshape(-1, p)
+    for i, start, rows in zip(data["idx_r"], data["seg_start"], data["seg_len"]):
+        maps[i - 1] = stacked[start - 1:start - 1 + rows]
+    return maps
+
+
+def population_fit(data: dict) -> tuple[list[np.ndarray], float]:
+    """The residuals v_i − A_i d̂ of the least-squares fit of v_i ~ A_i d (v_i = A_i b_i, as A_i A_i' = I) and their
+    variance per coordinate, Σ|v_i − A_i d̂|² / (Σ p_i − p): with every model on every dataset d̂ is the mean of the
+    v_i, and this the mean over the coordinates of their sample variance (the spread of v)."""
+    maps, b = selections(data), np.asarray(data["b"], dtype=float)
+    d_hat = np.linalg.solve(sum(a.T @ a for a in maps), b.sum(axis=0))
+    residuals = [a @ (row - d_hat) for a, row in zip(maps, b)]
+    freedom = sum(len(r) for r in residuals) - len(d_hat)
+    return residuals, (sum(float(r @ r) for r in residuals) / freedom if freedom > 0 else 0.0)
 
 
 def tau_forms(data: dict) -> dict:
     """Which datasets sample τ_i = 1/λ_i through ω_i = σ0²λ_i (``idx_tau``) and which standardised (``idx_z``; the
     program's header): through ω_i where the data carry more information about log λ_i than its prior does,
-    (k − 1)/2 · r_i² > 1/trigamma(ν̂/2), with r_i = s0² / (s0² + σ_i²/m_i) the population's share of the variance of
-    v_i (s0² a moment estimate of the population's variance, σ_i² ≈ c_i / w_i) and ν̂ = 4 + 6/κ from the excess
-    kurtosis κ of the centred v (a Student-t's is 6/(ν − 4)), at most :data:`NU_CAP`.  Heavy tails (Wainer's 16 models,
-    ν near 1) give through ω_i, Gaussian datasets (ν large, λ_i near 1 a priori) standardised."""
-    v, c, m, w = (np.asarray(data[key], dtype=float) for key in ("v", "c", "m", "w"))
+    p_i/2 · r_i² > 1/trigamma(ν̂/2), with r_i = s0² / (s0² + σ_i²/m_i) the population's share of the variance of
+    v_i (s0² a moment estimate of the population's variance, from :func:`population_fit`; σ_i² ≈ c_i / w_i) and
+    ν̂ = 4 + 6/κ from the excess kurtosis κ of the residuals v_i − A_i d̂ (a Student-t's is 6/(ν − 4)), at most
+    :data:`NU_CAP`.  Heavy tails (Wainer's 16 models, ν near 1) give through ω_i, Gaussian datasets (ν large, λ_i
+    near 1 a priori) standardised."""
+    c, m, w, p = (np.asarray(data[key], dtype=float) for key in ("c", "m", "w", "p_i"))
     noise = c / w / m
-    centred = v - v.mean(axis=0)
-    population = max(float(np.mean(np.var(v, axis=0, ddof=1))) - float(np.median(noise)), 1e-12)
-    standard = (centred / np.sqrt(population + noise)[:, None]).ravel()
+    residuals, variance = population_fit(data)
+    population = max(variance - float(np.median(noise)), 1e-12)
+    standard = np.concatenate([r / np.sqrt(population + e) for r, e in zip(residuals, noise)])
     kurtosis = float(np.mean(standard**4) / np.mean(standard**2) ** 2 - 3)
     nu = min(4 + 6 / kurtosis, NU_CAP) if kurtosis > 0 else NU_CAP
-    information = (v.shape[1] / 2) * (population / (population + noise)) ** 2
+    information = (p / 2) * (population / (population + noise)) ** 2
     itself = information > 1 / special.polygamma(1, nu / 2)
-    index = np.arange(1, len(v) + 1)
+    index = np.arange(1, len(c) + 1)
     return {"q_tau": int(itself.sum()), "idx_tau": index[itself].tolist(), "idx_z": index[~itself].tolist()}
 
 
-def _correlations(scores, opts: RankOptions) -> np.ndarray:
-    """ρ per dataset (``opts.rho``, else 1/folds), after checking that the model applies; every problem at once."""
+def _with_contrasts(scores) -> tuple:
+    """``scores`` on the datasets where two models or more have scores, and the names of the others."""
+    keep = [len(present(b)) >= 2 for b in scores.blocks]
+    counts = tuple(scores.fold_counts) or (None,) * len(keep)
+    fitted = dataclasses.replace(
+        scores, datasets=[d for d, k in zip(scores.datasets, keep) if k],
+        blocks=[b for b, k in zip(scores.blocks, keep) if k], fold_counts=tuple(f for f, k in zip(counts, keep) if k))
+    return fitted, [d for d, k in zip(scores.datasets, keep) if not k]
+
+
+def _correlations(scores, fitted, opts: RankOptions) -> np.ndarray:
+    """ρ per dataset ``fitted`` (``opts.rho``, else 1/folds), after checking that the model applies to ``scores``;
+    every problem at once."""
     problems = []
-    incomplete = [d for d, b in zip(scores.datasets, scores.blocks) if np.isnan(b).any()]
-    if incomplete:
-        problems.append(f"models lack scores on {counted(len(incomplete), 'dataset')} "
-                        f"({', '.join(incomplete[:12])}): the hierarchical model needs every model on every fold "
+    partial = [f"{d} ({', '.join(_with_gaps(scores.models, b))})" for d, b in zip(scores.datasets, scores.blocks)
+               if _with_gaps(scores.models, b)]
+    if partial:
+        problems.append(f"models lack some fold scores on {counted(len(partial), 'dataset')} ({listed(partial)}): "
+                        "the hierarchical model takes a dataset some models lack, not a model that lacks some folds "
                         "(drop_incomplete drops those datasets; --model bbt counts no game where a score is missing)")
-    short = [d for d, b in zip(scores.datasets, scores.blocks) if len(b) < 2]
+    short = [d for d, b in zip(fitted.datasets, fitted.blocks) if len(b) < 2]
     if short:
-        problems.append(f"{counted(len(short), 'dataset')} hold one score per model ({', '.join(short[:12])}): the "
+        problems.append(f"{counted(len(short), 'dataset')} hold one score per model ({listed(short)}): the "
                         "hierarchical model needs the fold scores (--model bbt ranks per-dataset means)")
-    if len(scores.datasets) < 2:
-        problems.append("the hierarchical model ranks models across two datasets or more")
-    counts = list(scores.fold_counts) or [None] * len(scores.datasets)
-    unknown = [d for d, f in zip(scores.datasets, counts) if f is None]
+    few = len(scores.datasets) - len(fitted.datasets)
+    if len(fitted.datasets) < 2:
+        problems.append("the hierarchical model ranks models across two datasets or more"
+                        + (f" that hold two models or more ({counted(few, 'dataset')} hold fewer)" if few else ""))
+    groups = _groups(fitted)
+    if len(groups) > 1 and fitted.datasets:
+        problems.append(f"no dataset links the models {' to '.join('{' + ', '.join(g) + '}' for g in groups)}: "
+                        "nothing in the data compares one group with another")
+    counts = list(fitted.fold_counts)
+    unknown = [d for d, f in zip(fitted.datasets, counts) if f is None]
     if opts.rho is None and unknown:
-        problems.append(f"the folds per repeat are unknown on {', '.join(unknown[:12])}: pass folds=K (ρ = 1/K, the "
+        problems.append(f"the folds per repeat are unknown on {listed(unknown)}: pass folds=K (ρ = 1/K, the "
                         "correlation between folds) or rho=ρ")
-    wrong = [f"{d} ({len(b)} scores, {f} folds)" for d, b, f in zip(scores.datasets, scores.blocks, counts)
+    wrong = [f"{d} ({len(b)} scores, {f} folds)" for d, b, f in zip(fitted.datasets, fitted.blocks, counts)
              if f and len(b) % f]
     if wrong:
-        problems.append(f"scores per model are not a whole number of repeats of the folds on {', '.join(wrong[:12])}")
+        problems.append(f"scores per model are not a whole number of repeats of the folds on {listed(wrong)}")
     if problems:
         raise InputError(problems, header=HEADER)
     if opts.rho is not None:
-        return np.full(len(scores.datasets), float(opts.rho))
+        return np.full(len(fitted.datasets), float(opts.rho))
     return 1.0 / np.array(counts, dtype=float)
+
+
+def _with_gaps(models: list[str], block: np.ndarray) -> list[str]:
+    """The models with scores on some of a dataset's folds but not on all."""
+    missing = np.isnan(block)
+    return [m for m, some, every in zip(models, missing.any(axis=0), missing.all(axis=0)) if some and not every]
+
+
+def _groups(scores) -> list[list[str]]:
+    """The models in groups linked by the datasets they share (one group: every contrast meets the data)."""
+    group = list(range(len(scores.models)))
+
+    def root(j: int) -> int:
+        while group[j] != j:
+            j = group[j]
+        return j
+
+    for block in scores.blocks:
+        first, *others = present(block)
+        for j in others:
+            group[root(j)] = root(first)
+    roots = [root(j) for j in range(len(group))]
+    return [[m for m, r in zip(scores.models, roots) if r == top] for top in dict.fromkeys(roots)]
 
 
 def _sample(data: dict, opts: RankOptions, progress: Progress | None) -> tuple[sampler.Run, str]:

@@ -63,7 +63,9 @@ class HierarchicalRankingResult(RankedModels):
             one): model, reference, p_better, p_rope, p_worse, next_better, next_rope, next_worse (the model
             against the reference), difference, hdi_low, hdi_high, verdict (:data:`VERDICTS`).
         diagnostics: R-hat, ESS, divergences, ..., parameterisation, warnings.
-        settings: the options, the datasets, rho, scale, the seed, the backend, the versions.
+        settings: the options, the datasets fitted, on a ragged grid the datasets each model lacks among them
+            (``lacking``) and those left out for holding fewer than two models (``datasets_left_out``), rho,
+            scale, the seed, the backend, the versions.
         draws: delta (chains, draws, k) in oriented metric units (greater is better), sigma0 (metric units), nu.
     """
 
@@ -150,8 +152,14 @@ def summarise(scores, inputs, run: sampler.Run, opts: RankOptions, *, form: str)
     if inputs.patched:
         diagnostics["warnings"].append(f"no residual variation across folds on {', '.join(inputs.patched[:12])}: "
                                        "their noise was taken as U(±rope)")
+    if inputs.ragged_note():
+        diagnostics["warnings"].append(inputs.ragged_note())
+    fitted = inputs.scores
     settings = {**opts.to_dict(), "model": HierarchicalRankingResult.model, "vs_reference": reference,
-                "datasets": list(scores.datasets), "models": models, "folds": list(scores.fold_counts),
+                "datasets": list(fitted.datasets), "models": models, "folds": list(fitted.fold_counts),
+                **({"lacking": fitted.lacking()} if fitted.lacking() else {}),
+                **({"datasets_left_out": dict.fromkeys(inputs.left_out, "fewer than two models")}
+                   if inputs.left_out else {}),
                 "rho": sorted(set(np.round(inputs.rho, 6).tolist())), "scale": inputs.scale,
                 "backend": run.backend, "versions": versions()}
     return HierarchicalRankingResult(models, ranking, pairs, versus, diagnostics, settings, draws, run.sampler,

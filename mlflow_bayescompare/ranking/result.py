@@ -24,7 +24,7 @@ from ..sampling import sampler
 from ..versions import versions
 
 __all__ = ["RankedModels", "RankingResult", "better_matrix", "summarise", "pair_table", "rank_table", "ppc_table",
-           "replicate_wins", "PPC_LEVELS", "SAMPLE_STATS"]
+           "replicate_wins", "listed", "PPC_LEVELS", "SAMPLE_STATS", "MAX_LISTED"]
 
 #: the HDI levels of the posterior predictive check (bbtcomp's ``table_ppc``; 1 is the range of the replicates)
 PPC_LEVELS = (0.5, 0.9, 0.95, 1.0)
@@ -32,6 +32,16 @@ PPC_LEVELS = (0.5, 0.9, 0.95, 1.0)
 SAMPLE_STATS = {"lp__": "lp", "accept_stat__": "acceptance_rate", "stepsize__": "step_size",
                 "treedepth__": "tree_depth", "n_leapfrog__": "n_steps", "divergent__": "diverging",
                 "energy__": "energy"}
+
+#: datasets named in one problem before "and N more"
+MAX_LISTED = 12
+
+
+def listed(items) -> str:
+    """The first :data:`MAX_LISTED` items, comma-separated, then how many more."""
+    items = list(items)
+    more = f" and {len(items) - MAX_LISTED} more" if len(items) > MAX_LISTED else ""
+    return ", ".join(map(str, items[:MAX_LISTED])) + more
 
 
 class RankedModels:

@@ -23,6 +23,8 @@ tested for uniformity with a chi-squared test (:func:`chi2_p`), and drawn as his
   above, 1/λ_i ~ Gamma(ν/2, ν/2); the fold scores of k models on n_i = 10 r_i folds (r_i uniform on 1..3) with a
   fold effect and a common shift per dataset (the model integrates both out); each τ_i's form as the package
   picks it (``hierarchical_k.tau_forms``).  Ranked: the Helmert coordinates d_j of δ, σ0, ν, α, β and 1/λ_1.
+  ``Config.missing`` removes each (model, dataset) cell with that probability, at random and whatever the scores
+  (at least two models kept per dataset), so that the ragged datasets' rewrite of the program is calibrated too.
 * ``bbt`` (``stan/bbt.stan``, Wainer 2023): σ ~ LogNormal(0, 0.5) (the package's default hyper-prior),
   β_k ~ N(0, σ) iid; the program samples the strengths in the sum-to-zero subspace (their mean never meets the
   data and is integrated out), so the identified quantities are ranked: σ and the centred strengths
@@ -55,9 +57,9 @@ from ..sampling import convergence, sampler
 
 __all__ = ["PRIOR", "FORMS", "HIERARCHICAL_PARAMS", "BBT_OPTIONS", "simulate_hierarchical", "hierarchical_data",
            "hierarchical_posterior", "PRIOR_K", "hierarchical_k_names", "simulate_hierarchical_k",
-           "hierarchical_k_posterior", "bbt_names", "simulate_bbt", "bbt_data", "bbt_posterior", "thin", "bulk_ess",
-           "binned", "chi2_p", "Config", "Calibration", "replicate_seed", "inside", "pick_form", "calibrate", "plot",
-           "report"]
+           "drop_models", "hierarchical_k_posterior", "bbt_names", "simulate_bbt", "bbt_data", "bbt_posterior", "thin",
+           "bulk_ess", "binned", "chi2_p", "Config", "Calibration", "replicate_seed", "inside", "pick_form",
+           "calibrate", "plot", "report"]
 
 #: the fixed prior of the hierarchical program (scaled units), given to Stan as data
 PRIOR = {"delta0_low": -1.0, "delta0_high": 1.0, "sigma0_high": 1.0, "sigma_high": 1.0,
@@ -115,10 +117,11 @@ def hierarchical_k_names(models: int) -> list[str]:
     return [f"d_{j + 1}" for j in range(models - 1)] + ["sigma0", "nu", "alpha", "beta", "tau_1"]
 
 
-def simulate_hierarchical_k(rng: np.random.Generator, q: int, models: int) -> tuple[dict, dict]:
+def simulate_hierarchical_k(rng: np.random.Generator, q: int, models: int, missing: float = 0.0) -> tuple[dict, dict]:
     """Parameters from the fixed prior (:data:`PRIOR_K`), the fold scores of ``models`` models on ``q`` datasets
     from ``stan/hierarchical_k.stan``'s model (with a fold effect and a dataset's common shift, which the model
-    integrates out), and the Stan data."""
+    integrates out), each model then missing on a dataset with probability ``missing`` (:func:`drop_models`), and
+    the Stan data."""
     p = PRIOR_K
     d = rng.uniform(-p["d_bound"], p["d_bound"], models - 1)
     sigma0 = rng.uniform(0, p["sigma0_high"])
@@ -135,11 +138,22 @@ def simulate_hierarchical_k(rng: np.random.Generator, q: int, models: int) -> tu
         theta = basis @ (d + sigma0 / np.sqrt(tau[i]) * rng.standard_normal(models - 1)) + rng.normal()
         noise = np.sqrt(1 - rho) * rng.standard_normal((n[i], models)) + np.sqrt(rho) * rng.standard_normal(models)
         blocks.append(theta + rng.normal(0, 1, (n[i], 1)) + sigma[i] * noise)
+    if missing:
+        blocks = [drop_models(block, missing, rng) for block in blocks]
     v, c = hierarchical_k.sufficient(blocks, np.full(q, rho))
     truth = {**{f"d_{j + 1}": d[j] for j in range(models - 1)}, "sigma0": sigma0, "nu": nu, "alpha": alpha,
              "beta": beta, "tau_1": tau[0]}
-    data = {**hierarchical_k.sufficient_data(v, c, n, np.full(q, rho)), **PRIOR_K}
+    present = [hierarchical_k.present(block) for block in blocks]
+    data = {**hierarchical_k.sufficient_data(v, c, n, np.full(q, rho), present, models), **PRIOR_K}
     return truth, {**data, **hierarchical_k.tau_forms(data)}
+
+
+def drop_models(block: np.ndarray, share: float, rng: np.random.Generator) -> np.ndarray:
+    """The block with each model's column NaN with probability ``share`` (at least two models kept, at random)."""
+    kept = rng.random(block.shape[1]) >= share
+    if kept.sum() < 2:
+        kept[rng.choice(block.shape[1], 2, replace=False)] = True
+    return np.where(kept, block, np.nan)
 
 
 def hierarchical_k_posterior(stan_data: dict, **settings) -> tuple[dict[str, np.ndarray], sampler.Run]:
@@ -222,10 +236,12 @@ class Config:
     q: int = 10  # datasets (hierarchical, hierarchical_k)
     models: int = 5  # models (bbt, hierarchical_k)
     games: int = 20  # games per pair (bbt)
+    missing: float = 0.0  # hierarchical_k: the chance that a model is missing on a dataset
 
     @property
     def label(self) -> str:
-        size = {"hierarchical": f"q{self.q}", "hierarchical_k": f"q{self.q}_K{self.models}"}.get(
+        ragged = f"_missing{round(100 * self.missing)}" if self.missing else ""
+        size = {"hierarchical": f"q{self.q}", "hierarchical_k": f"q{self.q}_K{self.models}{ragged}"}.get(
             self.program, f"K{self.models}_games{self.games}")
         return f"{self.program}_{size}_{self.form}"
 
@@ -329,7 +345,7 @@ def calibrate(config: Config, replicates: int, *, seed: int = 1, chains: int = 2
                 form = pick_form(config.form, r, data)
                 posterior, raw = hierarchical_posterior(hierarchical_data(data, form), **settings)
             elif config.program == "hierarchical_k":
-                truth, data = simulate_hierarchical_k(rng, config.q, config.models)
+                truth, data = simulate_hierarchical_k(rng, config.q, config.models, config.missing)
                 form = config.form
                 posterior, raw = hierarchical_k_posterior(data, **settings)
             else:
