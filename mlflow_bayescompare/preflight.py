@@ -61,7 +61,7 @@ class Plan:
 
     @property
     def ranked(self) -> bool:
-        """Whether the work holds a Bayesian Bradley-Terry ranking: a ranking's, a matrix's of three models or more."""
+        """Whether the work holds a ranking of every model at once: a ranking's, a matrix's of three models or more."""
         return self.kind == "ranking" or (self.kind == "matrix" and len(self.models) >= 3)
 
 
