@@ -301,7 +301,7 @@ def test_several_metrics_through_the_api_are_the_python_apis(server):
                                 "accuracy_std, fit_time"),
     ({**SEVERAL, "rope": "accuracy=0.01,roc_auc=0.5"},
      "invalid options:\n  - rope names metric 'roc_auc', which was not asked for (metric: accuracy, fit_time)"),
-])
+], ids=["metric-missing", "rope-of-another-metric"])
 def test_several_metrics_refused_up_front(server, fields, message):
     """A metric the runs do not hold, or a rope naming a metric not asked for: 400 naming it, nothing written."""
     before = {r.info.run_id for r in server.client.search_runs([server.uci_id], max_results=1000)}
