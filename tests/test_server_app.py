@@ -24,6 +24,7 @@ import requests
 from mlflow import MlflowClient
 from mlflow.entities import Metric, RunTag
 from servers import Server, chromium_page, create_pg_database, drop_pg_database, require_chromium, require_pg
+from uci_runs import log_uci_with_time
 
 from mlflow_bayescompare import claims
 from mlflow_bayescompare.client import JobFailed
@@ -44,6 +45,8 @@ MODELS = ("lda", "cart", "svm")
 OFFSETS = {"lda": 0.0, "cart": -0.03, "svm": 0.005}
 FAST = {"chains": 2, "draws": 200}
 PROBABILITIES = ("p_a_better", "p_rope", "p_b_better")
+#: a decision on two metrics, the second (lower is better) with a rope of its own
+SEVERAL = {"metric": "accuracy,fit_time", "rope": "fit_time=0.1", "direction": "fit_time=lower"}
 
 
 def _log_runs(client: MlflowClient, name: str, datasets: int = 5) -> str:
@@ -78,6 +81,8 @@ def server(request, tmp_path_factory):
     srv.means_id = _log_means(srv.client, f"means-{uuid.uuid4().hex[:8]}")
     srv.means_matrix_id = _log_means(srv.client, f"means-matrix-{uuid.uuid4().hex[:8]}")  # the API's matrix
     srv.one_dataset_id = _log_runs(srv.client, f"one-dataset-{uuid.uuid4().hex[:8]}", datasets=1)
+    srv.uci_id = srv.client.create_experiment(f"uci-time-{uuid.uuid4().hex[:8]}")  # accuracy and fit_time
+    log_uci_with_time(srv.client, srv.uci_id, models=("nbc", "hnb", "j48"))
     srv.experiment_id = _log_runs(srv.client, f"cv-{uuid.uuid4().hex[:8]}")  # the newest scores
     srv.experiment_name = srv.client.get_experiment(srv.experiment_id).name
     yield srv
@@ -260,6 +265,52 @@ def test_ranking_api_matches_rank_runs(server):
         state["ranking"][0]["p_best"]
 
 
+def _by_metric(outcome) -> list[dict]:
+    """The status's ``metrics`` of a comparison on several metrics, from the Python API's outcome."""
+    return [{"metric": m, **{p: getattr(o, p) for p in PROBABILITIES}, "verdict": o.verdict, "decision": o.decision,
+             "test": o.test} for m, o in outcome.by_metric.items()]
+
+
+def test_several_metrics_through_the_api_are_the_python_apis(server):
+    """A comparison on two metrics, the second with its own rope and direction: its status holds each metric's
+    probabilities, verdict and decision as ``compare_runs`` finds them with the same seed, the combined line as its
+    verdict, no probabilities of its own, and the request's metrics, rope and direction as its settings.  The same
+    decision logged by the Python API gives its rope and direction back from its per-metric params."""
+    api = server.api()
+    fields = {"experiment_id": [server.uci_id], "model_a": "nbc", "model_b": "hnb", **SEVERAL, **FAST, "seed": 6}
+    state = api.wait(api.start("comparison", fields))
+    assert state["status"] == "FINISHED", state
+    logged = compare_runs(experiment_ids=[server.uci_id], model_a="nbc", model_b="hnb", tracking_uri=server.url,
+                          seed=6, **SEVERAL, **FAST)
+    assert state["metrics"] == _by_metric(logged)
+    assert [m["decision"] for m in state["metrics"]] == ["b_better", "a_better"]  # fit_time: lower is better
+    assert state["verdict"] == logged.verdict == "nbc vs hnb: nbc is worse on accuracy, and better on fit_time."
+    assert [state[p] for p in PROBABILITIES] == [None] * 3
+    assert {k: state["settings"][k] for k in SEVERAL} == SEVERAL
+    assert state["report_url"] == f"/bayescompare/report?run_id={state['run_id']}"
+    report = api.session.get(server.url + state["report_url"], timeout=30)
+    assert report.status_code == 200 and report.text.count('<section id="metric-') == 2  # the combined report
+    settings = api.status(logged.run_id)["settings"]  # a run of the Python API: no job request, its params
+    assert (settings["metric"], settings["rope"], settings["direction"]) == \
+        ("accuracy,fit_time", "accuracy=0.01,fit_time=0.1", "accuracy=higher,fit_time=lower")
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"metric": "accuracy,f1"}, "Cannot read metric 'f1':\n  - metric 'f1' not found (as steps, 'f1_fold_<i>' keys, "
+                                "child runs or one value per run); metrics present: accuracy, accuracy_mean, "
+                                "accuracy_std, fit_time"),
+    ({**SEVERAL, "rope": "accuracy=0.01,roc_auc=0.5"},
+     "invalid options:\n  - rope names metric 'roc_auc', which was not asked for (metric: accuracy, fit_time)"),
+], ids=["metric-missing", "rope-of-another-metric"])
+def test_several_metrics_refused_up_front(server, fields, message):
+    """A metric the runs do not hold, or a rope naming a metric not asked for: 400 naming it, nothing written."""
+    before = {r.info.run_id for r in server.client.search_runs([server.uci_id], max_results=1000)}
+    resp = server.api().session.post(f"{server.url}/bayescompare/api/comparisons", timeout=60, json={
+        "experiment_id": [server.uci_id], "model_a": "nbc", "model_b": "hnb", **FAST, **fields})
+    assert (resp.status_code, resp.json()["error"]) == (400, message), resp.text
+    assert {r.info.run_id for r in server.client.search_runs([server.uci_id], max_results=1000)} == before
+
+
 def test_every_claim_through_the_api_is_the_python_verdict(server):
     """A comparison posted with each claim as ``require``: the API's report is the Python API's on the same data and
     seed (:mod:`~mlflow_bayescompare.claims`, ``require``), and each claim's probability is its sum of the
@@ -410,7 +461,7 @@ def test_page_first_contact(server):
                 page.select_option("#direction", direction)
                 fits = page.eval_on_selector_all("#compare-form select, #compare-form input:not([type=checkbox])",
                                                  _TEXT_FITS)
-                assert len(fits) == 17 and all(ok for _, _, ok in fits), (width, fits)
+                assert len(fits) == 18 and all(ok for _, _, ok in fits), (width, fits)
     assert dialogs == []
     assert '"GET /favicon.ico' not in server.log.read_text(errors="replace")  # no page of it asked for one
 
@@ -686,6 +737,90 @@ def test_page_reopens_a_comparison_with_its_settings(server):
             page.wait_for_timeout(100)
         assert (page.input_value("#seed"), page.input_value("#rope"), page.input_value("#vs")) == ("9", "0.01", "")
         assert page.text_content("#run-link") == "Open the ranking run in the MLflow UI"
+    assert dialogs == []
+
+
+def _rows(page, selector: str) -> list[list[str]]:
+    return page.eval_on_selector_all(selector, "rs => rs.map(r => Array.from(r.cells).map(c => c.textContent))")
+
+
+def _ranking_cells(rows: list[dict]) -> list[list[str]]:
+    """A ranking's rows as the page shows them: rank, model, P(best), mean rank, rank interval."""
+    return [[str(i + 1), r["model"], format_probability(r["p_best"]), f"{r['mean_rank']:.2f}",
+             f"{r['rank_low']}–{r['rank_high']}"] for i, r in enumerate(rows)]
+
+
+@pytest.mark.browser
+def test_page_compares_and_ranks_on_two_metrics(server):
+    """Two metrics chosen, a rope and a direction for one of them: "Compare" shows the combined line and a "By metric"
+    table of the Python API's probabilities instead of the bar, and the combined report; "Rank all models" against a
+    model shows each metric's ranking and table against it side by side, as ``rank_runs`` finds them ("Compare all
+    models", which compares one metric, waits for one); reopened from Past comparisons, where its probability cells
+    stay empty, the comparison refills the metrics, the rope and the direction."""
+    expected = compare_runs(experiment_ids=[server.uci_id], model_a="nbc", model_b="hnb", tracking_uri=server.url,
+                            log=False, seed=6, **SEVERAL, **FAST)  # before the browser: Stan runs no event loop in it
+    ranked = rank_runs(experiment_ids=[server.uci_id], tracking_uri=server.url, log=False, seed=6, vs="nbc",
+                       metric=SEVERAL["metric"], metric_rope=SEVERAL["rope"], direction=SEVERAL["direction"], **FAST)
+    with _browser() as (page, dialogs):
+        page.goto(f"{server.url}/bayescompare/")
+        page.select_option("#experiment", server.uci_id)
+        page.wait_for_selector('#metric option[value="fit_time"]', state="attached")
+        page.select_option("#metric", ["accuracy", "fit_time"])
+        page.select_option("#model_a", "nbc")
+        page.select_option("#model_b", "hnb")
+        page.fill("#rope", SEVERAL["rope"])
+        page.fill("#direction_per_metric", SEVERAL["direction"])
+        assert page.is_disabled("#matrix-btn") and page.is_enabled("#rank-btn")
+        page.click("details summary")
+        page.fill("#chains", "2")
+        page.fill("#draws", "200")
+        page.fill("#seed", "6")
+        page.click("#compare-btn")
+        page.wait_for_selector("#by-metric:not([hidden])", timeout=600_000)
+        run_id = _run_id(page)
+        assert _rows(page, "#by-metric thead tr") == [["Metric", "Verdict", "P(nbc better)", "P(rope)",
+                                                      "P(hnb better)"]]
+        assert _rows(page, "#by-metric tbody tr") == [[m["metric"], m["verdict"], *(format_probability(m[p])
+                                                       for p in PROBABILITIES)] for m in _by_metric(expected)]
+        assert page.text_content("#verdict") == expected.verdict
+        assert page.is_hidden("#bar") and page.is_hidden("#probs")
+        assert page.text_content("#job-title") == "nbc vs hnb · accuracy, fit_time"
+        page.frame_locator("#report").locator("section#metric-fit_time").wait_for(timeout=30_000)
+        ARTIFACTS.mkdir(exist_ok=True)
+        backend = server.backend.split(":")[0]
+        page.screenshot(path=str(ARTIFACTS / f"bayescompare-page-metrics-{backend}.png"), full_page=True)
+        page.select_option("#vs", "nbc")
+        page.click("#rank-btn")
+        page.wait_for_selector("#rankings:not([hidden])", timeout=600_000)
+        state = server.api().status(_run_id(page))
+        assert state["rankings"] == {m: _ranking_rows(o.ranking) for m, o in ranked.by_metric.items()}
+        assert state["versus"] == {m: _ranking_rows(o.result.versus, list(o.result.versus.columns))
+                                   for m, o in ranked.by_metric.items()}
+        assert page.is_hidden("#ranking") and page.is_hidden("#versus")
+        for metric, rows in state["rankings"].items():
+            ranking, versus = (f'#{box} table[data-metric="{metric}"]' for box in ("rankings", "versus-by-metric"))
+            assert page.text_content(f"{ranking} caption") == \
+                f"{metric} · Ranking (hierarchical model of k models, Corani et al. 2017 extended)"
+            assert _rows(page, f"{ranking} tbody tr") == _ranking_cells(rows)
+            assert page.text_content(f"{versus} caption") == f"{metric} · Against nbc on the next dataset"
+            assert [r[:5] for r in _rows(page, f"{versus} tbody tr")] == \
+                [[r["model"], r["verdict"], *map(format_probability, (r["p_better"], r["p_rope"], r["p_worse"]))]
+                 for r in state["versus"][metric]]
+        tops = page.eval_on_selector_all("#rankings table", "ts => ts.map(t => t.getBoundingClientRect().top)")
+        assert len(tops) == 2 and tops[0] == tops[1]  # side by side
+        assert "ranking" not in state and page.text_content("#verdict") == state["verdict"] == ranked.verdict
+        page.screenshot(path=str(ARTIFACTS / f"bayescompare-page-metrics-ranked-{backend}.png"), full_page=True)
+        page.goto(f"{server.url}/bayescompare/")
+        row = f'#past tr[data-run-id="{run_id}"]'
+        page.wait_for_selector(row)
+        assert _rows(page, row)[0][5:9] == [expected.verdict, "", "", ""]
+        page.click(f"{row} a.show")
+        page.wait_for_selector('#metric option[value="fit_time"]:checked', state="attached")
+        assert page.eval_on_selector("#metric", "s => Array.from(s.selectedOptions).map(o => o.value)") == \
+            ["accuracy", "fit_time"]
+        assert (page.input_value("#rope"), page.input_value("#direction_per_metric")) == \
+            (SEVERAL["rope"], SEVERAL["direction"])
+        assert page.is_disabled("#matrix-btn")
     assert dialogs == []
 
 

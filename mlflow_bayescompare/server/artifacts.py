@@ -1,6 +1,7 @@
 """Reading a finished job run's artifacts the way MLflow's ``/get-artifact`` reads them (the proxied artifact
 root or the run's own repository: :func:`.mlflow_internals.run_artifact_location`): its ``report.html`` to serve
-inline, and the ranking table of a ranking or matrix run for the JSON API."""
+inline, and the ranking table of a ranking or matrix run for the JSON API (a ranking on several metrics: each
+metric's, in its folder ``<metric>/``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pandas as pd
 from mlflow.exceptions import MlflowException
 
 from ..tracking import mlflow_internals
+from ..tracking.keys import metric_key
 from .requests import ApiError
 
 __all__ = ["MAX_REPORT_BYTES", "read_report", "read_ranking", "read_versus", "RANKING_COLUMNS", "VERSUS_COLUMNS"]
@@ -38,16 +40,22 @@ def read_report(run, name: str = "report.html") -> bytes:
         return path.read_bytes()
 
 
-def read_ranking(run) -> list[dict] | None:
-    """The ranking of a finished ranking or matrix run (``ranking.csv``), best first; None
-    when the run has none (a matrix of two models ranks no more than its pair)."""
-    return _read_table(run, "ranking.csv", RANKING_COLUMNS, "p_best")
+def read_ranking(run, metric: str | None = None) -> list[dict] | None:
+    """The ranking of a finished ranking or matrix run (``ranking.csv``; of one ``metric`` of a ranking on several:
+    ``<metric>/ranking.csv``), best first; None when the run has none (a matrix of two models ranks no more than its
+    pair)."""
+    return _read_table(run, _in_folder("ranking.csv", metric), RANKING_COLUMNS, "p_best")
 
 
-def read_versus(run) -> list[dict] | None:
+def read_versus(run, metric: str | None = None) -> list[dict] | None:
     """The table of every model against the reference of a finished hierarchical ranking asked with ``vs``
-    (``versus.csv``); None when the run has none."""
-    return _read_table(run, "versus.csv", VERSUS_COLUMNS, "verdict")
+    (``versus.csv``, or ``<metric>/versus.csv``); None when the run has none."""
+    return _read_table(run, _in_folder("versus.csv", metric), VERSUS_COLUMNS, "verdict")
+
+
+def _in_folder(name: str, metric: str | None) -> str:
+    """The artifact ``name`` of the run, or of one metric of a decision on several (its folder)."""
+    return name if metric is None else metric_key(metric, name)
 
 
 def _read_table(run, name: str, known: tuple[str, ...], required: str) -> list[dict] | None:

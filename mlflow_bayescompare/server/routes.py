@@ -160,9 +160,15 @@ def _status() -> Response:
     run = _job_run()
     out = summarise_run(run)
     if out["kind"] in ("matrix", "ranking") and out["status"] == "FINISHED":
-        out["ranking"] = read_ranking(run)
-        if out["settings"].get("vs"):
-            out["versus"] = read_versus(run)
+        if "metrics" in out:  # a ranking on several metrics: each metric's tables, by metric
+            metrics = [m["metric"] for m in out["metrics"]]
+            out["rankings"] = {m: read_ranking(run, m) for m in metrics}
+            if out["settings"].get("vs"):
+                out["versus"] = {m: read_versus(run, m) for m in metrics}
+        else:
+            out["ranking"] = read_ranking(run)
+            if out["settings"].get("vs"):
+                out["versus"] = read_versus(run)
         if out["kind"] == "matrix":
             out["pairs"] = child_runs(context.store_client(), run.info.experiment_id, run.info.run_id)
     return json_response(out)

@@ -10,9 +10,10 @@ from typing import Any
 from flask import Response
 
 from ..claims import CLAIMS, report
-from ..options import LAYOUTS, PRIORS, FitOptions, RankOptions, SourceOptions, defaults
+from ..options import DIRECTIONS, LAYOUTS, PRIORS, FitOptions, RankOptions, SourceOptions, defaults
 from ..result import COLORS, json_safe
 from ..tracking import tags as T
+from ..tracking.keys import metric_key
 from ..tracking.uiroutes import run_route
 from .context import base_path, prefix
 from .jobs import Settings
@@ -21,10 +22,14 @@ __all__ = ["json_response", "summarise_run", "list_comparisons", "child_runs", "
            "report_path", "form_fields", "colors_css", "FORM_SETTINGS"]
 
 _RUNNING = ("RUNNING", "SCHEDULED")
+_PROBABILITIES = ("p_a_better", "p_rope", "p_b_better")
 #: the settings of a run that the page's form shows (the options' field names), from its params or its job request
-FORM_SETTINGS = ("experiment_ids", "metric", "rope", "metric_rope", "greater_is_better", "seed", "chains", "draws",
-                 "threshold", "prior", "layout", "model_key", "dataset_key", "filter_string", "target_experiment",
-                 "sensitivity", "model", "vs")
+FORM_SETTINGS = ("experiment_ids", "metric", "rope", "metric_rope", "greater_is_better", "direction", "seed", "chains",
+                 "draws", "threshold", "prior", "layout", "model_key", "dataset_key", "filter_string",
+                 "target_experiment", "sensitivity", "model", "vs")
+#: the settings a decision on several metrics may log per metric (``<metric>/<param>``), as the form writes them
+_PER_METRIC_SETTINGS = {"rope": "rope", "metric_rope": "metric_rope", "greater_is_better": "direction"}
+_DIRECTION_WORDS = {str(better): word for word, better in DIRECTIONS.items()}  # the param "False": lower
 
 
 def json_response(obj: Any, status: int = 200) -> Response:
@@ -70,9 +75,7 @@ def summarise_run(run) -> dict[str, Any]:
         "metric": tags.get(T.METRIC),
         "model_a": tags.get(T.MODEL_A),
         "model_b": tags.get(T.MODEL_B),
-        "p_a_better": metrics.get("p_a_better"),
-        "p_rope": metrics.get("p_rope"),
-        "p_b_better": metrics.get("p_b_better"),
+        **{p: metrics.get(p) for p in _PROBABILITIES},
         "verdict": tags.get(T.VERDICT),
         "decision": tags.get(T.DECISION),
         "diagnostics": tags.get(T.DIAGNOSTICS),
@@ -85,11 +88,14 @@ def summarise_run(run) -> dict[str, Any]:
         "report_url": None,
         "settings": _settings(run),
     }
+    several = _run_metrics(run)
+    if len(several) > 1:  # one decision on several metrics: its verdict is the combined line
+        out["metrics"] = [_metric_summary(kind, tags, metrics, m) for m in several]
     if kind in ("matrix", "ranking"):
         out["models"] = [m for m in (tags.get(T.MODELS) or "").split(",") if m]
         out["best"] = tags.get(T.BEST)
         out["ranking_model"] = tags.get(T.RANKING)  # hierarchical, bbt, or joint-t on one dataset
-        if out["best"] and status == "FINISHED":
+        if out["best"] and status == "FINISHED" and len(several) == 1:
             out["verdict"] = f"best: {out['best']}"
     if status == "FINISHED" and _has_report(tags, out.get("models", [])):
         out["report_url"] = report_path(info.run_id)
@@ -97,6 +103,25 @@ def summarise_run(run) -> dict[str, Any]:
     if claim:
         out["require"] = claim
     return out
+
+
+def _run_metrics(run) -> list[str]:
+    """The metrics of a job run (its ``bayescompare.metric``, comma-separated), in the order asked."""
+    return [m for m in (run.data.tags.get(T.METRIC) or "").split(",") if m]
+
+
+def _metric_summary(kind: str | None, tags: dict[str, str], metrics: dict[str, float], metric: str) -> dict[str, Any]:
+    """One metric of a decision on several: a comparison's probabilities (``<metric>/p_a_better``, ...), verdict,
+    decision and test; a ranking's best model and ranking model.  A tag every metric shares is logged once, as it
+    is (:mod:`..tracking.several`)."""
+    def shared(tag: str) -> str | None:
+        return tags.get(T.metric_tag(tag, metric), tags.get(tag))
+
+    if kind != "comparison":
+        return {"metric": metric, "best": shared(T.BEST), "ranking_model": shared(T.RANKING)}
+    return {"metric": metric, **{p: metrics.get(metric_key(metric, p)) for p in _PROBABILITIES},
+            "verdict": tags.get(T.metric_tag(T.VERDICT, metric)),
+            "decision": tags.get(T.metric_tag(T.DECISION, metric)), "test": shared(T.TEST)}
 
 
 def _claim(recorded: str | None, out: dict[str, Any]) -> dict[str, Any] | None:
@@ -113,6 +138,7 @@ def _settings(run) -> dict[str, Any]:
     and the source experiments and metric of its tags."""
     tags, params = run.data.tags, run.data.params
     out: dict[str, Any] = {k: params[k] for k in FORM_SETTINGS if k in params}
+    out.update(_per_metric_params(params, _run_metrics(run)))
     out["experiment_ids"] = [e for e in (tags.get(T.SOURCE_EXPERIMENTS) or "").split(",") if e]
     out["metric"] = tags.get(T.METRIC)
     try:
@@ -121,6 +147,18 @@ def _settings(run) -> dict[str, Any]:
         request = {}
     if isinstance(request, dict):
         out.update({k: request[k] for k in FORM_SETTINGS if request.get(k) is not None})
+    return out
+
+
+def _per_metric_params(params: dict[str, str], metrics: list[str]) -> dict[str, str]:
+    """The rope and direction of a decision on several metrics that logged them per metric (``<metric>/rope``, when
+    they differ), as the form and the options write them: ``accuracy=0.01,fit_time=0.5``, ``fit_time=lower``."""
+    out = {}
+    for param, setting in _PER_METRIC_SETTINGS.items():
+        given = {m: params[metric_key(m, param)] for m in metrics if metric_key(m, param) in params}
+        if given:
+            out[setting] = ",".join(f"{m}={_DIRECTION_WORDS.get(v, v) if setting == 'direction' else v}"
+                                    for m, v in given.items())
     return out
 
 
@@ -172,7 +210,7 @@ def form_fields(settings: Settings) -> dict[str, dict[str, Any]]:
     server_high = {"chains": settings.max_chains, "draws": settings.max_draws}
     out = {}
     for name in ("rope", "seed", "chains", "draws", "threshold", "prior", "layout", "model_key", "dataset_key",
-                 "sensitivity", "greater_is_better"):
+                 "sensitivity", "greater_is_better", "direction"):
         spec, high = specs[name], server_high.get(name)
         value = values[name]
         if high is not None and value is not None:

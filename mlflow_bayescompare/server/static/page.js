@@ -39,12 +39,24 @@
     select.appendChild(o);
   }
 
+  // The options `values`, keeping what was chosen among them (a multiple select: each of its choices), else the
+  // one at `preferred`.
   function fill(select, values, preferred) {
-    const keep = select.value;
+    const kept = values.filter((v) => chosen(select).includes(v));
     select.replaceChildren();
     values.forEach((v) => option(select, v));
-    if (values.includes(keep)) select.value = keep;
+    if (kept.length) selectValues(select, kept);
     else if (preferred !== undefined && values[preferred] !== undefined) select.value = values[preferred];
+  }
+
+  function chosen(select) {
+    return Array.from(select.selectedOptions).map((o) => o.value);
+  }
+
+  // Exactly the options of `values` chosen (one select: the first of them).
+  function selectValues(select, values) {
+    if (!select.multiple) select.value = values[0];
+    else Array.from(select.options).forEach((o) => (o.selected = values.includes(o.value)));
   }
 
   // "Rank all models against": nothing (the ranking alone), the best, or one of the models.
@@ -82,8 +94,10 @@
   function updateButtons() {
     const problem = formProblem();
     const loaded = $("metric").value !== "";
+    const severalMetrics = chosen($("metric")).length > 1;
     $("compare-btn").disabled = busy || !loaded || problem !== "";
-    $("matrix-btn").disabled = busy || !loaded || $("model_a").options.length < 2;
+    $("matrix-btn").disabled = busy || !loaded || $("model_a").options.length < 2 || severalMetrics;
+    $("matrix-btn").title = severalMetrics ? "Compare all models compares one metric: choose one" : "";
     $("rank-btn").disabled = busy || !loaded || $("model_a").options.length < 3; // two: Compare answers them
     $("form-hint").textContent = problem;
     $("form-hint").hidden = !problem;
@@ -120,6 +134,7 @@
       .then((c) => {
         if (!current()) return false;
         fill($("metric"), c.metrics, 0);
+        $("metric").size = Math.min(Math.max(c.metrics.length, 1), 4);
         fill($("model_a"), c.models, 0);
         fill($("model_b"), c.models, 1);
         fillAgainst(c.models);
@@ -138,7 +153,8 @@
       });
   }
 
-  // A number as typed (the server says what is wrong with it: never rounded or fixed here), or undefined if empty.
+  // A number as typed (the server says what is wrong with it: never rounded or fixed here), or undefined if empty;
+  // other text as it is (a rope per metric: accuracy=0.01,fit_time=0.5).
   function numberField(id) {
     const raw = $(id).value.trim();
     if (raw === "") return undefined;
@@ -153,9 +169,10 @@
   function commonFields() {
     const fields = {
       experiment_id: [$("experiment").value],
-      metric: $("metric").value,
+      metric: chosen($("metric")).join(","),
       rope: numberField("rope"),
       lower_is_better: $("direction").value === "lower",
+      direction: $("direction_per_metric").value.trim() || undefined,
       seed: numberField("seed"),
       chains: numberField("chains"),
       draws: numberField("draws"),
@@ -181,7 +198,7 @@
 
   const truthy = (v) => v === true || String(v).toLowerCase() === "true";
 
-  // The form as the run was asked for (its params, or its job request): experiment, metric, models and settings.
+  // The form as the run was asked for (its params, or its job request): experiment, metrics, models and settings.
   // A ranking's rope is its interval of P(win), never the form's rope in metric units: that one is its
   // metric_rope (which a Bradley–Terry ranking does not use: the field is then left as it is); its reference (vs)
   // goes back into "against".
@@ -198,13 +215,16 @@
     choose($("prior"), s.prior);
     choose($("layout"), s.layout);
     if (s.greater_is_better !== undefined) $("direction").value = truthy(s.greater_is_better) ? "higher" : "lower";
+    $("direction_per_metric").value = s.direction || "";
     if (job.kind === "comparison") $("sensitivity").checked = truthy(s.sensitivity);
     const eid = (s.experiment_ids || [])[0];
     if (eid === undefined || !Array.from($("experiment").options).some((o) => o.value === String(eid))) return;
     $("experiment").value = String(eid);
     loadChoices().then((shown) => {
       if (!shown) return;
-      choose($("metric"), s.metric || job.metric);
+      const metrics = String(s.metric || job.metric || "").split(",");
+      const known = metrics.filter((m) => Array.from($("metric").options).some((o) => o.value === m));
+      if (known.length) selectValues($("metric"), known);
       choose($("model_a"), job.model_a);
       choose($("model_b"), job.model_b);
       $("vs").value = job.kind === "ranking" ? s.vs || "" : "";
@@ -257,9 +277,10 @@
   }
 
   function jobTitle(job) {
-    if (job.kind === "ranking") return "Ranking of " + (job.models || []).length + " models · " + (job.metric || "");
-    if (job.kind === "matrix") return "All models (" + (job.models || []).length + ") · " + (job.metric || "");
-    return (job.model_a || "A") + " vs " + (job.model_b || "B") + " · " + (job.metric || "");
+    const metrics = (job.metric || "").split(",").join(", ");
+    if (job.kind === "ranking") return "Ranking of " + (job.models || []).length + " models · " + metrics;
+    if (job.kind === "matrix") return "All models (" + (job.models || []).length + ") · " + metrics;
+    return (job.model_a || "A") + " vs " + (job.model_b || "B") + " · " + metrics;
   }
 
   const TESTS = {
@@ -293,6 +314,63 @@
     $("bar-a").style.width = 100 * (job.p_a_better || 0) + "%";
     $("bar-rope").style.width = 100 * (job.p_rope || 0) + "%";
     $("bar-b").style.width = 100 * (job.p_b_better || 0) + "%";
+  }
+
+  // A comparison on several metrics: each metric's verdict and probabilities.
+  function renderByMetric(job) {
+    $("by-metric-a").textContent = "P(" + job.model_a + " better)";
+    $("by-metric-b").textContent = "P(" + job.model_b + " better)";
+    fillTable($("by-metric"), job.metrics.map((m) => [m.metric, m.verdict, probability(m.p_a_better),
+      probability(m.p_rope), probability(m.p_b_better)]));
+  }
+
+  function fillRanking(table, rows) {
+    fillTable(table, rows.map((r, i) => [i + 1, r.model, probability(r.p_best),
+      typeof r.mean_rank === "number" ? r.mean_rank.toFixed(2) : "", rankInterval(r)]));
+  }
+
+  function fillVersus(table, rows) {
+    table.caption.textContent = "Against " + rows[0].reference + " on the next dataset";
+    fillTable(table, rows.map((r) => [r.model, r.verdict, probability(r.p_better), probability(r.p_rope),
+      probability(r.p_worse), signed(r.difference), "[" + signed(r.hdi_low) + ", " + signed(r.hdi_high) + "]"]));
+  }
+
+  function rankingCaption(model) {
+    return "Ranking (" + (RANKINGS[model] || model) + ")";
+  }
+
+  // A copy of the page's table `id` (without ids) for one metric of a ranking on several.
+  function tableFor(id, metric) {
+    const table = $(id).cloneNode(true);
+    [table, ...table.querySelectorAll("[id]")].forEach((e) => e.removeAttribute("id"));
+    table.hidden = false;
+    table.dataset.metric = metric;
+    return table;
+  }
+
+  // A ranking on several metrics: each metric's ranking side by side, then each one's table against the reference
+  // when asked (too wide to stand side by side).
+  function renderRankings(job) {
+    const box = $("rankings");
+    const against = $("versus-by-metric");
+    box.replaceChildren();
+    against.replaceChildren();
+    job.metrics.forEach((m) => {
+      const ranking = tableFor("ranking", m.metric);
+      ranking.caption.textContent = m.metric + " · " + rankingCaption(m.ranking_model);
+      fillRanking(ranking, job.rankings[m.metric] || []);
+      const part = document.createElement("div");
+      part.className = "metric-ranking";
+      part.appendChild(ranking);
+      box.appendChild(part);
+      const versus = (job.versus || {})[m.metric];
+      if (!versus || !versus.length) return;
+      const table = tableFor("versus", m.metric);
+      fillVersus(table, versus);
+      table.caption.textContent = m.metric + " · " + table.caption.textContent;
+      against.appendChild(table);
+    });
+    against.hidden = !against.children.length;
   }
 
   function fillTable(table, rows) {
@@ -364,25 +442,25 @@
     $("run-link").textContent = "Open the " + (job.kind || "comparison") + " run in the MLflow UI";
     const done = job.status === "FINISHED";
     const pair = done && job.kind === "comparison";
+    const byMetric = pair && Array.isArray(job.metrics); // several metrics: a row each, no single bar
     $("result").hidden = !(done || job.status === "FAILED");
     $("verdict").textContent = job.verdict || "";
-    ["bar", "probs"].forEach((id) => ($(id).hidden = !pair));
+    ["bar", "probs"].forEach((id) => ($(id).hidden = !pair || byMetric));
     $("test-used").hidden = !pair;
     if (pair) renderPair(job);
+    $("by-metric").hidden = !byMetric;
+    if (byMetric) renderByMetric(job);
     $("sensitivity-note").hidden = !(pair && truthy((job.settings || {}).sensitivity));
     const ranking = done && job.ranking ? job.ranking : null;
     $("ranking").hidden = !ranking;
-    $("ranking-caption").textContent = "Ranking (" + (RANKINGS[job.ranking_model] || job.ranking_model) + ")";
-    if (ranking)
-      fillTable($("ranking"), ranking.map((r, i) => [i + 1, r.model, probability(r.p_best),
-        typeof r.mean_rank === "number" ? r.mean_rank.toFixed(2) : "", rankInterval(r)]));
-    const versus = done && job.versus ? job.versus : null;
+    $("ranking-caption").textContent = rankingCaption(job.ranking_model);
+    if (ranking) fillRanking($("ranking"), ranking);
+    const versus = done && Array.isArray(job.versus) ? job.versus : null;
     $("versus").hidden = !versus;
-    if (versus) {
-      $("versus-caption").textContent = "Against " + versus[0].reference + " on the next dataset";
-      fillTable($("versus"), versus.map((r) => [r.model, r.verdict, probability(r.p_better), probability(r.p_rope),
-        probability(r.p_worse), signed(r.difference), "[" + signed(r.hdi_low) + ", " + signed(r.hdi_high) + "]"]));
-    }
+    if (versus) fillVersus($("versus"), versus);
+    const rankings = done && job.rankings && Array.isArray(job.metrics);
+    ["rankings", "versus-by-metric"].forEach((id) => ($(id).hidden = !rankings));
+    if (rankings) renderRankings(job);
     const pairs = done && job.pairs ? job.pairs.map(betterFirst) : null;
     $("pairs").hidden = !pairs;
     if (pairs) $("pairs-caption").textContent = pairsCaption(job.pairs);
