@@ -11,8 +11,8 @@ from typing import Any
 
 from .errors import InputError
 
-__all__ = ["CLAIMS", "BEST", "RANKING_CLAIMS", "Report", "report", "reports", "probability", "best_claim",
-           "best_model"]
+__all__ = ["CLAIMS", "BEST", "RANKING_CLAIMS", "Report", "report", "reports", "reports_dict", "probability",
+           "best_claim", "best_model"]
 
 #: a comparison's claims about model A: the outcomes of the posterior whose probabilities add up to each
 CLAIMS = {"a-better": ("p_a_better",), "not-worse": ("p_a_better", "p_rope"), "equivalent": ("p_rope",)}
@@ -65,6 +65,16 @@ def reports(outcome, claim: str, threshold: float) -> dict[str | None, Report]:
     if isinstance(by_metric, dict):
         return {metric: report(one, claim, threshold) for metric, one in by_metric.items()}
     return {None: report(outcome, claim, threshold)}
+
+
+def reports_dict(checked: dict[str | None, Report]) -> dict[str, Any]:
+    """The JSON of :func:`reports`: the claim's report; on several metrics the claim, its threshold, whether it holds
+    on every metric and each metric's report (``metrics``)."""
+    if None in checked:
+        return checked[None].to_dict()
+    first = next(iter(checked.values()))
+    return {"claim": first.claim, "threshold": first.threshold, "supported": all(c.supported for c in checked.values()),
+            "metrics": {m: c.to_dict() for m, c in checked.items()}}
 
 
 def probability(outcome, claim: str) -> float:

@@ -308,15 +308,8 @@ def _claimed(report: dict, checked: dict[str | None, claims.Report]) -> list[str
     did.  On several metrics it must hold on every one: ``require`` holds each metric's report."""
     if not checked:
         return []
-    if None in checked:
-        claim = checked[None]
-        report["require"] = claim.to_dict()
-        return [] if claim.supported else [claim.failure()]
-    first = next(iter(checked.values()))
-    report["require"] = {"claim": first.claim, "threshold": first.threshold,
-                         "supported": all(c.supported for c in checked.values()),
-                         "metrics": {m: c.to_dict() for m, c in checked.items()}}
-    return [f"on {m}: {c.failure()}" for m, c in checked.items() if not c.supported]
+    report["require"] = claims.reports_dict(checked)
+    return [f"{'on ' + m + ': ' if m else ''}{c.failure()}" for m, c in checked.items() if not c.supported]
 
 
 def _claim_lines(checked: dict[str | None, claims.Report]) -> list[str]:

@@ -277,7 +277,8 @@ def test_several_metrics_through_the_api_are_the_python_apis(server):
     verdict, no probabilities of its own, and the request's metrics, rope and direction as its settings.  The same
     decision logged by the Python API gives its rope and direction back from its per-metric params."""
     api = server.api()
-    fields = {"experiment_id": [server.uci_id], "model_a": "nbc", "model_b": "hnb", **SEVERAL, **FAST, "seed": 6}
+    fields = {"experiment_id": [server.uci_id], "model_a": "nbc", "model_b": "hnb", **SEVERAL, **FAST, "seed": 6,
+              "require": "not-worse"}
     state = api.wait(api.start("comparison", fields))
     assert state["status"] == "FINISHED", state
     logged = compare_runs(experiment_ids=[server.uci_id], model_a="nbc", model_b="hnb", tracking_uri=server.url,
@@ -286,6 +287,9 @@ def test_several_metrics_through_the_api_are_the_python_apis(server):
     assert [m["decision"] for m in state["metrics"]] == ["b_better", "a_better"]  # fit_time: lower is better
     assert state["verdict"] == logged.verdict == "nbc vs hnb: nbc is worse on accuracy, and better on fit_time."
     assert [state[p] for p in PROBABILITIES] == [None] * 3
+    claim = state["require"]  # on every metric, as compare.require and the command line's JSON
+    assert (claim["claim"], claim["supported"]) == ("not-worse", require(logged, "not-worse")) == ("not-worse", False)
+    assert {m: c["supported"] for m, c in claim["metrics"].items()} == {"accuracy": False, "fit_time": True}
     assert {k: state["settings"][k] for k in SEVERAL} == SEVERAL
     assert state["report_url"] == f"/bayescompare/report?run_id={state['run_id']}"
     report = api.session.get(server.url + state["report_url"], timeout=30)

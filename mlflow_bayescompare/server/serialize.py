@@ -9,7 +9,7 @@ from typing import Any
 
 from flask import Response
 
-from ..claims import CLAIMS, report
+from ..claims import CLAIMS, report, reports_dict
 from ..options import DIRECTIONS, LAYOUTS, PRIORS, FitOptions, RankOptions, SourceOptions, defaults
 from ..result import COLORS, json_safe
 from ..tracking import tags as T
@@ -99,7 +99,7 @@ def summarise_run(run) -> dict[str, Any]:
             out["verdict"] = f"best: {out['best']}"
     if status == "FINISHED" and _has_report(tags, out.get("models", [])):
         out["report_url"] = report_path(info.run_id)
-    claim = _claim(tags.get(T.REQUIRE), out)
+    claim = _claim(tags.get(T.REQUIRE), out.get("metrics", [out]))
     if claim:
         out["require"] = claim
     return out
@@ -124,13 +124,14 @@ def _metric_summary(kind: str | None, tags: dict[str, str], metrics: dict[str, f
             "decision": tags.get(T.metric_tag(T.DECISION, metric)), "test": shared(T.TEST)}
 
 
-def _claim(recorded: str | None, out: dict[str, Any]) -> dict[str, Any] | None:
-    """The report (:mod:`..claims`) of a ``<claim>@<threshold>`` tag on the probabilities in ``out``, once they
-    are there."""
+def _claim(recorded: str | None, summaries: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The report (:mod:`..claims`) of a ``<claim>@<threshold>`` tag on the probabilities of the run's summary, or
+    of each of its metrics (it must hold on every one), once they are there."""
     name, _, threshold = (recorded or "").partition("@")
-    if name not in CLAIMS or any(out[p] is None for p in CLAIMS[name]):
+    if name not in CLAIMS or any(s.get(p) is None for s in summaries for p in CLAIMS[name]):
         return None
-    return report(out, name, float(threshold)).to_dict()
+    return reports_dict({s.get("metric") if len(summaries) > 1 else None: report(s, name, float(threshold))
+                         for s in summaries})
 
 
 def _settings(run) -> dict[str, Any]:

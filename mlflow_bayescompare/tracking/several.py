@@ -86,7 +86,7 @@ def _html(name: str, verdict: str, header: list[str], rows: list[list[str]], dir
         body = _MAIN.search(page)
         sections.append(f'<section id="metric-{html.escape(metric, quote=True)}" class="metric">'
                         f"{body.group(1) if body else ''}</section>")
-    head = (f'<div class="card"><h1>{html.escape(name)}</h1>'
+    head = (f'<div class="card {report_html.SUMMARY}"><h1>{html.escape(name)}</h1>'
             f'<p class="strong">{html.escape(verdict)}</p>'
             f"{report_html.plain_table(header, rows)}</div>")
     return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
