@@ -31,6 +31,7 @@ from .options import (
     PairOptions,
     RankOptions,
     SourceOptions,
+    direction_word,
     from_keywords,
 )
 from .progress import Progress, notify
@@ -115,13 +116,13 @@ class MetricsOutcome:
         """The table of the metrics that opens the run's reports: header and one row per metric."""
         if self.ranked:
             header = ["metric", "better", "rope", "ranking model", "best", "P(best)", "second", "P(best) of second"]
-            return header, [[m, "higher" if o.settings["greater_is_better"] else "lower",
+            return header, [[m, direction_word(o.settings["greater_is_better"]),
                              f"±{o.settings['metric_rope']:g}", o.model, *_leaders(o.ranking)]
                             for m, o in self.by_metric.items()]
         first = next(iter(self.by_metric.values()))
         header = ["metric", "better", "rope", "test", f"P({first.model_a} better)", "P(rope)",
                   f"P({first.model_b} better)", "verdict"]
-        return header, [[m, "higher" if o.greater_is_better else "lower", f"±{o.rope:g}", o.test,
+        return header, [[m, direction_word(o.greater_is_better), f"±{o.rope:g}", o.test,
                          *map(format_probability, (o.p_a_better, o.p_rope, o.p_b_better)), o.verdict]
                         for m, o in self.by_metric.items()]
 

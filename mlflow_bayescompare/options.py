@@ -40,8 +40,8 @@ __all__ = [
     "Option", "SourceOptions", "SamplerOptions", "FitOptions", "PairOptions", "ModelsOptions", "MatrixOptions",
     "RankOptions", "ENGINES", "RAY_ADDRESS_ENV",
     "parse_fields", "click_options", "checked_click_option", "build", "from_keywords", "defaults", "public_name",
-    "draw_seed", "per_metric", "PerMetric", "DIRECTIONS", "PRIORS", "PRIOR_ALIASES", "BACKENDS", "LAYOUTS", "TESTS",
-    "RANK_MODELS", "WARMUP", "MATRIX_PAIR_WARMUP",
+    "draw_seed", "per_metric", "PerMetric", "DIRECTIONS", "direction_word", "PRIORS", "PRIOR_ALIASES", "BACKENDS",
+    "LAYOUTS", "TESTS", "RANK_MODELS", "WARMUP", "MATRIX_PAIR_WARMUP",
 ]
 
 #: ν priors of the hierarchical test (paper, Table "prior-nu"), in the order of the Stan program's ``nu_prior`` flag
@@ -62,6 +62,13 @@ RAY_ADDRESS_ENV = "RAY_ADDRESS"  # Ray's own variable, which ray.init reads too
 RANK_MODELS = ("auto", "hierarchical", "bbt")
 #: a metric's direction (``--direction fit_time=lower``): is a higher score better?
 DIRECTIONS = {"higher": True, "lower": False}
+
+
+def direction_word(greater_is_better: bool) -> str:
+    """``higher`` or ``lower``: the word of :data:`DIRECTIONS` for a metric's direction."""
+    return next(word for word, better in DIRECTIONS.items() if better == greater_is_better)
+
+
 _DIRECTION_HELP = ("Per metric, whether higher or lower is better: fit_time=lower,accuracy=higher (a bare value "
                    "applies to every metric not named; the rest follow --lower-is-better).")
 MAX_FILTER = 2000

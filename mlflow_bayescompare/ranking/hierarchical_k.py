@@ -78,8 +78,9 @@ def rank_hierarchical(scores, opts: RankOptions, progress: Progress | None = Non
     """Rank the models of ``scores`` (a :class:`~.engine.Scores` of two datasets or more, oriented so that greater
     is better) by the hierarchical model."""
     inputs = stan_inputs(scores, opts)
-    if inputs.ragged_note():
-        log.warning("the hierarchical model: %s", inputs.ragged_note())
+    note = inputs.ragged_note()
+    if note:
+        log.warning("the hierarchical model: %s", note)
     opts = opts.with_seed().with_warmup()
     notify(progress, "sampling", f"{len(scores.models)} models on {counted(len(inputs.scores.datasets), 'dataset')} "
                                  f"(hierarchical model, {opts.chains} chains × {opts.draws} draws)")

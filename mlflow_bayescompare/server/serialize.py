@@ -10,7 +10,7 @@ from typing import Any
 from flask import Response
 
 from ..claims import CLAIMS, report, reports_dict
-from ..options import DIRECTIONS, LAYOUTS, PRIORS, FitOptions, RankOptions, SourceOptions, defaults
+from ..options import LAYOUTS, PRIORS, FitOptions, RankOptions, SourceOptions, defaults, direction_word
 from ..result import COLORS, json_safe
 from ..tracking import tags as T
 from ..tracking.keys import metric_key
@@ -29,7 +29,6 @@ FORM_SETTINGS = ("experiment_ids", "metric", "rope", "metric_rope", "greater_is_
                  "target_experiment", "sensitivity", "model", "vs")
 #: the settings a decision on several metrics may log per metric (``<metric>/<param>``), as the form writes them
 _PER_METRIC_SETTINGS = {"rope": "rope", "metric_rope": "metric_rope", "greater_is_better": "direction"}
-_DIRECTION_WORDS = {str(better): word for word, better in DIRECTIONS.items()}  # the param "False": lower
 
 
 def json_response(obj: Any, status: int = 200) -> Response:
@@ -158,7 +157,7 @@ def _per_metric_params(params: dict[str, str], metrics: list[str]) -> dict[str, 
     for param, setting in _PER_METRIC_SETTINGS.items():
         given = {m: params[metric_key(m, param)] for m in metrics if metric_key(m, param) in params}
         if given:
-            out[setting] = ",".join(f"{m}={_DIRECTION_WORDS.get(v, v) if setting == 'direction' else v}"
+            out[setting] = ",".join(f"{m}={direction_word(v == 'True') if setting == 'direction' else v}"
                                     for m, v in given.items())
     return out
 

@@ -4,7 +4,7 @@ Each metric's run content is built as usual (a :class:`~.bundle.Bundle`, in the 
 the decision holds them all, by one rule: a metric's own values carry its name, ``<metric>/<name>`` for metrics
 (MLflow's charts group them by that prefix), params and artifacts, ``<tag>/<metric>`` for tags (they stay under
 ``bayescompare.``); params and tags every metric shares are logged once, as they are.  Its description, report.md
-and report.html open with the decision (:func:`~..claims.combined_line`) and a table of the metrics, then give each
+and report.html open with the decision (:func:`~..result.combined_line`) and a table of the metrics, then give each
 metric's own report as a section.
 """
 
