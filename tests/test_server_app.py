@@ -91,6 +91,11 @@ def server(request, tmp_path_factory):
         drop_pg_database(backend)
 
 
+#: The page talks only to the plugin's JSON API, whose answers on PostgreSQL the API tests above check: one page test
+#: runs end to end on each store, the other page tests on sqlite alone (CI's time budget).
+ON_SQLITE = pytest.mark.parametrize("server", ["sqlite"], indirect=True)
+
+
 def _fields(srv, **extra) -> dict:
     return {"experiment_name": [srv.experiment_name], "metric": "accuracy", "model_a": "lda", "model_b": "cart",
             **FAST, **extra}
@@ -437,6 +442,7 @@ _TEXT_FITS = """els => els.filter(e => e.offsetParent !== null).map(e => {
 
 
 @pytest.mark.browser
+@ON_SQLITE
 def test_page_first_contact(server):
     """The page opens on the experiment with the newest scores (not the empty Default); Compare waits for a valid
     choice and refuses one model against itself; the outcome colours are the reports'; every control shows its
@@ -548,6 +554,7 @@ def _signed(value: float) -> str:
 
 
 @pytest.mark.browser
+@ON_SQLITE
 def test_page_ranks_against_a_model(server):
     """"Rank all models" against a model: the ranking job of the API with ``vs``, its table against the reference
     (one row per other model, the verdict, P(better / equivalent / worse), the difference and its HDI) under the
@@ -583,6 +590,7 @@ def test_page_ranks_against_a_model(server):
 
 
 @pytest.mark.browser
+@ON_SQLITE
 def test_page_compare_all_models(server):
     """The result of "Compare all models": the ranking (the hierarchical model of k models, so captioned), the
     pairs, and the ranking report (critical-difference diagram, P(better) matrix, P(best), leader gaps) inline, the
@@ -644,6 +652,7 @@ def test_page_compare_all_models(server):
 
 
 @pytest.mark.browser
+@ON_SQLITE
 def test_page_compares_means_with_the_signed_rank_test(server):
     """Runs holding one score per (model, dataset): the page compares them with the Bayesian signed-rank test, and
     says so, as the status does."""
@@ -673,6 +682,7 @@ def test_page_compares_means_with_the_signed_rank_test(server):
 
 
 @pytest.mark.browser
+@ON_SQLITE
 def test_page_on_one_dataset_says_which_test_and_which_ranking_answered(server):
     """One dataset: "Compare A vs B" says the correlated t-test answered, "Compare all models" that its pairs were
     compared by it and that the joint correlated-t model ranked them, as the status does.  With a rope of 0.05, P(cart
@@ -708,6 +718,7 @@ def test_page_on_one_dataset_says_which_test_and_which_ranking_answered(server):
 
 
 @pytest.mark.browser
+@ON_SQLITE
 def test_page_reopens_a_comparison_with_its_settings(server):
     """Clicking a past comparison fills the form with its settings; its sensitivity analysis is in the report.
     Clicking a past ranking then fills the rope in metric units with its ``metric_rope``, never with its rope (its
@@ -755,6 +766,7 @@ def _ranking_cells(rows: list[dict]) -> list[list[str]]:
 
 
 @pytest.mark.browser
+@ON_SQLITE
 def test_page_compares_and_ranks_on_two_metrics(server):
     """Two metrics chosen, a rope and a direction for one of them: "Compare" shows the combined line and a "By metric"
     table of the Python API's probabilities instead of the bar, and the combined report; "Rank all models" against a
@@ -837,6 +849,7 @@ def _release(page, held: list) -> None:
 
 
 @pytest.mark.browser
+@ON_SQLITE
 def test_page_drops_a_late_answer_about_an_experiment_no_longer_selected(server):
     """The page asks for the first-listed experiment's models on load; if that answer comes after the user has picked
     another experiment, it must not overwrite the lists (seen in CI as a metric list gone empty)."""
@@ -859,6 +872,7 @@ def test_page_drops_a_late_answer_about_an_experiment_no_longer_selected(server)
 
 
 @pytest.mark.browser
+@ON_SQLITE
 def test_page_shows_only_the_last_run_asked_for(server):
     """Picking a past comparison while the page still waits for the previous one's status: the late status must not
     replace the one picked."""
