@@ -195,3 +195,21 @@ def test_ctrl_c_cancels_the_clusters_work(cluster, tracking_uri, scores):
     while cluster.workers("_PairWorker") and time.monotonic() < end:
         time.sleep(0.5)
     assert cluster.workers("_PairWorker") == []
+
+
+def test_with_no_address_ray_starts_here_for_the_matrix_and_ends_with_it(tracking_uri, scores, monkeypatch):
+    """No address and no ``RAY_ADDRESS``: Ray starts on this machine for the matrix, from the calling thread (Ray's
+    processes die with the thread that started them, which killed them within seconds when a helper thread started
+    them), gives the local engine's numbers, and is shut down after."""
+    ray = require_module("ray", 'Ray is not installed (pip install -e ".[test]" installs it)')
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # else Ray writes ~/.ray/auth_token, which the clusters started
+    # by `ray start` on this machine afterwards then require, and their second node fails to join the first
+    local = compare_matrix(experiment_ids=[scores], metric="accuracy", models=MODELS, tracking_uri=tracking_uri,
+                           log=False, jobs=1, **FAST)
+    handler = signal.getsignal(signal.SIGTERM)
+    on_ray = compare_matrix(experiment_ids=[scores], metric="accuracy", models=MODELS, tracking_uri=tracking_uri,
+                            log=False, engine="ray", jobs=1, **FAST)
+    assert _numbers(on_ray) == _numbers(local)
+    assert not ray.is_initialized()
+    assert signal.getsignal(signal.SIGTERM) is handler  # Ray's own handler did not replace the process's

@@ -17,7 +17,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import os
 import platform
+import signal
 import socket
 import threading
 import time
@@ -155,9 +157,19 @@ def _import_ray():
 
 def _connect(ray, address: str | None, shown: str) -> bool:
     """Connect this process to the cluster (unless it is connected already; then False: not ours to shut down),
-    within :data:`CONNECT_SECONDS`, or an :class:`InputError` naming the address."""
+    within :data:`CONNECT_SECONDS`, or an :class:`InputError` naming the address.  A cluster Ray starts for this
+    process (no address, none in ``RAY_ADDRESS``, or ``local``) is started in the calling thread: Ray's processes
+    die with the thread that started them (their parent-death signal)."""
     if ray.is_initialized():
         return False
+    if (address or os.environ.get("RAY_ADDRESS") or "local") == "local":
+        try:
+            with _keep_signal_handlers():
+                _init(ray, address)
+        except Exception as exc:
+            raise InputError(f"could not start Ray on this machine: {_first_lines(exc)}") from None
+        log.info("fitting on a Ray cluster started on this machine")
+        return True
     deadline = time.monotonic() + CONNECT_SECONDS
     if address:
         _probe(address, shown)
@@ -165,9 +177,7 @@ def _connect(ray, address: str | None, shown: str) -> bool:
 
     def init():
         try:
-            with _quiet(logging.getLogger("ray._private.worker")):  # its notice that the thread sets no handler
-                outcome.append(ray.init(address=address, log_to_driver=False, logging_level="ERROR",
-                                        include_dashboard=False, configure_logging=False))
+            outcome.append(_init(ray, address))
         except BaseException as exc:  # handed to the caller's thread
             outcome.append(exc)
 
@@ -180,6 +190,29 @@ def _connect(ray, address: str | None, shown: str) -> bool:
         raise InputError(f"could not connect to the Ray cluster at {shown}: {_first_lines(outcome[0])}") from None
     log.info("fitting on the Ray cluster at %s", shown)
     return True
+
+
+def _init(ray, address: str | None):
+    """``ray.init``, its notice that a thread other than the main one sets no SIGTERM handler kept quiet."""
+    with _quiet(logging.getLogger("ray._private.worker")):
+        return ray.init(address=address, log_to_driver=False, logging_level="ERROR", include_dashboard=False,
+                        configure_logging=False)
+
+
+@contextlib.contextmanager
+def _keep_signal_handlers():
+    """The process's SIGTERM and SIGINT handlers as they were before the block: ``ray.init`` in the main thread
+    replaces SIGTERM's, and the command line's own handler (stop the work, log nothing) must stay."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {number: signal.getsignal(number) for number in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for number, handler in saved.items():
+            if handler is not None:
+                signal.signal(number, handler)
 
 
 @contextlib.contextmanager
