@@ -51,10 +51,11 @@ Exit codes:
 
 
 class CliError(click.ClickException):
-    """``Error: …`` on stderr and a chosen exit code."""
+    """``Error: …`` on stderr and a chosen exit code; the message without the credentials its URIs may carry (MLflow's
+    own errors name the tracking URI as given, password included)."""
 
     def __init__(self, message: str, exit_code: int = 1):
-        super().__init__(message)
+        super().__init__(redact_uri(message))
         self.exit_code = exit_code
 
 

@@ -18,7 +18,7 @@ import requests
 from click.testing import CliRunner
 from mlflow import MlflowClient
 from mlflow.entities import RunStatus
-from servers import Server, chromium_page, free_port, require_chromium, require_module
+from servers import Server, chromium_page, free_port, gateway, require_chromium, require_module
 
 from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.client import BayesCompareClient, RequestRefused
@@ -518,6 +518,19 @@ def test_credentials_in_the_tracking_uri_are_never_printed(auth_server):
     assert result.exit_code == 0, printed
     assert f"http://{host}/#/experiments/{ids['e-edit']}/runs/" in result.stdout  # the closing line's link
     assert "View run" not in printed and "View experiment" not in printed
+    assert "pre@" not in printed and "TAIL-carol" not in printed
+
+
+def test_mlflow_errors_naming_the_tracking_uri_print_no_password(monkeypatch):
+    """MLflow's own errors name the tracking URI as given (``API request to http://user:PW@host/… failed``): the
+    command line's error line names it without the password.  A server whose API answers 500 (its database down)."""
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    with gateway(500) as host:
+        result = CliRunner().invoke(main, [
+            "compare", "--tracking-uri", f"http://{CAROL[0]}:{CAROL[1]}@{host}", "--experiment-name", "cv",
+            "--metric", "accuracy,f1", "--model-a", "a", "--model-b", "b", "--target-experiment", "new-target"])
+    printed = result.stdout + result.stderr
+    assert result.exit_code == 1 and f"Error: MLflow: API request to http://{host}/api/2.0/" in printed, printed
     assert "pre@" not in printed and "TAIL-carol" not in printed
 
 
