@@ -7,6 +7,7 @@ and refused requests that create nothing."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import urllib.parse
@@ -239,7 +240,7 @@ def _as(user):
 
 
 BOB = ("bob", "bob-Password-1")
-CAROL = ("carol", "pre@TAIL-carol-Pw-1")  # a password holding '@'
+CAROL = ("carol", "pre@TAIL:carol-Pw-1")  # a password holding '@' and then ':'
 JOB = ("job", "pre@TAIL-job-Pw-1")  # a user with no permission, in the URI the job processes reach the server by
 
 
@@ -506,19 +507,27 @@ def test_a_numeric_target_is_an_id_and_never_a_new_name(fail_closed_server):
     assert "pre@" not in log and "TAIL-job" not in log
 
 
-def test_credentials_in_the_tracking_uri_are_never_printed(auth_server):
-    """A password holding ``@`` in ``MLFLOW_TRACKING_URI``: neither it nor MLflow's run links reach the output."""
+@pytest.mark.parametrize("command", [
+    ["compare", "--model-a", "lda", "--model-b", "cart"],
+    ["rank", "--json"],  # MLflow's run links would go to stderr
+])
+def test_credentials_in_the_tracking_uri_are_never_printed(auth_server, command):
+    """A password holding ``@`` then ``:`` in ``MLFLOW_TRACKING_URI``: neither it nor MLflow's run links reach the
+    output."""
     ids, host = auth_server.ids, auth_server.url.split("://", 1)[1]
     result = CliRunner().invoke(main, [
-        "compare", "--experiment-id", ids["e-read"], "--metric", "accuracy", "--model-a", "lda", "--model-b", "cart",
-        "--target-experiment", "e-edit", "--chains", "2", "--draws", "200", "--seed", "1"],
+        *command, "--experiment-id", ids["e-read"], "--metric", "accuracy", "--target-experiment", "e-edit",
+        "--chains", "2", "--draws", "200", "--seed", "1"],
         env={"MLFLOW_TRACKING_URI": f"http://{CAROL[0]}:{CAROL[1]}@{host}", "MLFLOW_TRACKING_USERNAME": None,
              "MLFLOW_TRACKING_PASSWORD": None})
     printed = result.stdout + result.stderr
     assert result.exit_code == 0, printed
-    assert f"http://{host}/#/experiments/{ids['e-edit']}/runs/" in result.stdout  # the closing line's link
+    if "--json" in command:
+        assert json.loads(result.stdout)["experiment_id"] == ids["e-edit"]
+    else:
+        assert f"http://{host}/#/experiments/{ids['e-edit']}/runs/" in result.stdout  # the closing line's link
     assert "View run" not in printed and "View experiment" not in printed
-    assert "pre@" not in printed and "TAIL-carol" not in printed
+    assert "pre@" not in printed and "TAIL" not in printed
 
 
 def test_mlflow_errors_naming_the_tracking_uri_print_no_password(monkeypatch):
@@ -531,7 +540,7 @@ def test_mlflow_errors_naming_the_tracking_uri_print_no_password(monkeypatch):
             "--metric", "accuracy,f1", "--model-a", "a", "--model-b", "b", "--target-experiment", "new-target"])
     printed = result.stdout + result.stderr
     assert result.exit_code == 1 and f"Error: MLflow: API request to http://{host}/api/2.0/" in printed, printed
-    assert "pre@" not in printed and "TAIL-carol" not in printed
+    assert "pre@" not in printed and "TAIL" not in printed
 
 
 def _autologged_search(srv, experiment: str) -> str:
