@@ -543,6 +543,22 @@ def test_mlflow_errors_naming_the_tracking_uri_print_no_password(monkeypatch):
     assert "pre@" not in printed and "TAIL" not in printed
 
 
+@pytest.mark.parametrize("given", ["option", "env"])
+def test_a_password_on_the_command_line_is_kept_from_a_ray_cluster(given):
+    """Ray keeps the driver's command line in the cluster's job table (its entrypoint, readable by every client of
+    the cluster): ``matrix --engine ray`` refuses a ``--tracking-uri`` carrying a password, before anything is read,
+    and takes the same URI from ``MLFLOW_TRACKING_URI`` (here a closed port: refused as unreachable)."""
+    uri = f"http://{CAROL[0]}:{CAROL[1]}@127.0.0.1:{free_port()}"
+    result = CliRunner().invoke(main, [
+        "matrix", "--engine", "ray", "--experiment-name", "cv", "--metric", "accuracy",
+        *(["--tracking-uri", uri] if given == "option" else [])],
+        env={"MLFLOW_TRACKING_URI": uri if given == "env" else None})
+    printed = result.stdout + result.stderr
+    assert result.exit_code == 2 and "pre@" not in printed and "TAIL" not in printed, printed
+    assert ("a Ray cluster keeps this command line" if given == "option" else "unreachable: Connection refused") \
+        in printed, printed
+
+
 def _autologged_search(srv, experiment: str) -> str:
     """A GridSearchCV on iris autologged by the admin into ``experiment``: the search run's id."""
     import warnings

@@ -42,14 +42,15 @@ import threading
 import urllib.parse
 from collections.abc import Callable, Iterator
 
-__all__ = ["TRACKING_URI_ENV", "RETRY_LOGGER", "active_experiment_id", "as_user", "authenticated_user",
-           "backend_store_uri", "cors_allowed_origins", "end_run", "experiment_permission", "is_valid_key",
-           "register_auth_validator", "retry_notice", "run_artifact_location", "download_top_artifact",
+__all__ = ["TRACKING_URI_ENV", "CREDENTIALS_ENV", "RETRY_LOGGER", "active_experiment_id", "as_user",
+           "authenticated_user", "backend_store_uri", "cors_allowed_origins", "end_run", "experiment_permission",
+           "is_valid_key", "register_auth_validator", "retry_notice", "run_artifact_location", "download_top_artifact",
            "served_by_uvicorn", "server_boot_id", "static_prefix", "tracking_store"]
 
 #: the environment variable of MLflow's tracking URI
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
-_CREDENTIALS_ENV = {"username": "MLFLOW_TRACKING_USERNAME", "password": "MLFLOW_TRACKING_PASSWORD"}
+#: the environment variables of the basic-auth user name and password MLflow's client sends
+CREDENTIALS_ENV = {"username": "MLFLOW_TRACKING_USERNAME", "password": "MLFLOW_TRACKING_PASSWORD"}
 #: MLflow's switch for the "🏃 View run … at: <tracking URI>…" and "🧪 View experiment at: …" lines its client
 #: writes on stdout when it ends a run on a tracking server: they carry the URI as given, password included
 _RUN_LINKS_ENV = "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"
@@ -86,9 +87,9 @@ def is_valid_key(key: str) -> bool:
 def as_user(credentials: dict[str, str] | None) -> Iterator[None]:
     """MLflow clients created in the block send these basic-auth ``username`` and ``password`` (none given: the
     environment as it is); the environment is restored afterwards."""
-    saved = {name: os.environ.get(name) for name in _CREDENTIALS_ENV.values()}
+    saved = {name: os.environ.get(name) for name in CREDENTIALS_ENV.values()}
     if credentials:
-        for key, name in _CREDENTIALS_ENV.items():
+        for key, name in CREDENTIALS_ENV.items():
             os.environ[name] = credentials[key]
     try:
         yield
