@@ -482,6 +482,10 @@ def test_a_numeric_target_is_an_id_and_never_a_new_name(fail_closed_server):
     assert hidden.json()["error"] == f"no experiment with id '{bobs}'; a new target experiment needs a name that " \
                                      "is not a number"
     _same(hidden, alice.post(url, json={**body, "target_experiment": absent}, timeout=60), bobs, absent)
+    for kind in ("matrix", "rankings"):  # every kind of job, by the same rule
+        fields = {k: v for k, v in body.items() if not k.startswith("model")}
+        other = alice.post(url.replace("comparisons", kind), json={**fields, "target_experiment": bobs}, timeout=60)
+        assert (other.status_code, other.json()["error"]) == (400, hidden.json()["error"]), other.text
     with _as(ALICE), pytest.raises(InputError) as refused:
         runlog.resolve_target(MlflowClient(srv.url), bobs, [ids["e-read"]])
     assert str(refused.value) == hidden.json()["error"]
