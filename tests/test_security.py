@@ -563,6 +563,25 @@ def test_a_password_on_the_command_line_is_kept_from_a_ray_cluster(given):
         in printed, printed
 
 
+def test_a_job_writes_only_into_the_servers_artifact_store(auth_server, tmp_path):
+    """An experiment's artifact location is chosen by whoever creates it: a job (which writes from the server's
+    machine, with the server's access) refuses, as target or as the first source it would log into, an experiment
+    alice made with a folder of the server's machine as its artifact location; nothing is written."""
+    elsewhere = tmp_path / "elsewhere"
+    with _as(ALICE):
+        eid = MlflowClient(auth_server.url).create_experiment(f"alice-{uuid.uuid4().hex[:6]}",
+                                                              artifact_location=elsewhere.as_uri())
+    alice, before = auth_server.api(ALICE).session, _snapshot(auth_server)
+    for path, fields in (("comparisons", {"experiment_id": [auth_server.ids["e-read"]], "model_a": "lda",
+                                          "model_b": "cart", "target_experiment": eid}),
+                         ("rankings", {"experiment_id": [eid]})):
+        resp = alice.post(f"{auth_server.url}/bayescompare/api/{path}", json={"metric": "accuracy", **FAST, **fields},
+                          timeout=60)
+        assert resp.status_code == 403, resp.text
+        assert f"keeps its artifacts at {elsewhere.as_uri()}, outside this server's artifact store" in resp.text
+    assert _snapshot(auth_server) == before and not elsewhere.exists()
+
+
 def _autologged_search(srv, experiment: str) -> str:
     """A GridSearchCV on iris autologged by the admin into ``experiment``: the search run's id."""
     import warnings

@@ -10,8 +10,8 @@ module costs nothing.
 Used beyond MLflow's public API:
 
 * ``mlflow.server.handlers``: ``_add_static_prefix`` (the server's ``--static-prefix``), ``_get_tracking_store``
-  (the server's own store), and how ``/get-artifact`` finds a run's artifact:
-  ``_is_servable_proxied_run_artifact_root``, ``_get_artifact_repo_mlflow_artifacts``,
+  (the server's own store, and its ``artifact_root_uri``: the default artifact root), and how ``/get-artifact``
+  finds a run's artifact: ``_is_servable_proxied_run_artifact_root``, ``_get_artifact_repo_mlflow_artifacts``,
   ``_get_proxied_run_artifact_destination_path``, ``_get_artifact_repo``;
 * ``mlflow.server.auth``: ``_get_experiment_permission`` and the validator table ``BEFORE_REQUEST_VALIDATORS``,
   keyed by exact path and method (from MLflow 3.16, whose ``MLFLOW_BASIC_AUTH_FAIL_CLOSED`` defaults to true, a
@@ -44,8 +44,8 @@ from collections.abc import Callable, Iterator
 
 __all__ = ["TRACKING_URI_ENV", "CREDENTIALS_ENV", "RETRY_LOGGER", "active_experiment_id", "as_user",
            "authenticated_user", "backend_store_uri", "cors_allowed_origins", "end_run", "experiment_permission",
-           "is_valid_key", "register_auth_validator", "retry_notice", "run_artifact_location", "download_top_artifact",
-           "served_by_uvicorn", "server_boot_id", "static_prefix", "tracking_store"]
+           "in_artifact_root", "is_valid_key", "register_auth_validator", "retry_notice", "run_artifact_location",
+           "download_top_artifact", "served_by_uvicorn", "server_boot_id", "static_prefix", "tracking_store"]
 
 #: the environment variable of MLflow's tracking URI
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
@@ -174,6 +174,23 @@ def tracking_store():
     from mlflow.server.handlers import _get_tracking_store
 
     return _get_tracking_store()
+
+
+def in_artifact_root(location: str) -> bool:
+    """Is ``location`` (an experiment's artifact location) the server's default artifact root or under it, as the
+    location of an experiment created without one of its own is?  Local paths are compared once normalised."""
+    root = _normalised_location(tracking_store().artifact_root_uri).rstrip("/")
+    found = _normalised_location(location)
+    return found == root or found.startswith(root + "/")
+
+
+def _normalised_location(location: str) -> str:
+    """``location`` with a local path's ``..`` and ``.`` resolved (as ``file://`` URI), else as it is."""
+    parts = urllib.parse.urlsplit(location)
+    if parts.scheme not in ("", "file"):
+        return location
+    path = urllib.parse.unquote(parts.path if parts.scheme else location)
+    return "file://" + os.path.normpath("/" + path.lstrip("/"))
 
 
 def run_artifact_location(run, path: str) -> tuple:
