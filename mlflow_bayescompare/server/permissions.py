@@ -27,6 +27,7 @@ from flask import g, request
 from mlflow.entities import ViewType
 from mlflow.exceptions import MlflowException
 
+from ..console import redact_uri
 from ..errors import InputError
 from ..options import SourceOptions
 from ..tracking import mlflow_internals
@@ -295,8 +296,8 @@ def _check_artifact_store(experiment, named: str) -> None:
     access, where an experiment's own artifact location (which whoever creates it chooses: a path of this machine,
     another bucket) would send them.  Asked only of a user who may update the experiment."""
     if auth_enabled() and not mlflow_internals.in_artifact_root(experiment.artifact_location):
-        raise ApiError(403, f"experiment {named} keeps its artifacts at {experiment.artifact_location}, outside this "
-                            "server's artifact store, where the server's jobs do not write; choose a "
+        raise ApiError(403, f"experiment {named} keeps its artifacts at {redact_uri(experiment.artifact_location)}, "
+                            "outside this server's artifact store, where the server's jobs do not write; choose a "
                             "'target_experiment' created with the server's default artifact location")
 
 
