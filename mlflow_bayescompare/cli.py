@@ -51,10 +51,11 @@ Exit codes:
 
 
 class CliError(click.ClickException):
-    """``Error: …`` on stderr and a chosen exit code."""
+    """``Error: …`` on stderr and a chosen exit code; the message without the credentials its URIs may carry (MLflow's
+    own errors name the tracking URI as given, password included)."""
 
     def __init__(self, message: str, exit_code: int = 1):
-        super().__init__(message)
+        super().__init__(redact_uri(message))
         self.exit_code = exit_code
 
 
@@ -142,6 +143,7 @@ def matrix(tracking_uri, no_log, as_json, jobs, **fields) -> None:
     with _errors(), _output(as_json) as out:
         source, fit, models, how = parse_fields(fields, [SourceOptions, FitOptions, ModelsOptions, MatrixOptions],
                                                 origin="cli", exclude=("sensitivity",))
+        _refuse_password_for_ray(tracking_uri, how.engine)
         with _progress() as progress:
             from . import compare as api
 
@@ -221,6 +223,17 @@ def compile_(names, **fields) -> None:
 
 
 # ------------------------------------------------------------------------------------------------------ helpers
+
+
+def _refuse_password_for_ray(tracking_uri: str | None, engine: str) -> None:
+    """Ray records the driver's command line in its cluster's job table (the job's entrypoint, which every client of
+    the cluster may read): a password given there with ``--tracking-uri`` would be kept by the cluster."""
+    given = click.get_current_context().get_parameter_source("tracking_uri")
+    if engine == "ray" and given is click.core.ParameterSource.COMMANDLINE and redact_uri(tracking_uri) != tracking_uri:
+        raise CliError("--tracking-uri carries a user name and password, and a Ray cluster keeps this command line "
+                       "in its job table, where every client of the cluster may read it: give the URI in "
+                       f"{mlflow_internals.TRACKING_URI_ENV}, or the credentials in "
+                       f"{' and '.join(mlflow_internals.CREDENTIALS_ENV.values())}", exit_code=2)
 
 
 def _client(tracking_uri):

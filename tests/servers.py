@@ -7,14 +7,17 @@ skip, or fail in CI), the one place that imports pytest."""
 from __future__ import annotations
 
 import contextlib
+import http.server
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn
 
@@ -217,6 +220,31 @@ def group_alive(pgid: int) -> bool:
     ps = subprocess.run(["ps", "-e", "-o", "pgid=,stat="], capture_output=True, text=True)
     return any(fields[0] == str(pgid) and not fields[1].startswith("Z")
                for fields in (line.split() for line in ps.stdout.splitlines()) if len(fields) == 2)
+
+
+@contextlib.contextmanager
+def gateway(status: int, health: int = 200) -> Iterator[str]:
+    """A loopback HTTP server that is not MLflow but stands where one should: a proxy whose MLflow is down or failing.
+    ``/health`` answers ``health``, every other path ``status``; yields its address."""
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(health if self.path.split("?")[0].endswith("/health") else status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_POST = do_GET
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 # ------------------------------------------------------------------------------------------------ browser

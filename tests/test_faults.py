@@ -5,6 +5,7 @@ exit code, never a traceback, and no comparison run is left FINISHED half-logged
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -20,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 from mlflow import MlflowClient
 from mlflow.entities import RunStatus
-from servers import Server, free_port, group_alive
+from servers import Server, free_port, gateway, group_alive
 
 from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.client import JobFailed
@@ -81,24 +82,28 @@ def _comparison_runs(client, eid):
 # ------------------------------------------------------------------------------------------------ unreachable
 
 
-@pytest.mark.parametrize("command, where", [
-    (["compare", "--model-a", "rf", "--model-b", "svm", "--json"], "option"),
-    (["matrix", "--models", "a,b,c"], "env"),
+@pytest.mark.parametrize("command, where, down", [
+    (["compare", "--metric", "accuracy", "--model-a", "rf", "--model-b", "svm", "--json"], "option", "closed port"),
+    (["matrix", "--metric", "accuracy", "--models", "a,b,c"], "env", "closed port"),
+    (["rank", "--metric", "accuracy,f1"], "option", "gateway"),  # a proxy answering 503 for its MLflow
 ])
 @pytest.mark.slow
-def test_an_unreachable_server_is_told_at_once(command, where):
-    """Nothing listens on the port: the command says so within 30 s (the issue's bound; MLflow's own retries take
-    about 4 minutes), naming the URI without its password and the cause, exit 2, no traceback."""
-    port = free_port()
-    uri = f"http://ci:pre@TAIL-{port}@127.0.0.1:{port}"
-    given = ["--tracking-uri", uri] if where == "option" else []
-    proc = _cli(*command[:1], *given, "--experiment-name", "cv", "--metric", "accuracy", *command[1:],
-                env={"MLFLOW_TRACKING_URI": uri} if where == "env" else None)
-    code, out, err = _finish(proc, timeout=30)
+def test_an_unreachable_server_is_told_at_once(command, where, down):
+    """Nothing listens on the port, or a gateway says its MLflow is down: the command says so within 30 s (the
+    issue's bound; MLflow's own retries take about 4 minutes), naming the URI without its password and the cause,
+    exit 2, no traceback."""
+    with contextlib.ExitStack() as stack:
+        host = stack.enter_context(gateway(503, health=503)) if down == "gateway" else f"127.0.0.1:{free_port()}"
+        uri = f"http://ci:pre@TAIL-1@{host}"
+        given = ["--tracking-uri", uri] if where == "option" else []
+        proc = _cli(*command[:1], *given, "--experiment-name", "cv", *command[1:],
+                    env={"MLFLOW_TRACKING_URI": uri} if where == "env" else None)
+        code, out, err = _finish(proc, timeout=30)
+    cause = "HTTP 503 Service Unavailable" if down == "gateway" else "Connection refused"
     assert code == 2, err
     assert out == ""  # nothing claims a result on stdout
-    assert f"Error: the MLflow tracking server at http://127.0.0.1:{port} is unreachable: Connection refused" in err
-    assert "pre@" not in err and f"TAIL-{port}" not in err and "Traceback" not in err
+    assert f"Error: the MLflow tracking server at http://{host} is unreachable: {cause}" in err
+    assert "pre@" not in err and "TAIL-1" not in err and "Traceback" not in err
 
 
 # ------------------------------------------------------------------------------------------------ restart

@@ -8,6 +8,8 @@ import arviz as az
 import pandas as pd
 import pytest
 from mlflow import MlflowClient
+from mlflow.exceptions import MlflowException
+from servers import gateway
 from uci_runs import artifact_paths, uci_scores
 
 from mlflow_bayescompare import hierarchical_test
@@ -165,6 +167,19 @@ def test_fail_run_records_the_error(client, experiment_id):
     run = client.get_run(run_id)
     assert run.info.status == "FAILED"
     assert run.data.tags["bayescompare.error"] == "no runs for model 'b'"
+
+
+def test_a_failed_run_records_no_password(client, experiment_id, monkeypatch):
+    """MLflow's own errors name the tracking URI as given (``API request to http://user:PW@host/… failed``): the
+    run's error tag holds the error without the password.  A real request to a server answering 500."""
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    with gateway(500) as host, pytest.raises(MlflowException) as failed:
+        MlflowClient(f"http://u:pre@TAIL-pw@{host}").get_experiment("1")
+    run_id = _start(client, experiment_id, "a", "b", "m")
+    runlog.fail_run(client, run_id, failed.value)
+    error = client.get_run(run_id).data.tags["bayescompare.error"]
+    assert error.startswith(f"API request to http://{host}/api/2.0/mlflow/experiments/get failed"), error
+    assert "pre@" not in error and "TAIL-pw" not in error
 
 
 def test_sigterm_while_logging_leaves_a_failed_run_saying_so(client, experiment_id, fitted):

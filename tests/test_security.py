@@ -7,6 +7,7 @@ and refused requests that create nothing."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import urllib.parse
@@ -18,7 +19,7 @@ import requests
 from click.testing import CliRunner
 from mlflow import MlflowClient
 from mlflow.entities import RunStatus
-from servers import Server, chromium_page, free_port, require_chromium, require_module
+from servers import Server, chromium_page, free_port, gateway, require_chromium, require_module
 
 from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.client import BayesCompareClient, RequestRefused
@@ -239,7 +240,7 @@ def _as(user):
 
 
 BOB = ("bob", "bob-Password-1")
-CAROL = ("carol", "pre@TAIL-carol-Pw-1")  # a password holding '@'
+CAROL = ("carol", "pre@TAIL:carol-Pw-1")  # a password holding '@' and then ':'
 JOB = ("job", "pre@TAIL-job-Pw-1")  # a user with no permission, in the URI the job processes reach the server by
 
 
@@ -481,6 +482,10 @@ def test_a_numeric_target_is_an_id_and_never_a_new_name(fail_closed_server):
     assert hidden.json()["error"] == f"no experiment with id '{bobs}'; a new target experiment needs a name that " \
                                      "is not a number"
     _same(hidden, alice.post(url, json={**body, "target_experiment": absent}, timeout=60), bobs, absent)
+    for kind in ("matrix", "rankings"):  # every kind of job, by the same rule
+        fields = {k: v for k, v in body.items() if not k.startswith("model")}
+        other = alice.post(url.replace("comparisons", kind), json={**fields, "target_experiment": bobs}, timeout=60)
+        assert (other.status_code, other.json()["error"]) == (400, hidden.json()["error"]), other.text
     with _as(ALICE), pytest.raises(InputError) as refused:
         runlog.resolve_target(MlflowClient(srv.url), bobs, [ids["e-read"]])
     assert str(refused.value) == hidden.json()["error"]
@@ -506,19 +511,75 @@ def test_a_numeric_target_is_an_id_and_never_a_new_name(fail_closed_server):
     assert "pre@" not in log and "TAIL-job" not in log
 
 
-def test_credentials_in_the_tracking_uri_are_never_printed(auth_server):
-    """A password holding ``@`` in ``MLFLOW_TRACKING_URI``: neither it nor MLflow's run links reach the output."""
+@pytest.mark.parametrize("command", [
+    ["compare", "--model-a", "lda", "--model-b", "cart"],
+    ["rank", "--json"],  # MLflow's run links would go to stderr
+])
+def test_credentials_in_the_tracking_uri_are_never_printed(auth_server, command):
+    """A password holding ``@`` then ``:`` in ``MLFLOW_TRACKING_URI``: neither it nor MLflow's run links reach the
+    output."""
     ids, host = auth_server.ids, auth_server.url.split("://", 1)[1]
     result = CliRunner().invoke(main, [
-        "compare", "--experiment-id", ids["e-read"], "--metric", "accuracy", "--model-a", "lda", "--model-b", "cart",
-        "--target-experiment", "e-edit", "--chains", "2", "--draws", "200", "--seed", "1"],
+        *command, "--experiment-id", ids["e-read"], "--metric", "accuracy", "--target-experiment", "e-edit",
+        "--chains", "2", "--draws", "200", "--seed", "1"],
         env={"MLFLOW_TRACKING_URI": f"http://{CAROL[0]}:{CAROL[1]}@{host}", "MLFLOW_TRACKING_USERNAME": None,
              "MLFLOW_TRACKING_PASSWORD": None})
     printed = result.stdout + result.stderr
     assert result.exit_code == 0, printed
-    assert f"http://{host}/#/experiments/{ids['e-edit']}/runs/" in result.stdout  # the closing line's link
+    if "--json" in command:
+        assert json.loads(result.stdout)["experiment_id"] == ids["e-edit"]
+    else:
+        assert f"http://{host}/#/experiments/{ids['e-edit']}/runs/" in result.stdout  # the closing line's link
     assert "View run" not in printed and "View experiment" not in printed
-    assert "pre@" not in printed and "TAIL-carol" not in printed
+    assert "pre@" not in printed and "TAIL" not in printed
+
+
+def test_mlflow_errors_naming_the_tracking_uri_print_no_password(monkeypatch):
+    """MLflow's own errors name the tracking URI as given (``API request to http://user:PW@host/… failed``): the
+    command line's error line names it without the password.  A server whose API answers 500 (its database down)."""
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    with gateway(500) as host:
+        result = CliRunner().invoke(main, [
+            "compare", "--tracking-uri", f"http://{CAROL[0]}:{CAROL[1]}@{host}", "--experiment-name", "cv",
+            "--metric", "accuracy,f1", "--model-a", "a", "--model-b", "b", "--target-experiment", "new-target"])
+    printed = result.stdout + result.stderr
+    assert result.exit_code == 1 and f"Error: MLflow: API request to http://{host}/api/2.0/" in printed, printed
+    assert "pre@" not in printed and "TAIL" not in printed
+
+
+@pytest.mark.parametrize("given", ["option", "env"])
+def test_a_password_on_the_command_line_is_kept_from_a_ray_cluster(given):
+    """Ray keeps the driver's command line in the cluster's job table (its entrypoint, readable by every client of
+    the cluster): ``matrix --engine ray`` refuses a ``--tracking-uri`` carrying a password, before anything is read,
+    and takes the same URI from ``MLFLOW_TRACKING_URI`` (here a closed port: refused as unreachable)."""
+    uri = f"http://{CAROL[0]}:{CAROL[1]}@127.0.0.1:{free_port()}"
+    result = CliRunner().invoke(main, [
+        "matrix", "--engine", "ray", "--experiment-name", "cv", "--metric", "accuracy",
+        *(["--tracking-uri", uri] if given == "option" else [])],
+        env={"MLFLOW_TRACKING_URI": uri if given == "env" else None})
+    printed = result.stdout + result.stderr
+    assert result.exit_code == 2 and "pre@" not in printed and "TAIL" not in printed, printed
+    assert ("a Ray cluster keeps this command line" if given == "option" else "unreachable: Connection refused") \
+        in printed, printed
+
+
+def test_a_job_writes_only_into_the_servers_artifact_store(auth_server, tmp_path):
+    """An experiment's artifact location is chosen by whoever creates it: a job (which writes from the server's
+    machine, with the server's access) refuses, as target or as the first source it would log into, an experiment
+    alice made with a folder of the server's machine as its artifact location; nothing is written."""
+    elsewhere = tmp_path / "elsewhere"
+    with _as(ALICE):
+        eid = MlflowClient(auth_server.url).create_experiment(f"alice-{uuid.uuid4().hex[:6]}",
+                                                              artifact_location=elsewhere.as_uri())
+    alice, before = auth_server.api(ALICE).session, _snapshot(auth_server)
+    for path, fields in (("comparisons", {"experiment_id": [auth_server.ids["e-read"]], "model_a": "lda",
+                                          "model_b": "cart", "target_experiment": eid}),
+                         ("rankings", {"experiment_id": [eid]})):
+        resp = alice.post(f"{auth_server.url}/bayescompare/api/{path}", json={"metric": "accuracy", **FAST, **fields},
+                          timeout=60)
+        assert resp.status_code == 403, resp.text
+        assert f"keeps its artifacts at {elsewhere.as_uri()}, outside this server's artifact store" in resp.text
+    assert _snapshot(auth_server) == before and not elsewhere.exists()
 
 
 def _autologged_search(srv, experiment: str) -> str:

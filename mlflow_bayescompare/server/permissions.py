@@ -27,6 +27,7 @@ from flask import g, request
 from mlflow.entities import ViewType
 from mlflow.exceptions import MlflowException
 
+from ..console import redact_uri
 from ..errors import InputError
 from ..options import SourceOptions
 from ..tracking import mlflow_internals
@@ -274,6 +275,7 @@ def resolve_target(value: str | None, sources: list[str]) -> Target:
         if not can(sources[0], "update"):
             raise ApiError(403, f"no permission to log runs into experiment {sources[0]} (the first source); "
                                 "choose a 'target_experiment' you may update")
+        _check_artifact_store(_experiment(experiment_id=sources[0]), f"{sources[0]} (the first source)")
         return Target(sources[0])
     by_id = _experiment(experiment_id=value) if is_experiment_id(value) else None
     found = choose_target(value, by_id if by_id is not None and can(by_id.experiment_id) else None,
@@ -281,10 +283,22 @@ def resolve_target(value: str | None, sources: list[str]) -> Target:
     if found is not None:
         if not can(found.experiment_id, "update"):
             raise ApiError(403, f"no permission to log runs into experiment '{value}'")
+        _check_artifact_store(found, f"'{value}'")
         return Target(usable_target(found, value))
     if not _can_create_experiment():
         raise ApiError(403, f"no permission to create the experiment '{value}'")
     return Target(None, value)
+
+
+def _check_artifact_store(experiment, named: str) -> None:
+    """Under basic-auth, a job logs only into an experiment whose artifacts the server keeps in its own artifact
+    store (under its default artifact root): the job writes them from the server's machine, with the server's own
+    access, where an experiment's own artifact location (which whoever creates it chooses: a path of this machine,
+    another bucket) would send them.  Asked only of a user who may update the experiment."""
+    if auth_enabled() and not mlflow_internals.in_artifact_root(experiment.artifact_location):
+        raise ApiError(403, f"experiment {named} keeps its artifacts at {redact_uri(experiment.artifact_location)}, "
+                            "outside this server's artifact store, where the server's jobs do not write; choose a "
+                            "'target_experiment' created with the server's default artifact location")
 
 
 def create_target(target: Target) -> str:

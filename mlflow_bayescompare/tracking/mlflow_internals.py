@@ -10,8 +10,8 @@ module costs nothing.
 Used beyond MLflow's public API:
 
 * ``mlflow.server.handlers``: ``_add_static_prefix`` (the server's ``--static-prefix``), ``_get_tracking_store``
-  (the server's own store), and how ``/get-artifact`` finds a run's artifact:
-  ``_is_servable_proxied_run_artifact_root``, ``_get_artifact_repo_mlflow_artifacts``,
+  (the server's own store, and its ``artifact_root_uri``: the default artifact root), and how ``/get-artifact``
+  finds a run's artifact: ``_is_servable_proxied_run_artifact_root``, ``_get_artifact_repo_mlflow_artifacts``,
   ``_get_proxied_run_artifact_destination_path``, ``_get_artifact_repo``;
 * ``mlflow.server.auth``: ``_get_experiment_permission`` and the validator table ``BEFORE_REQUEST_VALIDATORS``,
   keyed by exact path and method (from MLflow 3.16, whose ``MLFLOW_BASIC_AUTH_FAIL_CLOSED`` defaults to true, a
@@ -42,14 +42,15 @@ import threading
 import urllib.parse
 from collections.abc import Callable, Iterator
 
-__all__ = ["TRACKING_URI_ENV", "RETRY_LOGGER", "active_experiment_id", "as_user", "authenticated_user",
-           "backend_store_uri", "cors_allowed_origins", "end_run", "experiment_permission", "is_valid_key",
-           "register_auth_validator", "retry_notice", "run_artifact_location", "download_top_artifact",
-           "served_by_uvicorn", "server_boot_id", "static_prefix", "tracking_store"]
+__all__ = ["TRACKING_URI_ENV", "CREDENTIALS_ENV", "RETRY_LOGGER", "active_experiment_id", "as_user",
+           "authenticated_user", "backend_store_uri", "cors_allowed_origins", "end_run", "experiment_permission",
+           "in_artifact_root", "is_valid_key", "register_auth_validator", "retry_notice", "run_artifact_location",
+           "download_top_artifact", "served_by_uvicorn", "server_boot_id", "static_prefix", "tracking_store"]
 
 #: the environment variable of MLflow's tracking URI
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
-_CREDENTIALS_ENV = {"username": "MLFLOW_TRACKING_USERNAME", "password": "MLFLOW_TRACKING_PASSWORD"}
+#: the environment variables of the basic-auth user name and password MLflow's client sends
+CREDENTIALS_ENV = {"username": "MLFLOW_TRACKING_USERNAME", "password": "MLFLOW_TRACKING_PASSWORD"}
 #: MLflow's switch for the "🏃 View run … at: <tracking URI>…" and "🧪 View experiment at: …" lines its client
 #: writes on stdout when it ends a run on a tracking server: they carry the URI as given, password included
 _RUN_LINKS_ENV = "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"
@@ -86,9 +87,9 @@ def is_valid_key(key: str) -> bool:
 def as_user(credentials: dict[str, str] | None) -> Iterator[None]:
     """MLflow clients created in the block send these basic-auth ``username`` and ``password`` (none given: the
     environment as it is); the environment is restored afterwards."""
-    saved = {name: os.environ.get(name) for name in _CREDENTIALS_ENV.values()}
+    saved = {name: os.environ.get(name) for name in CREDENTIALS_ENV.values()}
     if credentials:
-        for key, name in _CREDENTIALS_ENV.items():
+        for key, name in CREDENTIALS_ENV.items():
             os.environ[name] = credentials[key]
     try:
         yield
@@ -173,6 +174,23 @@ def tracking_store():
     from mlflow.server.handlers import _get_tracking_store
 
     return _get_tracking_store()
+
+
+def in_artifact_root(location: str) -> bool:
+    """Is ``location`` (an experiment's artifact location) the server's default artifact root or under it, as the
+    location of an experiment created without one of its own is?  Local paths are compared once normalised."""
+    root = _normalised_location(tracking_store().artifact_root_uri).rstrip("/")
+    found = _normalised_location(location)
+    return found == root or found.startswith(root + "/")
+
+
+def _normalised_location(location: str) -> str:
+    """``location`` with a local path's ``..`` and ``.`` resolved (as ``file://`` URI), else as it is."""
+    parts = urllib.parse.urlsplit(location)
+    if parts.scheme not in ("", "file"):
+        return location
+    path = urllib.parse.unquote(parts.path if parts.scheme else location)
+    return "file://" + os.path.normpath("/" + path.lstrip("/"))
 
 
 def run_artifact_location(run, path: str) -> tuple:

@@ -8,22 +8,28 @@ import requests
 from ..console import connection_cause, redact_uri
 from ..errors import InputError
 
-__all__ = ["CONNECT_TIMEOUT", "ANSWER_TIMEOUT", "check_reachable"]
+__all__ = ["CONNECT_TIMEOUT", "ANSWER_TIMEOUT", "GATEWAY_DOWN", "check_reachable"]
 
 CONNECT_TIMEOUT = 5.0  # seconds to open the connection
 ANSWER_TIMEOUT = 10.0  # seconds for the first byte of the answer
+#: what a proxy or gateway answers for a server behind it that is down or does not answer (MLflow's own /health
+#: answers 200 whenever its process runs)
+GATEWAY_DOWN = (502, 503, 504)
 
 
 def check_reachable(tracking_uri: str | None) -> None:
     """Raise :class:`InputError` naming the (redacted) URI and the cause when the ``http(s)`` tracking server does
     not answer a plain ``GET <uri>/health`` in time.  Any HTTP answer will do (401 and 404 too: something answers
     there, and MLflow's own calls will tell what is wrong), and so does a TLS handshake this look cannot check (MLflow
-    has settings of its own for certificates).  The look sends no credentials.  Other stores are not looked at."""
+    has settings of its own for certificates), except a gateway's answer that the server behind it is not there
+    (:data:`GATEWAY_DOWN`: MLflow would retry it for minutes).  The look sends no credentials.  Other stores are not
+    looked at."""
     uri = redact_uri(str(tracking_uri or ""))
     if not uri.startswith(("http://", "https://")):
         return
     try:
-        requests.get(f"{uri.rstrip('/')}/health", timeout=(CONNECT_TIMEOUT, ANSWER_TIMEOUT), allow_redirects=False)
+        answer = requests.get(f"{uri.rstrip('/')}/health", timeout=(CONNECT_TIMEOUT, ANSWER_TIMEOUT),
+                              allow_redirects=False)
     except requests.exceptions.SSLError:
         return
     except requests.exceptions.InvalidURL:
@@ -31,5 +37,11 @@ def check_reachable(tracking_uri: str | None) -> None:
     except requests.RequestException as exc:
         cause = f"no answer within {CONNECT_TIMEOUT:g} + {ANSWER_TIMEOUT:g} s" \
             if isinstance(exc, requests.Timeout) else connection_cause(exc)
-        raise InputError(f"the MLflow tracking server at {uri} is unreachable: {cause}. Is it running, and is the "
-                         "URI right?") from None
+        raise _unreachable(uri, cause) from None
+    if answer.status_code in GATEWAY_DOWN:
+        raise _unreachable(uri, f"HTTP {answer.status_code} {answer.reason}".strip())
+
+
+def _unreachable(uri: str, cause: str) -> InputError:
+    return InputError(f"the MLflow tracking server at {uri} is unreachable: {cause}. Is it running, and is the URI "
+                      "right?")

@@ -14,6 +14,7 @@ from mlflow.entities import Metric, Param, RunStatus, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.utils.time import get_current_time_millis
 
+from ..console import redact_uri
 from ..errors import BayesCompareError, InputError
 from ..progress import STAGES, Progress
 from . import mlflow_internals
@@ -69,8 +70,9 @@ def skipped_stages(seen: Sequence[str]) -> list[str]:
 
 
 def fail_run(client, run_id: str, error: BaseException | str) -> None:
-    """End ``run_id`` FAILED with ``error`` in the ``bayescompare.error`` tag."""
-    message = error if isinstance(error, str) else (str(error) or type(error).__name__)
+    """End ``run_id`` FAILED with ``error`` in the ``bayescompare.error`` tag, without the credentials its URIs may
+    carry (MLflow's own errors name the tracking URI as given, password included)."""
+    message = redact_uri(error if isinstance(error, str) else (str(error) or type(error).__name__))
     client.log_batch(run_id, tags=[RunTag(T.ERROR, fit_tag(message)), RunTag(T.STAGE, "failed")])
     mlflow_internals.end_run(client, run_id, RunStatus.to_string(RunStatus.FAILED))
 
