@@ -364,6 +364,20 @@ def test_folds_that_split_no_dataset_into_whole_repeats_are_refused(tracking_uri
     assert collect_scores(client, [experiment_id], "accuracy", folds=20).folds == {"iris": 20, "wine": 20}
 
 
+def test_folds_contradicting_the_logged_cv_repeats_are_refused(tracking_uri, client, experiment_id):
+    """Runs logged with cv_repeats=10 but no cv_folds, 100 scores each: --folds 20 would read them as 5 repeats
+    (and --folds 5 as 20); refused, naming both numbers; --folds 10 makes the 10 repeats logged."""
+    for m in ("rf", "svm"):
+        for d in DATASETS[:2]:
+            log_steps(client, experiment_id, m, d, scores(m, d, n=100), folds=None, repeats="10")
+    for folds, made in (("20", 5), ("5", 20)):
+        result = cli(tracking_uri, experiment_id, "--folds", folds)
+        assert_refused(result, client, experiment_id, 2, f"--folds {folds} (folds={folds}) makes {made} repeats of the "
+                       "fold scores logged by dataset 'iris' model 'rf', dataset 'iris' model 'svm', dataset 'wine' "
+                       "model 'rf' and 1 more runs, which contradicts their param cv_repeats=10")
+    assert collect_scores(client, [experiment_id], "accuracy", folds=10).folds == {"iris": 10, "wine": 10}
+
+
 def test_a_rope_wider_than_any_score_could_need_is_refused_before_the_fit(tracking_uri, client, experiment_id, grid):
     """rope 1e308 overflowed the fit's arithmetic after sampling; the pre-flight refuses a rope more than a million
     times the largest score, in the scores' units."""
