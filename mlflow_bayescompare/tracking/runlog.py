@@ -24,12 +24,23 @@ __all__ = ["log_bundle", "write_bundle", "start_run", "set_stage", "stage_record
            "fail_if_running", "resolve_target", "check_target", "existing_target", "choose_target", "usable_target"]
 
 
+#: the longest run name MLflow's SQL stores keep (``runs.name`` is VARCHAR(250); sqlite does not check, PostgreSQL
+#: and MySQL refuse a longer one)
+RUN_NAME_LENGTH = 250
+
+
 def start_run(client, experiment_id: str, *, name: str, tags: dict[str, str], stage: str = "queued",
               start_time: int | None = None) -> str:
     """Create a RUNNING run (the job record a server hands back before the work starts)."""
     run = client.create_run(str(experiment_id), start_time=start_time, tags={**tags, T.STAGE: stage},
-                            run_name=name)
+                            run_name=_stored_name(name))
     return run.info.run_id
+
+
+def _stored_name(name: str) -> str:
+    """A run's name as every store keeps it: cut to :data:`RUN_NAME_LENGTH`, ending with ``…`` when cut (a name
+    built from long model or metric names; the run's tags hold them in full)."""
+    return name if len(name) <= RUN_NAME_LENGTH else name[:RUN_NAME_LENGTH - 1] + "…"
 
 
 def set_stage(client, run_id: str, stage: str, skipped: Sequence[str] | None = None) -> None:
@@ -195,7 +206,7 @@ def log_bundle(client, bundle: Bundle, *, experiment_id: str | None = None, run_
         run_id = start_run(client, experiment_id, name=bundle.name, tags=run_tags, stage="logging",
                            start_time=start_time)
     else:
-        client.update_run(run_id, name=bundle.name)
+        client.update_run(run_id, name=_stored_name(bundle.name))
     try:
         if progress is not None:
             progress("logging")
