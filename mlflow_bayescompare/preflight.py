@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .baselines import correlation
-from .claims import best_model
+from .claims import best_model, check_answered
 from .correlated_t.engine import HEADER as CORRELATED_T
 from .errors import InputError
 from .hierarchical.prepare import correlations
@@ -58,6 +58,7 @@ class Plan:
     models: list[str]
     pairs: list[tuple[str, str]]
     collected: CollectedScores | None = None  # a search run's scores, read whole when it was planned
+    claim: str | None = None  # a ranking's claim (best=<model> ...), which its ranking model must answer
 
     @property
     def ranked(self) -> bool:
@@ -132,7 +133,7 @@ def plan(client, kind: str, source: SourceOptions, options: FitOptions | RankOpt
                                                   filter_string=source.filter_string)["models"]
     if claim is not None:
         best_model(claim, models)
-    return Plan(kind, source, options, ids, models, _pairs(kind, models))
+    return Plan(kind, source, options, ids, models, _pairs(kind, models), claim=claim)
 
 
 def check_metrics(client, kind: str, source: SourceOptions, options: FitOptions | RankOptions,
@@ -186,7 +187,8 @@ def _search_plan(client, kind: str, source: SourceOptions, options, models: Sequ
         best_model(claim, chosen)
     if search.rho is not None and options.rho is None:
         options = dataclasses.replace(options, rho=search.rho[0])
-    return Plan(kind, source, options, [search.experiment_id], chosen, _pairs(kind, chosen), search.collected)
+    return Plan(kind, source, options, [search.experiment_id], chosen, _pairs(kind, chosen), search.collected,
+                claim)
 
 
 def check(client, planned: Plan, progress: Progress | None = None, *, streamed: bool = False) -> Checked:
@@ -303,6 +305,8 @@ def _ranking_scores(collected: CollectedScores, planned: Plan, rank: RankOptions
     scores = read_scores(scores, models=planned.models, greater_is_better=rank.greater_is_better,
                          drop_incomplete=rank.drop_incomplete, skip_missing=rank.skip_missing)
     model = ranking_model(scores, rank)
+    if planned.claim is not None:
+        check_answered(planned.claim, model)
     if model == "joint-t":
         joint_inputs(scores, rank)
     elif model == "hierarchical":

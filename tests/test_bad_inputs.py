@@ -395,6 +395,9 @@ RANK = ["rank", "--metric", "accuracy", "--chains", "2", "--draws", "200", "--se
     (["--require", "best=xgb"], "--require best=xgb: no such model among knn, rf, svm"),
     (["--drop-incomplete", "--skip-missing"], "drop_incomplete and skip_missing exclude each other"),
     (["--models", "rf,svm"], "compare two models with the two-model test (the command `compare`; in Python,"),
+    (["--model", "bbt", "--require", "none-better=rf"], "claim 'none-better=rf' needs the hierarchical model's "
+                                                        "ranking (model hierarchical, on fold scores across datasets); "
+                                                        "these models are ranked by bbt"),
 ])
 def test_a_ranking_that_cannot_answer_is_refused_before_anything_is_written(tracking_uri, client, experiment_id,
                                                                               args, fragment):
