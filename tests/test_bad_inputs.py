@@ -122,13 +122,15 @@ def test_deleted_experiment_is_unknown(tracking_uri, client, experiment_id, grid
 
 def test_a_target_experiment_that_cannot_take_the_run_is_refused_before_any_fit(tracking_uri, client, experiment_id,
                                                                                 grid):
-    """A deleted target, or a new one named like an id, is refused in the pre-flight by ``compare``, ``matrix`` and
-    ``rank`` (the Python API hears no sampling stage) and by the command line (exit 2), with nothing created."""
+    """A deleted target, a new one named like an id, or one named longer than PostgreSQL keeps (sqlite keeps it), is
+    refused in the pre-flight by ``compare``, ``matrix`` and ``rank`` (the Python API hears no sampling stage) and
+    by the command line (exit 2), with nothing created."""
     deleted = client.create_experiment("gone")
     client.delete_experiment(deleted)
     log_grid(client, experiment_id, models=("knn",))
     before = {e.experiment_id for e in client.search_experiments(view_type=3)}
-    for target, problem in (("gone", "experiment 'gone' is deleted"), ("99999", "no experiment with id '99999'")):
+    for target, problem in (("gone", "experiment 'gone' is deleted"), ("99999", "no experiment with id '99999'"),
+                            ("t" * 257, "a new target experiment's name may hold at most 256 characters")):
         for call in (lambda **kw: compare_runs(model_a="rf", model_b="svm", **kw), compare_matrix, rank_runs):
             stages = []
             heard = stages.append

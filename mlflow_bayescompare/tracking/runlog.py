@@ -27,6 +27,8 @@ __all__ = ["log_bundle", "write_bundle", "start_run", "set_stage", "stage_record
 #: the longest run name MLflow's SQL stores keep (``runs.name`` is VARCHAR(250); sqlite does not check, PostgreSQL
 #: and MySQL refuse a longer one)
 RUN_NAME_LENGTH = 250
+#: the longest experiment name they keep (``experiments.name`` is VARCHAR(256); MLflow's own check allows 500)
+EXPERIMENT_NAME_LENGTH = 256
 
 
 def start_run(client, experiment_id: str, *, name: str, tags: dict[str, str], stage: str = "queued",
@@ -141,7 +143,7 @@ def choose_target(value: str, by_id, by_name):
     ``value`` (None when there is none, or the user may not read it), ``by_name`` the one named ``value`` (any
     lifecycle stage).  A number is an id when that experiment exists; a number that is the id of one experiment
     and the name of another is refused, and so is a new experiment named like an id (it would later be taken for
-    one)."""
+    one), or too long for MLflow's SQL stores."""
     if by_id is not None and by_name is not None and by_id.experiment_id != by_name.experiment_id:
         raise InputError(f"target experiment '{value}' is ambiguous: it is the id of one experiment and the name of "
                          "another. Give the target by its name (an experiment named like a number cannot be told "
@@ -150,6 +152,9 @@ def choose_target(value: str, by_id, by_name):
     if found is None and _looks_like_id(value):
         raise InputError(f"no experiment with id '{value}'; a new target experiment needs a name that is not a "
                          "number")
+    if found is None and len(value) > EXPERIMENT_NAME_LENGTH:
+        raise InputError(f"a new target experiment's name may hold at most {EXPERIMENT_NAME_LENGTH} characters (what "
+                         f"MLflow's SQL stores keep); got {len(value)}")
     return found
 
 
