@@ -129,6 +129,8 @@ REFUSED = [  # (path, body or raw JSON text, HTTP status, words of the answer)
     ("/api/rankings", {"vs": "knn"}, 400, "vs 'knn' is not among the models ranked"),
     ("/api/rankings", {"metric_rope": {"accuracy": "0.1"}, "direction": ["lower"]}, 400,
      "Invalid value for 'direction': must be one of higher, lower; got ['lower']"),
+    ("/api/comparisons", {"target_experiment": "t" * 257}, 400,
+     "a new target experiment's name may hold at most 256 characters"),
 ]
 
 
