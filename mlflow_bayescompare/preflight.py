@@ -224,11 +224,12 @@ def choose_test(test: str, layout: str, datasets: int | None = None) -> str:
     return "correlated-t" if datasets == 1 else "hierarchical"
 
 
-def _check_rope(rope: float, collected: CollectedScores) -> None:
-    """A rope (in the scores' units) at most :data:`ROPE_LIMIT` times the largest score's magnitude."""
+def _check_rope(rope: float, collected: CollectedScores, name: str = "rope") -> None:
+    """A rope (in the scores' units; the option ``name``) at most :data:`ROPE_LIMIT` times the largest score's
+    magnitude."""
     largest = float(collected.scores["score"].abs().max())
     if 0 < largest and rope > ROPE_LIMIT * largest:
-        raise InputError(f"rope {rope:g} is more than {ROPE_LIMIT:g} times the largest '{collected.metric}' score "
+        raise InputError(f"{name} {rope:g} is more than {ROPE_LIMIT:g} times the largest '{collected.metric}' score "
                          f"logged ({largest:.3g}): the rope is a half-width in the scores' units (e.g. 0.01 for "
                          "an accuracy between 0 and 1)")
 
@@ -307,6 +308,8 @@ def _ranking_scores(collected: CollectedScores, planned: Plan, rank: RankOptions
     model = ranking_model(scores, rank)
     if planned.claim is not None:
         check_answered(planned.claim, model)
+    if model != "bbt":  # the models that read the rope in metric units
+        _check_rope(rank.metric_rope, collected, "metric_rope")
     if model == "joint-t":
         joint_inputs(scores, rank)
     elif model == "hierarchical":

@@ -397,6 +397,7 @@ RANK = ["rank", "--metric", "accuracy", "--chains", "2", "--draws", "200", "--se
     (["--require", "best=xgb"], "--require best=xgb: no such model among knn, rf, svm"),
     (["--drop-incomplete", "--skip-missing"], "drop_incomplete and skip_missing exclude each other"),
     (["--models", "rf,svm"], "compare two models with the two-model test (the command `compare`; in Python,"),
+    (["--metric-rope", "1e308"], "metric_rope 1e+308 is more than 1e+06 times the largest 'accuracy' score logged"),
     (["--model", "bbt", "--require", "none-better=rf"], "claim 'none-better=rf' needs the hierarchical model's "
                                                         "ranking (model hierarchical, on fold scores across datasets); "
                                                         "these models are ranked by bbt"),

@@ -129,6 +129,7 @@ REFUSED = [  # (path, body or raw JSON text, HTTP status, words of the answer)
     ("/api/rankings", {"vs": "knn"}, 400, "vs 'knn' is not among the models ranked"),
     ("/api/rankings", {"metric_rope": {"accuracy": "0.1"}, "direction": ["lower"]}, 400,
      "Invalid value for 'direction': must be one of higher, lower; got ['lower']"),
+    ("/api/rankings", {"metric_rope": {"accuracy": 1e308}}, 400, "metric_rope 1e+308 is more than 1e+06 times"),
     ("/api/comparisons", {"target_experiment": "t" * 257}, 400,
      "a new target experiment's name may hold at most 256 characters"),
 ]
