@@ -72,7 +72,8 @@ def _markdown(name: str, verdict: str, header: list[str], rows: list[list[str]],
     """The description: the decision, the table of metrics, then each metric's own description, a level down."""
     parts = [f"# {report_html.md_escape(name)}", f"**{report_html.md_escape(verdict)}**",
              report_html.md_table(header, rows),
-             "Each metric's report, tables and posterior are under its name in the artifacts (`<metric>/`)."]
+             "Each metric's report, tables and posterior are under its name in the artifacts (`<metric>/`; "
+             f"`{KEYS_ARTIFACT}` maps a folder or key that could not be the name back to it)."]
     for metric, bundle in bundles.items():
         own = bundle.tags.get(T.NOTE, "")
         parts += [f"## {report_html.md_escape(metric)}",
