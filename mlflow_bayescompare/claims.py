@@ -12,7 +12,7 @@ from typing import Any
 from .errors import InputError
 
 __all__ = ["CLAIMS", "BEST", "RANKING_CLAIMS", "Report", "report", "reports", "reports_dict", "probability",
-           "best_claim", "best_model"]
+           "best_claim", "best_model", "check_answered"]
 
 #: a comparison's claims about model A: the outcomes of the posterior whose probabilities add up to each
 CLAIMS = {"a-better": ("p_a_better",), "not-worse": ("p_a_better", "p_rope"), "equivalent": ("p_rope",)}
@@ -85,8 +85,7 @@ def probability(outcome, claim: str) -> float:
         claim = best_claim(claim)
         column = RANKING_CLAIMS[claim.partition("=")[0] + "="]
         if column not in outcome.ranking.columns:
-            raise InputError(f"claim {claim!r} needs the hierarchical model's ranking (model hierarchical, on fold "
-                             "scores across datasets)")
+            raise InputError(_needs_hierarchical(claim))
         values = dict(zip(outcome.ranking["model"].astype(str), outcome.ranking[column]))
         return float(values[best_model(claim, list(values))])
     if claim not in CLAIMS:
@@ -95,6 +94,19 @@ def probability(outcome, claim: str) -> float:
     if isinstance(outcome, Mapping):
         return sum(outcome[name] for name in CLAIMS[claim])
     return sum(getattr(outcome, name) for name in CLAIMS[claim])
+
+
+def check_answered(claim: str, ranking_model: str) -> None:
+    """A ranking's claim that ``ranking_model`` (``hierarchical``, ``bbt`` or ``joint-t``) answers: ``best=`` every
+    one, the others the hierarchical model alone; an :class:`InputError` otherwise."""
+    claim = best_claim(claim)
+    if not claim.startswith(BEST) and ranking_model != "hierarchical":
+        raise InputError(_needs_hierarchical(claim) + f"; these models are ranked by {ranking_model}")
+
+
+def _needs_hierarchical(claim: str) -> str:
+    return (f"claim {claim!r} needs the hierarchical model's ranking (model hierarchical, on fold scores across "
+            "datasets)")
 
 
 def best_model(claim: str, models: Sequence[str]) -> str:

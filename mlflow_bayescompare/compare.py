@@ -41,6 +41,7 @@ from .result import TEST_NAMES, combined_line, counted
 from .sampling import sampler
 from .tracking import reach, runlog
 from .tracking.bundle import matrix_bundle, models_run_name, ranking_bundle, run_name
+from .tracking.keys import metric_folder
 from .tracking.several import several_metrics_bundle
 
 __all__ = ["compare_runs", "compare_matrix", "rank_runs", "require", "Outcome",
@@ -382,7 +383,8 @@ def _logged(client, outcomes: dict[str, Outcome], target: str, run_id: str | Non
             name = models_run_name("ranking", len(first.result.models), metrics) if outcome.ranked else \
                 run_name(first.model_a, first.model_b, metrics)
             header, rows = outcome.summary_rows()
-            bundle = several_metrics_bundle({m: bundle_of(o, Path(folder) / m) for m, o in outcomes.items()},
+            bundle = several_metrics_bundle({m: bundle_of(o, Path(folder) / metric_folder(m))
+                                             for m, o in outcomes.items()},
                                             Path(folder), name=name, verdict=outcome.verdict, summary_header=header,
                                             summary_rows=rows)
         else:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .baselines import correlation
-from .claims import best_model
+from .claims import best_model, check_answered
 from .correlated_t.engine import HEADER as CORRELATED_T
 from .errors import InputError
 from .hierarchical.prepare import correlations
@@ -58,6 +58,7 @@ class Plan:
     models: list[str]
     pairs: list[tuple[str, str]]
     collected: CollectedScores | None = None  # a search run's scores, read whole when it was planned
+    claim: str | None = None  # a ranking's claim (best=<model> ...), which its ranking model must answer
 
     @property
     def ranked(self) -> bool:
@@ -132,7 +133,7 @@ def plan(client, kind: str, source: SourceOptions, options: FitOptions | RankOpt
                                                   filter_string=source.filter_string)["models"]
     if claim is not None:
         best_model(claim, models)
-    return Plan(kind, source, options, ids, models, _pairs(kind, models))
+    return Plan(kind, source, options, ids, models, _pairs(kind, models), claim=claim)
 
 
 def check_metrics(client, kind: str, source: SourceOptions, options: FitOptions | RankOptions,
@@ -186,7 +187,8 @@ def _search_plan(client, kind: str, source: SourceOptions, options, models: Sequ
         best_model(claim, chosen)
     if search.rho is not None and options.rho is None:
         options = dataclasses.replace(options, rho=search.rho[0])
-    return Plan(kind, source, options, [search.experiment_id], chosen, _pairs(kind, chosen), search.collected)
+    return Plan(kind, source, options, [search.experiment_id], chosen, _pairs(kind, chosen), search.collected,
+                claim)
 
 
 def check(client, planned: Plan, progress: Progress | None = None, *, streamed: bool = False) -> Checked:
@@ -222,11 +224,12 @@ def choose_test(test: str, layout: str, datasets: int | None = None) -> str:
     return "correlated-t" if datasets == 1 else "hierarchical"
 
 
-def _check_rope(rope: float, collected: CollectedScores) -> None:
-    """A rope (in the scores' units) at most :data:`ROPE_LIMIT` times the largest score's magnitude."""
+def _check_rope(rope: float, collected: CollectedScores, name: str = "rope") -> None:
+    """A rope (in the scores' units; the option ``name``) at most :data:`ROPE_LIMIT` times the largest score's
+    magnitude."""
     largest = float(collected.scores["score"].abs().max())
     if 0 < largest and rope > ROPE_LIMIT * largest:
-        raise InputError(f"rope {rope:g} is more than {ROPE_LIMIT:g} times the largest '{collected.metric}' score "
+        raise InputError(f"{name} {rope:g} is more than {ROPE_LIMIT:g} times the largest '{collected.metric}' score "
                          f"logged ({largest:.3g}): the rope is a half-width in the scores' units (e.g. 0.01 for "
                          "an accuracy between 0 and 1)")
 
@@ -303,6 +306,10 @@ def _ranking_scores(collected: CollectedScores, planned: Plan, rank: RankOptions
     scores = read_scores(scores, models=planned.models, greater_is_better=rank.greater_is_better,
                          drop_incomplete=rank.drop_incomplete, skip_missing=rank.skip_missing)
     model = ranking_model(scores, rank)
+    if planned.claim is not None:
+        check_answered(planned.claim, model)
+    if model != "bbt":  # the models that read the rope in metric units
+        _check_rope(rank.metric_rope, collected, "metric_rope")
     if model == "joint-t":
         joint_inputs(scores, rank)
     elif model == "hierarchical":

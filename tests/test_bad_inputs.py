@@ -17,13 +17,14 @@ import warnings
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from mlflow.entities import Metric, Param, RunStatus
+from mlflow.entities import Metric, Param, RunStatus, RunTag
 
 from mlflow_bayescompare import InputError, hierarchical_test
 from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.compare import compare_matrix, compare_runs, rank_runs, require
 from mlflow_bayescompare.tracking.collect import collect_scores
-from mlflow_bayescompare.tracking.keys import KEYS_ARTIFACT, named_keys
+from mlflow_bayescompare.tracking.keys import KEYS_ARTIFACT, metric_folder, metric_key, named_keys
+from mlflow_bayescompare.tracking.tags import VERDICT, metric_tag
 
 FAST = ["--chains", "2", "--draws", "200", "--seed", "1"]
 DATASETS = ("iris", "wine", "glass", "yeast")
@@ -121,13 +122,15 @@ def test_deleted_experiment_is_unknown(tracking_uri, client, experiment_id, grid
 
 def test_a_target_experiment_that_cannot_take_the_run_is_refused_before_any_fit(tracking_uri, client, experiment_id,
                                                                                 grid):
-    """A deleted target, or a new one named like an id, is refused in the pre-flight by ``compare``, ``matrix`` and
-    ``rank`` (the Python API hears no sampling stage) and by the command line (exit 2), with nothing created."""
+    """A deleted target, a new one named like an id, or one named longer than PostgreSQL keeps (sqlite keeps it), is
+    refused in the pre-flight by ``compare``, ``matrix`` and ``rank`` (the Python API hears no sampling stage) and
+    by the command line (exit 2), with nothing created."""
     deleted = client.create_experiment("gone")
     client.delete_experiment(deleted)
     log_grid(client, experiment_id, models=("knn",))
     before = {e.experiment_id for e in client.search_experiments(view_type=3)}
-    for target, problem in (("gone", "experiment 'gone' is deleted"), ("99999", "no experiment with id '99999'")):
+    for target, problem in (("gone", "experiment 'gone' is deleted"), ("99999", "no experiment with id '99999'"),
+                            ("t" * 257, "a new target experiment's name may hold at most 256 characters")):
         for call in (lambda **kw: compare_runs(model_a="rf", model_b="svm", **kw), compare_matrix, rank_runs):
             stages = []
             heard = stages.append
@@ -364,6 +367,20 @@ def test_folds_that_split_no_dataset_into_whole_repeats_are_refused(tracking_uri
     assert collect_scores(client, [experiment_id], "accuracy", folds=20).folds == {"iris": 20, "wine": 20}
 
 
+def test_folds_contradicting_the_logged_cv_repeats_are_refused(tracking_uri, client, experiment_id):
+    """Runs logged with cv_repeats=10 but no cv_folds, 100 scores each: --folds 20 would read them as 5 repeats
+    (and --folds 5 as 20); refused, naming both numbers; --folds 10 makes the 10 repeats logged."""
+    for m in ("rf", "svm"):
+        for d in DATASETS[:2]:
+            log_steps(client, experiment_id, m, d, scores(m, d, n=100), folds=None, repeats="10")
+    for folds, made in (("20", 5), ("5", 20)):
+        result = cli(tracking_uri, experiment_id, "--folds", folds)
+        assert_refused(result, client, experiment_id, 2, f"--folds {folds} (folds={folds}) makes {made} repeats of the "
+                       "fold scores logged by dataset 'iris' model 'rf', dataset 'iris' model 'svm', dataset 'wine' "
+                       "model 'rf' and 1 more runs, which contradicts their param cv_repeats=10")
+    assert collect_scores(client, [experiment_id], "accuracy", folds=10).folds == {"iris": 10, "wine": 10}
+
+
 def test_a_rope_wider_than_any_score_could_need_is_refused_before_the_fit(tracking_uri, client, experiment_id, grid):
     """rope 1e308 overflowed the fit's arithmetic after sampling; the pre-flight refuses a rope more than a million
     times the largest score, in the scores' units."""
@@ -380,6 +397,10 @@ RANK = ["rank", "--metric", "accuracy", "--chains", "2", "--draws", "200", "--se
     (["--require", "best=xgb"], "--require best=xgb: no such model among knn, rf, svm"),
     (["--drop-incomplete", "--skip-missing"], "drop_incomplete and skip_missing exclude each other"),
     (["--models", "rf,svm"], "compare two models with the two-model test (the command `compare`; in Python,"),
+    (["--metric-rope", "1e308"], "metric_rope 1e+308 is more than 1e+06 times the largest 'accuracy' score logged"),
+    (["--model", "bbt", "--require", "none-better=rf"], "claim 'none-better=rf' needs the hierarchical model's "
+                                                        "ranking (model hierarchical, on fold scores across datasets); "
+                                                        "these models are ranked by bbt"),
 ])
 def test_a_ranking_that_cannot_answer_is_refused_before_anything_is_written(tracking_uri, client, experiment_id,
                                                                               args, fragment):
@@ -521,6 +542,8 @@ def test_names_with_quotes_unicode_and_html_end_to_end(tracking_uri, client, exp
 
 #: model names MLflow refuses in a metric key (a URL, a path that resolves elsewhere), two of which read alike
 URL_NAMES = ("https://host/a", "https:__host_a", "b/../c")
+#: a metric name MLflow takes, too long to take a suffix in a decision on several metrics
+LONG_METRIC = "https:/x/" + "m" * 231
 
 
 def test_keys_built_from_names_are_valid_distinct_and_reversible(client, experiment_id):
@@ -537,16 +560,46 @@ def test_keys_built_from_names_are_valid_distinct_and_reversible(client, experim
     assert client.get_run(run_id).data.params == {key: name for name, key in keys.items()}
 
 
+def test_keys_built_from_metric_names_are_valid_and_distinct(client, experiment_id, tmp_path):
+    """A decision on several metrics keys each metric's values, params and tags by its name: every key a real store
+    takes, even for a metric named by 240 characters or like a path (a search's scorer is any text) and for a
+    model whose own key fills MLflow's 250; the folder of a metric's artifacts a path inside the run's."""
+    metrics = ["accuracy", LONG_METRIC, "a/../b", "../../x", ".", "точность" * 30, "https:/x/a"]
+    names = ["p_a_better", *named_keys("p_best", ["rf", "x" * 300]).values()]
+    keys = {(m, n): metric_key(m, n) for m in metrics for n in names}
+    tags = {m: metric_tag(VERDICT, m) for m in metrics}
+    assert len(set(keys.values())) == len(keys) and len(set(tags.values())) == len(metrics)
+    assert keys["accuracy", "p_a_better"] == "accuracy/p_a_better" and tags["https:/x/a"] == f"{VERDICT}/https:/x/a"
+    run_id = client.create_run(experiment_id).info.run_id
+    client.log_batch(run_id, metrics=[Metric(k, 1.0, 0, 0) for k in keys.values()],
+                     params=[Param(k, "v") for k in keys.values()], tags=[RunTag(t, "v") for t in tags.values()])
+    folders = [tmp_path / metric_folder(m) for m in metrics]
+    for folder in folders:
+        folder.mkdir(parents=True)
+        assert tmp_path.resolve() in folder.resolve().parents
+    assert len(set(folders)) == len(metrics) and metric_folder("https:/x/a") == "https:/x/a"
+
+
 @pytest.mark.slow
 def test_names_like_urls_and_paths_rank_and_matrix(tracking_uri, client, experiment_id, tmp_path):
     """A ranking of every hostile model and a matrix of those named like URLs finish, each run's metrics keyed as
-    MLflow accepts and mapped back to the models' names by its metric_keys.json."""
+    MLflow accepts and mapped back to the models' names by its metric_keys.json; so does a comparison of two of
+    them on two metrics, one named by 240 characters."""
     models = (*NAMES, *URL_NAMES)
     for i, m in enumerate(models):
         for d in ("d'one", "<b>two</b>", "три"):
-            log_steps(client, experiment_id, m, d, np.clip(0.7 + 0.02 * i + np.random.default_rng(i).normal(0, 0.02,
-                                                                                                          10), 0, 1))
+            values = np.clip(0.7 + 0.02 * i + np.random.default_rng(i).normal(0, 0.02, 10), 0, 1)
+            run_id = log_steps(client, experiment_id, m, d, values)
+            client.log_batch(run_id, metrics=[Metric(LONG_METRIC, float(v), 0, j) for j, v in enumerate(values)])
     fast = dict(tracking_uri=tracking_uri, chains=2, draws=100, warmup=100, seed=1)
+    several = compare_runs(experiment_ids=[experiment_id], metric=f"accuracy,{LONG_METRIC}", model_a=URL_NAMES[0],
+                           model_b=URL_NAMES[2], **fast)
+    run = client.get_run(several.run_id)
+    mapping = json.loads(open(client.download_artifacts(several.run_id, KEYS_ARTIFACT, str(tmp_path)),
+                              encoding="utf-8").read())
+    assert run.info.status == "FINISHED" and mapping[metric_folder(LONG_METRIC) + "/"]["metric"] == LONG_METRIC
+    logged = {(mapping[k]["metric"], mapping[k]["name"]): v for k, v in run.data.metrics.items() if k in mapping}
+    assert logged[LONG_METRIC, "p_a_better"] == several.by_metric[LONG_METRIC].p_a_better
     ranking = rank_runs(experiment_ids=[experiment_id], metric="accuracy", **fast)
     matrix = compare_matrix(experiment_ids=[experiment_id], metric="accuracy", models=URL_NAMES, jobs=1, **fast)
     for outcome, names in ((ranking, models), (matrix, URL_NAMES)):

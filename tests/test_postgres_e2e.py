@@ -24,9 +24,10 @@ from servers import Server, create_pg_database, drop_pg_database, require_pg
 from mlflow_bayescompare import hierarchical_test
 from mlflow_bayescompare.client import RequestRefused
 from mlflow_bayescompare.compare import compare_runs
-from mlflow_bayescompare.tracking.bundle import COMPARISON_ARTIFACTS
+from mlflow_bayescompare.tracking.bundle import COMPARISON_ARTIFACTS, run_name
 from mlflow_bayescompare.tracking.collect import collect_scores
 from mlflow_bayescompare.tracking.cvlog import log_cv_scores
+from mlflow_bayescompare.tracking.runlog import RUN_NAME_LENGTH, start_run
 
 pytestmark = [pytest.mark.postgres, pytest.mark.server, pytest.mark.slow]
 
@@ -128,6 +129,14 @@ def test_the_store_really_is_postgresql(pg):
             assert cur.fetchone()[0] == len(MODELS) * len(DATASETS) * FOLDS * REPEATS
     finally:
         conn.close()
+
+
+def test_a_run_named_by_long_model_names_is_stored(pg):
+    """PostgreSQL keeps a run name of at most 250 characters: the run of two models named by 200 characters each
+    (tags and params hold names up to 8000 and 6000) is created with its name cut, not refused after the fit."""
+    name = run_name("a" * 200, "b" * 200, "accuracy")
+    run_id = start_run(pg.client, pg.client.create_experiment(f"names-{uuid.uuid4().hex[:8]}"), name=name, tags={})
+    assert pg.client.get_run(run_id).info.run_name == name[:RUN_NAME_LENGTH - 1] + "…"
 
 
 @pytest.mark.parametrize("layout", ["steps", "keys", "children"])

@@ -174,12 +174,21 @@ def test_the_splits_kind_comes_from_the_cv_param(searches):
      ["has no scorer 'score' in cv_results.csv: give --metric 'accuracy' or 'f1_macro'"]),
     ("grid", ("--model-a", "best", "--model-b", "C=1, kernel=linear"),  # the grid's best (seeded splits)
      ["C=1, kernel=linear is named twice (best is C=1, kernel=linear): name different candidates"]),
-], ids=["unknown-candidate", "no-cv-results", "not-a-search", "no-such-scorer", "same-candidate"])
+    ("two_scorers", ("--metric", "accuracy", "--model-a", "best", "--model-b", "C=1, kernel=rbf", "--folds", "200"),
+     ["--folds 200 (folds=200) contradicts the search's cv param '5', 5 folds per repeat; leave --folds out"]),
+    ("grid", ("--model-a", "best", "--model-b", "C=1, kernel=rbf", "--folds", "10"),
+     ["--folds 10 (folds=10) contradicts the search's cv param 'RepeatedStratifiedKFold(n_repeats=2, n_splits=5"]),
+    ("shuffle", ("--model-a", "best", "--model-b", "C=1, kernel=rbf", "--folds", "5"),
+     ["--folds 5 (folds=5) contradicts the search's cv param 'ShuffleSplit(", "repeated hold-out splits (rho = 0.25)"]),
+    ("predefined", ("--model-a", "C=1", "--model-b", "C=10", "--folds", "2"),
+     ["the search's 3 splits are not a whole number of repeats of --folds 2 (folds=2)"]),
+], ids=["unknown-candidate", "no-cv-results", "not-a-search", "no-such-scorer", "same-candidate", "folds-against-cv",
+        "folds-against-repeated-cv", "folds-on-hold-out", "folds-not-whole-repeats"])
 def test_bad_search_input_is_refused_and_nothing_logged(searches, case, args, fragments):
     client = MlflowClient(searches["uri"])
     before = len(_comparison_runs(client, searches["experiment_id"]))
     result = CliRunner().invoke(main, ["compare", "--tracking-uri", searches["uri"], "--search-run",
-                                       searches[case][0], "--metric", "score", *args])
+                                       searches[case][0], "--metric", "score", *args])  # a later --metric wins
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output and "Error: " in result.output
     for fragment in fragments:

@@ -114,6 +114,24 @@ REFUSED = [  # (path, body or raw JSON text, HTTP status, words of the answer)
     ("/api/rankings", {"models": ["lda\ud800", "cart", "svm"]}, 400, "Invalid value for 'models': is not text"),
     ("/api/rankings", {"drop_incomplete": True, "skip_missing": True}, 400,
      "drop_incomplete and skip_missing exclude each other"),
+    # several metrics, a rope and a direction per metric, a ranking's reference (vs): each field's wrong JSON types
+    ("/api/comparisons", {"metric": ["accuracy", "loss"]}, 400, "Invalid value for 'metric': must be a string"),
+    ("/api/comparisons", {"metric": "accuracy,loss"}, 400, "Cannot read metric 'loss':"),
+    ("/api/comparisons", {"metric": "accuracy,a\ud800"}, 400, "Invalid value for 'metric': is not text that UTF-8"),
+    ("/api/comparisons", {"rope": {"accuracy": 1e308}}, 400, "rope 1e+308 is more than 1e+06 times the largest"),
+    ("/api/comparisons", {"rope": {"accuracy": True}}, 400, "must be a finite number > 0; got True for metric"),
+    ("/api/comparisons", {"rope": "accuracy=NaN"}, 400, "must be a finite number > 0; got 'NaN' for metric"),
+    ("/api/comparisons", {"rope": {"auc": 0.1}}, 400, "rope names metric 'auc', which was not asked for"),
+    ("/api/comparisons", {"direction": {"accuracy": 1}}, 400, "must be one of higher, lower; got 1 for metric"),
+    ("/api/comparisons", {"direction": {"accuracy": "lower"}, "folds": 20}, 400,
+     "--folds 20 (folds=20) contradicts the param cv_folds=10"),
+    ("/api/rankings", {"vs": 5}, 400, "Invalid value for 'vs': must be a string"),
+    ("/api/rankings", {"vs": "knn"}, 400, "vs 'knn' is not among the models ranked"),
+    ("/api/rankings", {"metric_rope": {"accuracy": "0.1"}, "direction": ["lower"]}, 400,
+     "Invalid value for 'direction': must be one of higher, lower; got ['lower']"),
+    ("/api/rankings", {"metric_rope": {"accuracy": 1e308}}, 400, "metric_rope 1e+308 is more than 1e+06 times"),
+    ("/api/comparisons", {"target_experiment": "t" * 257}, 400,
+     "a new target experiment's name may hold at most 256 characters"),
 ]
 
 

@@ -12,7 +12,7 @@ import pandas as pd
 from mlflow.exceptions import MlflowException
 
 from ..tracking import mlflow_internals
-from ..tracking.keys import metric_key
+from ..tracking.keys import metric_folder
 from .requests import ApiError
 
 __all__ = ["MAX_REPORT_BYTES", "read_report", "read_ranking", "read_versus", "RANKING_COLUMNS", "VERSUS_COLUMNS"]
@@ -55,7 +55,7 @@ def read_versus(run, metric: str | None = None) -> list[dict] | None:
 
 def _in_folder(name: str, metric: str | None) -> str:
     """The artifact ``name`` of the run, or of one metric of a decision on several (its folder)."""
-    return name if metric is None else metric_key(metric, name)
+    return name if metric is None else f"{metric_folder(metric)}/{name}"
 
 
 def _read_table(run, name: str, known: tuple[str, ...], required: str) -> list[dict] | None:

@@ -289,11 +289,12 @@ def _places(runs, found: Identified, shown: int = 3) -> str:
 def _check_whole_repeats(raw: pd.DataFrame, found: Identified, folds: int) -> None:
     """Where ``folds`` stands in for the param ``cv_folds`` (:func:`_run_folds`), each dataset's fold scores must
     make whole repeats of it: the most scores a run logs (a global index: its highest + 1) a multiple of
-    ``folds``; the folds per repeat (runs whose children are tagged ``repeat``) ``folds`` exactly."""
+    ``folds``; the folds per repeat (runs whose children are tagged ``repeat``) ``folds`` exactly; and a run's
+    scores as many repeats of ``folds`` as its param ``cv_repeats`` says."""
     assumed = {r.info.run_id: r for r in found.runs if _int_param(r.data.params, "cv_folds", r.info.run_id, []) is None}
     part = raw[raw["run_id"].isin(assumed)]
     per_repeat = part["repeat"] >= 0 if "repeat" in part else pd.Series(False, index=part.index)
-    problems = []
+    problems = _contradicted_repeats(part[~per_repeat], found, assumed, folds)
     for labelled, rows in ((False, part[~per_repeat]), (True, part[per_repeat])):
         rows = rows.assign(dataset=rows["run_id"].map(lambda rid: found.dataset(assumed[rid])))
         for dataset, top in rows.sort_values("fold", kind="stable").groupby("dataset").last().iterrows():
@@ -306,6 +307,20 @@ def _check_whole_repeats(raw: pd.DataFrame, found: Identified, folds: int) -> No
                                 f"{folds} (folds={folds})")
     if problems:
         raise InputError(problems, header="Cannot tell the cross-validation folds:")
+
+
+def _contradicted_repeats(rows: pd.DataFrame, found: Identified, runs: dict, folds: int) -> list[str]:
+    """Where the scores of the runs among ``rows`` (at a global fold index) make another number of repeats of
+    ``folds`` than their param ``cv_repeats`` says (a last repeat that lacks folds counts as one), by number."""
+    contradicted = {}
+    for run_id, top in rows.groupby("run_id")["fold"].max().items():
+        made = -(-(int(top) + 1) // folds)
+        logged = _int_param(runs[run_id].data.params, "cv_repeats", run_id, [])
+        if logged not in (None, made):
+            contradicted.setdefault((made, logged), []).append(runs[run_id])
+    return [f"--folds {folds} (folds={folds}) makes {made} repeats of the fold scores logged by "
+            f"{_places(rs, found)}, which contradicts their param cv_repeats={logged}; leave --folds out, or give "
+            f"the folds that make {logged} repeats" for (made, logged), rs in sorted(contradicted.items())]
 
 
 def _int_param(params: dict, key: str, run_id: str, problems: list[str]) -> int | None:

@@ -8,6 +8,11 @@ every other character replaced by ``_`` (also ``/``, which MLflow's UI reads as 
 refuses on Windows) and a digest of the name appended, so that two names which read alike (``a/b``, ``a:b``) never
 share a key.  Such a key holds only those characters, which MLflow takes on every platform.  A run lists its keys
 and their names in :data:`KEYS_ARTIFACT`.
+
+A decision on several metrics keys each metric's values by the metric's name (:func:`metric_key`,
+:func:`metric_folder`; its tags through :func:`.tags.metric_tag`), by the same rule: as they are where MLflow takes
+them, else readable, cut to fit and with a digest (a metric named by 240 characters, a model's key that fills its
+250).  Its run lists them in its :data:`KEYS_ARTIFACT` (:func:`metric_keys_mapping`).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from mlflow.utils.validation import MAX_ENTITY_KEY_LENGTH
 
 from .mlflow_internals import is_valid_key
 
-__all__ = ["KEYS_ARTIFACT", "named_keys", "metric_key", "split_metric_key"]
+__all__ = ["KEYS_ARTIFACT", "named_keys", "metric_key", "metric_folder", "joined_key"]
 
 #: the artifact of a run that maps each key derived from a name back to it: ``{key: name}``
 KEYS_ARTIFACT = "metric_keys.json"
@@ -50,21 +55,36 @@ def _readable(name: str) -> str:
 def _key(prefix: str, name: str, digested: bool) -> str:
     if not digested:
         return f"{prefix}.{name}"
-    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:_DIGITS]
+    digest = _digest(name)
     room = MAX_ENTITY_KEY_LENGTH - len(prefix) - len(digest) - 2
     return f"{prefix}.{_readable(name)[:room]}-{digest}"
 
 
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGITS]
+
+
+def joined_key(first: str, second: str) -> str:
+    """``<first>/<second>`` where MLflow takes it as a key; else both parts readable (no ``/``, no leading dot), cut
+    to fit, and the digest of the whole appended: the same parts always give the same key."""
+    key = f"{first}/{second}"
+    if is_valid_key(key):
+        return key
+    digest = _digest(key)
+    first, second = (_readable(part).lstrip(".") or "_" for part in (first, second))
+    room = MAX_ENTITY_KEY_LENGTH - len(digest) - 1
+    return f"{first[:max(room // 2, room - 1 - len(second))]}/{second}"[:room] + f"-{digest}"
+
+
 def metric_key(metric: str, name: str) -> str:
-    """A metric's own metric, param or artifact in the run of a decision on several metrics: ``accuracy/p_a_better``
-    (MLflow's charts group the keys by the part before ``/``; ``metric`` is a name MLflow took as a metric key)."""
-    return f"{metric}/{name}"
+    """A metric's own metric or param in the run of a decision on several metrics: ``accuracy/p_a_better``
+    (MLflow's charts group the keys by the part before ``/``), by :func:`joined_key`."""
+    return joined_key(metric, name)
 
 
-def split_metric_key(key: str, metrics: Iterable[str]) -> tuple[str, str] | None:
-    """``(metric, name)`` of a key of :func:`metric_key` (a metric's name may hold ``/``: the longest matches), else
-    None."""
-    for metric in sorted(metrics, key=len, reverse=True):
-        if key.startswith(metric + "/"):
-            return metric, key[len(metric) + 1:]
-    return None
+def metric_folder(metric: str) -> str:
+    """The folder of a metric's artifacts in the run of a decision on several metrics: its name where MLflow would
+    take it as a key and a file system as a path (at most 255 bytes), else readable, cut, with its digest."""
+    if is_valid_key(metric) and len(metric.encode("utf-8", "surrogatepass")) <= 255:
+        return metric
+    return f"{(_readable(metric).lstrip('.') or '_')[:50]}-{_digest(metric)}"

@@ -25,12 +25,25 @@ __all__ = ["log_bundle", "write_bundle", "start_run", "set_stage", "stage_record
            "fail_if_running", "resolve_target", "check_target", "existing_target", "choose_target", "usable_target"]
 
 
+#: the longest run name MLflow's SQL stores keep (``runs.name`` is VARCHAR(250); sqlite does not check, PostgreSQL
+#: and MySQL refuse a longer one)
+RUN_NAME_LENGTH = 250
+#: the longest experiment name they keep (``experiments.name`` is VARCHAR(256); MLflow's own check allows 500)
+EXPERIMENT_NAME_LENGTH = 256
+
+
 def start_run(client, experiment_id: str, *, name: str, tags: dict[str, str], stage: str = "queued",
               start_time: int | None = None) -> str:
     """Create a RUNNING run (the job record a server hands back before the work starts)."""
     run = client.create_run(str(experiment_id), start_time=start_time, tags={**tags, T.STAGE: stage},
-                            run_name=name)
+                            run_name=_stored_name(name))
     return run.info.run_id
+
+
+def _stored_name(name: str) -> str:
+    """A run's name as every store keeps it: cut to :data:`RUN_NAME_LENGTH`, ending with ``…`` when cut (a name
+    built from long model or metric names; the run's tags hold them in full)."""
+    return name if len(name) <= RUN_NAME_LENGTH else name[:RUN_NAME_LENGTH - 1] + "…"
 
 
 def set_stage(client, run_id: str, stage: str, skipped: Sequence[str] | None = None) -> None:
@@ -132,7 +145,7 @@ def choose_target(value: str, by_id, by_name):
     ``value`` (None when there is none, or the user may not read it), ``by_name`` the one named ``value`` (any
     lifecycle stage).  A number is an id when that experiment exists; a number that is the id of one experiment
     and the name of another is refused, and so is a new experiment named like an id (it would later be taken for
-    one)."""
+    one), or too long for MLflow's SQL stores."""
     if by_id is not None and by_name is not None and by_id.experiment_id != by_name.experiment_id:
         raise InputError(f"target experiment '{value}' is ambiguous: it is the id of one experiment and the name of "
                          "another. Give the target by its name (an experiment named like a number cannot be told "
@@ -141,6 +154,9 @@ def choose_target(value: str, by_id, by_name):
     if found is None and _looks_like_id(value):
         raise InputError(f"no experiment with id '{value}'; a new target experiment needs a name that is not a "
                          "number")
+    if found is None and len(value) > EXPERIMENT_NAME_LENGTH:
+        raise InputError(f"a new target experiment's name may hold at most {EXPERIMENT_NAME_LENGTH} characters (what "
+                         f"MLflow's SQL stores keep); got {len(value)}")
     return found
 
 
@@ -197,7 +213,7 @@ def log_bundle(client, bundle: Bundle, *, experiment_id: str | None = None, run_
         run_id = start_run(client, experiment_id, name=bundle.name, tags=run_tags, stage="logging",
                            start_time=start_time)
     else:
-        client.update_run(run_id, name=bundle.name)
+        client.update_run(run_id, name=_stored_name(bundle.name))
     try:
         if progress is not None:
             progress("logging")

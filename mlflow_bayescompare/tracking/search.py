@@ -91,6 +91,8 @@ def read_search(client, run_id: str, metric: str, *, folds: int | None = None, r
     table = _cv_results(client, run)
     scores = _split_scores(table, metric, run.data.params.get("scoring", "None"), run_id)
     cv = run.data.params.get("cv", "None")
+    if folds is not None:
+        _check_folds(folds, cv, scores.shape[1])
     k, hold_out = (folds, None) if folds is not None or rho is not None else split_scheme(cv, scores.shape[1])
     if k is None and hold_out is None and rho is None:
         raise InputError(f"the search's splits cannot be told from its cv param {cv!r}: give --folds K for k-fold "
@@ -125,6 +127,23 @@ def split_scheme(cv: str, splits: int) -> tuple[int | None, tuple[float, str] | 
     if _SHUFFLE.match(text):
         return None, _hold_out(text)
     return None, None
+
+
+def _check_folds(folds: int, cv: str, splits: int) -> None:
+    """``folds`` (the options') stands in for a ``cv`` param that does not tell the splits: it may not contradict
+    one that does, and must split the search's ``splits`` into whole repeats."""
+    told, hold_out = split_scheme(cv, splits)
+    given = f"--folds {folds} (folds={folds})"
+    if told is not None and told != folds:
+        problem = f"{given} contradicts the search's cv param {cv!r}, {told} folds per repeat"
+    elif hold_out is not None:
+        problem = (f"{given} contradicts the search's cv param {cv!r}, repeated hold-out splits (rho = "
+                   f"{hold_out[0]:g})")
+    elif splits % folds:
+        problem = f"the search's {splits} splits are not a whole number of repeats of {given}"
+    else:
+        return
+    raise InputError(f"{problem}; leave --folds out to use the search's own splits", header=_HEADER)
 
 
 # ------------------------------------------------------------------------------------------------ reading

@@ -3,21 +3,24 @@
 Each metric's run content is built as usual (a :class:`~.bundle.Bundle`, in the folder ``<metric>/``); the run of
 the decision holds them all, by one rule: a metric's own values carry its name, ``<metric>/<name>`` for metrics
 (MLflow's charts group them by that prefix), params and artifacts, ``<tag>/<metric>`` for tags (they stay under
-``bayescompare.``); params and tags every metric shares are logged once, as they are.  Its description, report.md
-and report.html open with the decision (:func:`~..result.combined_line`) and a table of the metrics, then give each
-metric's own report as a section.
+``bayescompare.``); params and tags every metric shares are logged once, as they are.  Where MLflow would refuse such
+a key (or a file system the folder), it is made one it takes (:mod:`.keys`), and the run's
+:data:`~.keys.KEYS_ARTIFACT` maps each key and folder built from a metric's name back to the metric and the name.
+Its description, report.md and report.html open with the decision (:func:`~..result.combined_line`) and a table
+of the metrics, then give each metric's own report as a section.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
 
 from .. import report_html
 from . import tags as T
 from .bundle import Bundle, fit_tag
-from .keys import metric_key
+from .keys import KEYS_ARTIFACT, metric_folder, metric_key
 
 __all__ = ["several_metrics_bundle"]
 
@@ -27,16 +30,21 @@ _COMBINED = (T.METRIC, T.VERDICT, T.DECISION, T.DIAGNOSTICS, T.NOTE)
 
 def several_metrics_bundle(bundles: dict[str, Bundle], directory: Path, *, name: str, verdict: str,
                            summary_header: list[str], summary_rows: list[list[str]]) -> Bundle:
-    """The run of one decision on ``bundles`` (each metric's, by metric, built into ``directory / metric``), its
-    artifacts in ``directory``: named ``name``, its verdict ``verdict`` (the combined line), opening with the table
-    ``summary_header`` / ``summary_rows`` (one row per metric)."""
+    """The run of one decision on ``bundles`` (each metric's, by metric, built into ``directory /``
+    :func:`~.keys.metric_folder`), its artifacts in ``directory``: named ``name``, its verdict ``verdict`` (the
+    combined line), opening with the table ``summary_header`` / ``summary_rows`` (one row per metric)."""
     metrics = list(bundles)
-    tags, params, values = {}, {}, {}
+    tags, params, values, mapping = {}, {}, {}, {f"{metric_folder(m)}/": {"metric": m, "name": ""} for m in metrics}
+
+    def own(key: str, metric: str, name: str) -> str:
+        mapping[key] = {"metric": metric, "name": name}
+        return key
+
     for metric, bundle in bundles.items():
-        values.update({metric_key(metric, k): v for k, v in bundle.metrics.items()})
+        values.update({own(metric_key(metric, k), metric, k): v for k, v in bundle.metrics.items()})
         for key in (T.VERDICT, T.DECISION, T.DIAGNOSTICS):
             if key in bundle.tags:
-                tags[T.metric_tag(key, metric)] = bundle.tags[key]
+                tags[own(T.metric_tag(key, metric), metric, key)] = bundle.tags[key]
     for source, out, keyed in ((lambda b: b.tags, tags, T.metric_tag), (lambda b: b.params, params, None)):
         keys = {k for b in bundles.values() for k in source(b) if k not in _COMBINED}
         for key in sorted(keys):
@@ -44,8 +52,9 @@ def several_metrics_bundle(bundles: dict[str, Bundle], directory: Path, *, name:
             if len(set(given.values())) == 1:
                 out[key] = next(iter(given.values()))
             else:
-                out.update({(keyed(key, m) if keyed else metric_key(m, key)): v
+                out.update({own(keyed(key, m) if keyed else metric_key(m, key), m, key): v
                             for m, v in given.items() if v is not None})
+    (directory / KEYS_ARTIFACT).write_text(json.dumps(mapping, indent=1, ensure_ascii=False), encoding="utf-8")
     decisions = {b.tags.get(T.DECISION) for b in bundles.values()}
     problems = [f"{m}: {b.tags[T.DIAGNOSTICS]}" for m, b in bundles.items()
                 if b.tags.get(T.DIAGNOSTICS, "ok") != "ok"]
@@ -63,7 +72,8 @@ def _markdown(name: str, verdict: str, header: list[str], rows: list[list[str]],
     """The description: the decision, the table of metrics, then each metric's own description, a level down."""
     parts = [f"# {report_html.md_escape(name)}", f"**{report_html.md_escape(verdict)}**",
              report_html.md_table(header, rows),
-             "Each metric's report, tables and posterior are under its name in the artifacts (`<metric>/`)."]
+             "Each metric's report, tables and posterior are under its name in the artifacts (`<metric>/`; "
+             f"`{KEYS_ARTIFACT}` maps a folder or key that could not be the name back to it)."]
     for metric, bundle in bundles.items():
         own = bundle.tags.get(T.NOTE, "")
         parts += [f"## {report_html.md_escape(metric)}",
@@ -80,7 +90,7 @@ def _html(name: str, verdict: str, header: list[str], rows: list[list[str]], dir
     """One self-contained page: the decision and its table, then each metric's report page as a section."""
     styles, sections = [], []
     for metric in metrics:
-        path = directory / metric / "report.html"
+        path = directory / metric_folder(metric) / "report.html"
         page = path.read_text(encoding="utf-8") if path.exists() else ""
         styles += [s for s in _STYLE.findall(page) if s not in styles]
         body = _MAIN.search(page)

@@ -7,6 +7,8 @@ never read back as source runs.
 
 from __future__ import annotations
 
+from .keys import joined_key
+
 __all__ = [
     "KIND", "KINDS", "STAGE", "SKIPPED", "ERROR", "NOTE", "PARENT", "USER", "MODEL_A", "MODEL_B", "MODELS", "METRIC",
     "VERDICT", "DECISION", "DIAGNOSTICS", "TEST", "REPORT", "NO_REPORT", "BEST", "RANKING", "SOURCE_EXPERIMENTS",
@@ -40,9 +42,9 @@ CACHED_FROM = "bayescompare.cached_from"  # on a matrix's pair run read from the
 
 
 def metric_tag(tag: str, metric: str) -> str:
-    """A metric's own tag in the run of a decision on several metrics: ``bayescompare.verdict/accuracy``; the run's
-    :data:`METRIC` lists its metrics, comma-separated."""
-    return f"{tag}/{metric}"
+    """A metric's own tag in the run of a decision on several metrics: ``bayescompare.verdict/accuracy`` (a key
+    MLflow takes: :func:`.keys.joined_key`); the run's :data:`METRIC` lists its metrics, comma-separated."""
+    return joined_key(tag, metric)
 
 
 # jobs run by the server app: the request, and who owns the work (to tell a live job from an orphan), as JSON in
