@@ -26,6 +26,7 @@ from sklearn.svm import SVC
 from mlflow_bayescompare import correlated_t_test
 from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.compare import compare_runs, rank_runs
+from mlflow_bayescompare.server.serialize import summarise_run
 from mlflow_bayescompare.tracking import tags as T
 from mlflow_bayescompare.tracking.search import split_scheme
 
@@ -123,6 +124,16 @@ def test_rank_every_candidate_of_a_grid_search(searches):
         direct = correlated_t_test(_splits(search, a), _splits(search, b), folds=5)
         assert (pair.p_better, pair.p_rope, pair.p_worse) == pytest.approx(
             (direct.p_a_better, direct.p_rope, direct.p_b_better), abs=1e-12)
+
+
+def test_a_logged_ranking_of_candidates_names_each_model_once(searches):
+    """Candidates are named by their settings, commas included (``C=1, kernel=rbf``): the ranking run's models tag
+    and the server's status of the run give the six models back, not the pieces between the commas."""
+    run_id, search = searches["grid"]
+    outcome = rank_runs(search_run=run_id, metric="score", tracking_uri=searches["uri"], seed=1)
+    run = MlflowClient(searches["uri"]).get_run(outcome.run_id)
+    names = sorted(_name(p) for p in search.cv_results_["params"])
+    assert sorted(T.split_names(run.data.tags[T.MODELS])) == sorted(summarise_run(run)["models"]) == names
 
 
 def test_the_command_line_selects_candidates_with_models(searches):

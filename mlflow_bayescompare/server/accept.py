@@ -91,7 +91,7 @@ def _job_tags(job: JobRequest, sources: list[str]) -> dict[str, str]:
         if job.claim:
             tags[T.REQUIRE] = f"{job.claim}@{job.fit.threshold}"
     else:
-        tags[T.MODELS] = fit_tag(",".join(job.models))
+        tags[T.MODELS] = fit_tag(T.joined_names(job.models))
     user = permissions.current_user()
     if user:
         tags[T.USER] = user

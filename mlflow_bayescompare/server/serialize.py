@@ -91,7 +91,7 @@ def summarise_run(run) -> dict[str, Any]:
     if len(several) > 1:  # one decision on several metrics: its verdict is the combined line
         out["metrics"] = [_metric_summary(kind, tags, metrics, m) for m in several]
     if kind in ("matrix", "ranking"):
-        out["models"] = [m for m in (tags.get(T.MODELS) or "").split(",") if m]
+        out["models"] = T.split_names(tags.get(T.MODELS))
         out["best"] = tags.get(T.BEST)
         out["ranking_model"] = tags.get(T.RANKING)  # hierarchical, bbt, or joint-t on one dataset
         if out["best"] and status == "FINISHED" and len(several) == 1:

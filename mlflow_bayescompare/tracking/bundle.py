@@ -160,7 +160,7 @@ def comparison_tags(result, *, metric: str, experiment_ids: Sequence[str], figur
     left_out = result.settings.get("datasets_left_out")
     return {
         **({} if figures else {T.REPORT: T.NO_REPORT}),
-        **({T.DATASETS_LEFT_OUT: fit_tag(",".join(left_out))} if left_out else {}),
+        **({T.DATASETS_LEFT_OUT: fit_tag(T.joined_names(left_out))} if left_out else {}),
         T.KIND: "comparison",
         T.TEST: result.test,
         T.MODEL_A: result.model_a,
@@ -277,7 +277,7 @@ def matrix_bundle(summary, rows, *, experiment_ids: Sequence[str], layout: str |
         run_tags = {
             **({T.RANKING: ranking.model} if ranking is not None else {}),
             T.KIND: "matrix",
-            T.MODELS: fit_tag(",".join(summary.models)),
+            T.MODELS: fit_tag(T.joined_names(summary.models)),
             T.METRIC: summary.metric,
             T.BEST: str(best),
             T.SOURCE_EXPERIMENTS: ",".join(str(e) for e in experiment_ids),
@@ -391,7 +391,7 @@ def ranking_bundle(result, *, metric: str, experiment_ids: Sequence[str], layout
             (root / "stan").mkdir(exist_ok=True)
             shutil.copyfile(PROGRAMS[program], root / "stan" / f"{program}.stan")
             (root / "stan" / "data.json").write_text(json.dumps(result.stan_data, indent=1, default=jsonable))
-        models = ",".join(map(str, result.models))
+        models = T.joined_names(map(str, result.models))
         run_tags = {T.KIND: "ranking", T.RANKING: result.model, T.MODELS: fit_tag(models), T.METRIC: metric,
                     T.BEST: result.best,
                     T.SOURCE_EXPERIMENTS: ",".join(str(e) for e in experiment_ids),

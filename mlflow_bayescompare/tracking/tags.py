@@ -7,12 +7,16 @@ never read back as source runs.
 
 from __future__ import annotations
 
+import csv
+import io
+from collections.abc import Iterable
+
 from .keys import joined_key
 
 __all__ = [
     "KIND", "KINDS", "STAGE", "SKIPPED", "ERROR", "NOTE", "PARENT", "USER", "MODEL_A", "MODEL_B", "MODELS", "METRIC",
     "VERDICT", "DECISION", "DIAGNOSTICS", "TEST", "REPORT", "NO_REPORT", "BEST", "RANKING", "SOURCE_EXPERIMENTS",
-    "STRICT", "REQUIRE", "DATASETS_LEFT_OUT", "CACHED_FROM", "metric_tag",
+    "STRICT", "REQUIRE", "DATASETS_LEFT_OUT", "CACHED_FROM", "metric_tag", "joined_names", "split_names",
     "JOB_OWNER", "JOB_REQUEST",
 ]
 
@@ -23,7 +27,7 @@ SKIPPED = "bayescompare.stages_skipped"  # comma-separated stages the work went 
 ERROR = "bayescompare.error"  # why the run FAILED
 MODEL_A = "bayescompare.model_a"
 MODEL_B = "bayescompare.model_b"
-MODELS = "bayescompare.models"  # comma-separated, matrix and ranking runs
+MODELS = "bayescompare.models"  # the models of a matrix or ranking run (joined_names)
 METRIC = "bayescompare.metric"
 VERDICT = "bayescompare.verdict"
 DECISION = "bayescompare.decision"
@@ -37,7 +41,7 @@ RANKING = "bayescompare.ranking"  # the model that ranked them: hierarchical, bb
 SOURCE_EXPERIMENTS = "bayescompare.source_experiment_ids"
 STRICT = "bayescompare.strict"  # set by --strict when the sampler's output failed the gate
 REQUIRE = "bayescompare.require"  # "<claim>@<threshold>" asked of a server job
-DATASETS_LEFT_OUT = "bayescompare.datasets_left_out"  # comma-separated: the datasets a pair did not compare
+DATASETS_LEFT_OUT = "bayescompare.datasets_left_out"  # the datasets a pair did not compare (joined_names)
 CACHED_FROM = "bayescompare.cached_from"  # on a matrix's pair run read from the cache: the run that fitted it
 
 
@@ -45,6 +49,19 @@ def metric_tag(tag: str, metric: str) -> str:
     """A metric's own tag in the run of a decision on several metrics: ``bayescompare.verdict/accuracy`` (a key
     MLflow takes: :func:`.keys.joined_key`); the run's :data:`METRIC` lists its metrics, comma-separated."""
     return joined_key(tag, metric)
+
+
+def joined_names(names: Iterable[str]) -> str:
+    """Model or dataset names in one tag value, comma-separated as a CSV line: a name holding a comma or a quote is
+    quoted (a search's candidates are named ``C=1, kernel=rbf``), so :func:`split_names` gives the names back."""
+    line = io.StringIO()
+    csv.writer(line, lineterminator="").writerow(list(names))
+    return line.getvalue()
+
+
+def split_names(value: str | None) -> list[str]:
+    """The names of a :func:`joined_names` tag value (a plain comma-separated one too)."""
+    return [name for name in next(csv.reader([value or ""]), []) if name]
 
 
 # jobs run by the server app: the request, and who owns the work (to tell a live job from an orphan), as JSON in
