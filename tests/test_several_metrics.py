@@ -99,6 +99,7 @@ def test_one_run_holds_each_metrics_comparison_as_the_one_metric_pipeline_gives_
     assert params["seed"] == "3" and "rope" not in params  # shared once, differing per metric
     assert tags["bayescompare.metric"] == "accuracy,fit_time" and tags["bayescompare.verdict"] == decision.verdict
     assert tags["bayescompare.decision/fit_time"] == "a_better" and "bayescompare.decision" not in tags
+    assert "bayescompare.diagnostics" in tags and not [t for t in tags if t.startswith("bayescompare.diagnostics/")]
     assert run.info.run_name == "nbc vs hnb · accuracy, fit_time"
     paths = set(artifact_paths(client, decision.run_id))
     assert {"report.html", "report.md", "accuracy/report.html", "fit_time/summary.json"} <= paths
