@@ -19,6 +19,7 @@ from typing import Any
 
 from .baselines import correlation
 from .claims import best_model
+from .console import about
 from .correlated_t.engine import HEADER as CORRELATED_T
 from .errors import InputError
 from .hierarchical.prepare import correlations
@@ -144,10 +145,12 @@ def check_metrics(client, kind: str, source: SourceOptions, options: FitOptions 
     if logged:
         runlog.check_target(client, source.target_experiment)
     checked, problems = {}, {}
-    for metric, (one_source, one_options) in per_metric(source, options).items():
+    split = per_metric(source, options)
+    for metric, (one_source, one_options) in split.items():
         try:
-            checked[metric] = check(client, plan(client, kind, one_source, one_options, models, progress,
-                                                 claim=claim), progress)
+            with about(metric if len(split) > 1 else None):
+                checked[metric] = check(client, plan(client, kind, one_source, one_options, models, progress,
+                                                     claim=claim), progress)
         except InputError as exc:
             problems[metric] = exc
     if not problems:
