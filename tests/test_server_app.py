@@ -31,7 +31,7 @@ from mlflow_bayescompare.client import JobFailed
 from mlflow_bayescompare.compare import compare_matrix, compare_runs, rank_runs, require
 from mlflow_bayescompare.errors import InputError
 from mlflow_bayescompare.ranking.report import JOINT_DIFFERS
-from mlflow_bayescompare.report_html import format_probability
+from mlflow_bayescompare.report_html import format_differences, format_probability
 from mlflow_bayescompare.result import COLORS
 from mlflow_bayescompare.server.owners import owner_tags
 from mlflow_bayescompare.tracking import tags as T
@@ -541,12 +541,6 @@ def _better_first(pair: dict) -> list[str]:
     return [f"{a} vs {b}", pair["verdict"], *map(format_probability, (p_a, pair["p_rope"], p_b))]
 
 
-def _signed(value: float) -> str:
-    """A difference in metric units as the page shows it: four significant digits, signed."""
-    text = repr(float(f"{value:.4g}"))
-    return "+" + text if value > 0 else text
-
-
 @pytest.mark.browser
 def test_page_ranks_against_a_model(server):
     """"Rank all models" against a model: the ranking job of the API with ``vs``, its table against the reference
@@ -565,9 +559,10 @@ def test_page_ranks_against_a_model(server):
         assert page.text_content("#versus-caption") == "Against lda on the next dataset"
         rows = page.eval_on_selector_all("#versus tbody tr",
                                          "rs => rs.map(r => Array.from(r.cells).map(c => c.textContent))")
+        versus, n = state["versus"], len(state["versus"])  # differences and HDIs with one number of decimals
+        shown = format_differences([r[k] for k in ("difference", "hdi_low", "hdi_high") for r in versus])
         assert rows == [[r["model"], r["verdict"], *map(format_probability, (r["p_better"], r["p_rope"], r["p_worse"])),
-                         _signed(r["difference"]), f"[{_signed(r['hdi_low'])}, {_signed(r['hdi_high'])}]"]
-                        for r in state["versus"]] and len(rows) == 2
+                         shown[i], f"[{shown[n + i]}, {shown[2 * n + i]}]"] for i, r in enumerate(versus)] and n == 2
         assert page.is_visible("#ranking") and page.is_hidden("#pairs") and page.is_hidden("#pairs-differ")
         assert page.text_content("#job-title") == "Ranking of 3 models · accuracy"
         ARTIFACTS.mkdir(exist_ok=True)
@@ -681,6 +676,7 @@ def test_page_on_one_dataset_says_which_test_and_which_ranking_answered(server):
         page.goto(f"{server.url}/bayescompare/")
         page.select_option("#experiment", server.one_dataset_id)
         page.wait_for_selector('#model_a option[value="svm"]', state="attached")
+        assert page.text_content("#choices-info") == "3 models · 1 dataset · 3 runs"
         page.select_option("#metric", "accuracy")
         page.select_option("#model_a", "lda")
         page.select_option("#model_b", "cart")
@@ -784,6 +780,7 @@ def test_page_compares_and_ranks_on_two_metrics(server):
         run_id = _run_id(page)
         assert _rows(page, "#by-metric thead tr") == [["Metric", "Verdict", "P(nbc better)", "P(rope)",
                                                       "P(hnb better)"]]
+        assert page.text_content("#by-metric caption") == "By metric · Next dataset"  # not δ0's
         assert _rows(page, "#by-metric tbody tr") == [[m["metric"], m["verdict"], *(format_probability(m[p])
                                                        for p in PROBABILITIES)] for m in _by_metric(expected)]
         assert page.text_content("#verdict") == expected.verdict
