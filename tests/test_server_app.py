@@ -671,11 +671,14 @@ def test_page_compares_means_with_the_signed_rank_test(server):
 def test_page_on_one_dataset_says_which_test_and_which_ranking_answered(server):
     """One dataset: "Compare A vs B" says the correlated t-test answered, "Compare all models" that its pairs were
     compared by it and that the joint correlated-t model ranked them, as the status does.  With a rope of 0.05, P(cart
-    better) is about 2e-5: the page writes it as the reports do, <0.001."""
+    better) is about 2e-5: the page writes it as the reports do, <0.001.  A run the Python API logged, reopened, shows
+    no stages: they were not recorded (every one lit would say it compiled)."""
+    logged = compare_runs(experiment_ids=[server.one_dataset_id], model_a="lda", model_b="cart", metric="accuracy",
+                          rope=0.05, tracking_uri=server.url)  # the correlated t-test's closed form: no Stan
     with _browser() as (page, dialogs):
         page.goto(f"{server.url}/bayescompare/")
         page.select_option("#experiment", server.one_dataset_id)
-        page.wait_for_selector('#model_a option[value="svm"]', state="attached")
+        page.wait_for_selector("#choices-info:has-text('1 dataset')")  # this experiment's choices are in
         assert page.text_content("#choices-info") == "3 models · 1 dataset · 3 runs"
         page.select_option("#metric", "accuracy")
         page.select_option("#model_a", "lda")
@@ -687,7 +690,7 @@ def test_page_on_one_dataset_says_which_test_and_which_ranking_answered(server):
         assert state["test"] == "correlated-t"
         shown = [page.text_content(f"#{i}") for i in ("p-a", "p-rope", "p-b")]
         assert shown == [format_probability(state[k]) for k in PROBABILITIES] and shown[2] == "<0.001", shown
-        assert page.get_attribute("#test-used", "data-test") == "correlated-t"
+        assert page.get_attribute("#test-used", "data-test") == "correlated-t" and page.is_visible("#stages")
         assert page.text_content("#test-used") == ("Test: Bayesian correlated t-test on the per-fold scores of one "
                                                    "dataset (the models share one dataset)")
         page.frame_locator("#report").locator("img[alt=posterior]").wait_for(timeout=30_000)
@@ -700,6 +703,9 @@ def test_page_on_one_dataset_says_which_test_and_which_ranking_answered(server):
                                                        "one dataset (the models share one dataset)")
         assert len(page.query_selector_all("#ranking tbody tr")) == 3
         page.frame_locator("#report").locator('img[alt="leader_gaps"]').wait_for(timeout=30_000)
+        page.goto(f"{server.url}/bayescompare/?run_id={logged.run_id}")
+        page.wait_for_selector("#verdict:not(:empty)", timeout=60_000)
+        assert page.text_content("#verdict") == logged.verdict and page.is_hidden("#stages")
     assert dialogs == []
 
 

@@ -268,6 +268,7 @@
   // The stages the job went through lit, the current one marked, those it went past without doing (a compile when
   // the model was cached: the job's "skipped") shown as such.
   function showStages(job) {
+    $("stages").hidden = !job.job; // a run of the command line or the Python API went through no stages shown here
     const idx = STAGES.indexOf(job.stage);
     const skipped = job.skipped || [];
     document.querySelectorAll("#stages li").forEach((li) => {
