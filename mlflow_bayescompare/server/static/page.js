@@ -251,13 +251,13 @@
 
   // ---------------------------------------------------------------------------------------------- the job
 
-  // A probability as the reports write it (report_html.format_probability, its twin in Python): three decimals, a
-  // half rounded up, "<0.001" and ">0.999" at the ends, never a negative zero; "" for none.
   // "1 dataset", "3 datasets": the twin of result.counted.
   function counted(n, noun) {
     return n + " " + noun + (n === 1 ? "" : "s");
   }
 
+  // A probability as the reports write it (report_html.format_probability, its twin in Python): three decimals, a
+  // half rounded up, "<0.001" and ">0.999" at the ends, never a negative zero; "" for none.
   function probability(p) {
     if (typeof p !== "number" || !Number.isFinite(p)) return "";
     if (p > 0 && p < 0.0005) return "<0.001";
@@ -406,7 +406,7 @@
 
   // Differences in metric units shown together, signed, all with one number of decimals: enough for three
   // significant digits of the largest, at most six, never an exponent or a negative zero (the twin of
-  // report_html.format_numbers, as the command line prints them).
+  // report_html.format_differences, as the command line and the reports write them).
   function signed(values) {
     const largest = Math.max(0, ...values.filter((v) => Number.isFinite(v)).map(Math.abs));
     const decimals = largest > 0 ? Math.min(6, Math.max(0, 2 - Math.floor(Math.log10(largest)))) : 0;
