@@ -641,7 +641,7 @@ def test_page_compare_all_models(server):
 @pytest.mark.browser
 def test_page_compares_means_with_the_signed_rank_test(server):
     """Runs holding one score per (model, dataset): the page compares them with the Bayesian signed-rank test, and
-    says so, as the status does."""
+    says so, as the status does; their matrix, of one pair, is listed with "1 pair"."""
     with _browser() as (page, dialogs):
         page.goto(f"{server.url}/bayescompare/")
         page.select_option("#experiment", server.means_id)
@@ -664,6 +664,12 @@ def test_page_compares_means_with_the_signed_rank_test(server):
             [format_probability(getattr(direct, k)) for k in PROBABILITIES]
         assert page.is_hidden("#probs-caption")  # "Next dataset" is the hierarchical test's
         page.frame_locator("#report").locator("img[alt=simplex]").wait_for(timeout=30_000)
+        page.click("#matrix-btn")  # two models: one pair, said so in Past comparisons
+        page.wait_for_selector("#pairs:not([hidden])", timeout=300_000)
+        toggle = f'#past tr[data-run-id="{_run_id(page)}"] button.toggle'
+        page.goto(f"{server.url}/bayescompare/")
+        page.wait_for_selector(toggle)
+        assert page.text_content(toggle) == "▸ 1 pair"
     assert dialogs == []
 
 

@@ -580,7 +580,7 @@
 
   function showToggle(button, open, count) {
     button.setAttribute("aria-expanded", String(open));
-    button.textContent = (open ? "▾ hide " : "▸ ") + count + " pairs";
+    button.textContent = (open ? "▾ hide " : "▸ ") + counted(count, "pair");
   }
 
   function togglePairs(button) {
