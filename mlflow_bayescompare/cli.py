@@ -34,6 +34,7 @@ from .options import (
     parse_fields,
 )
 from .progress import TerminalProgress, notify
+from .report_html import format_differences, format_numbers, format_probability
 from .result import TEST_NAMES, counted, json_safe, tests_named
 from .sampling.programs import PROGRAMS
 from .tracking import mlflow_internals
@@ -419,16 +420,44 @@ def _hierarchical_text(result) -> list[str]:
     lines = [f"Pairs (rope ±{s['metric_rope']:g}; P(better / rope / worse) as compare's hierarchical test, from the "
              f"joint model; credible: P(better) ≥ {s['threshold']:g}):"]
     width = max(len(f"{r.better} > {r.worse}") for r in result.pairs.itertuples())
-    lines += [f"  {f'{r.better} > {r.worse}'.ljust(width)}  {r.difference:+.4g}  P(better) {r.p_better:.3f} · "
-              f"rope {r.p_rope:.3f} · P(worse) {r.p_worse:.3f}{'  credible' if r.credible else ''}"
-              for r in result.pairs.itertuples()]
+    p, shown = format_probability, _differences(result.pairs)
+    lines += [f"  {f'{r.better} > {r.worse}'.ljust(width)}  {shown[i][0]}  P(better) {p(r.p_better)} · "
+              f"rope {p(r.p_rope)} · P(worse) {p(r.p_worse)}{'  credible' if r.credible else ''}"
+              for i, r in enumerate(result.pairs.itertuples())]
     if s.get("vs"):
         lines.append(f"Against {s['vs_reference']} (next dataset; verdict at {s['threshold']:g}):")
-        width = max(len(str(m)) for m in result.versus["model"])
-        lines += [f"  {str(r.model).ljust(width)}  P(better) {r.p_better:.3f} · equivalent {r.p_rope:.3f} · "
-                  f"P(worse) {r.p_worse:.3f}  {r.difference:+.4g} [{r.hdi_low:+.4g}, {r.hdi_high:+.4g}]  "
-                  f"{r.verdict}" for r in result.versus.itertuples()]
+        width, shown = max(len(str(m)) for m in result.versus["model"]), _differences(result.versus)
+        lines += [f"  {str(r.model).ljust(width)}  P(better) {p(r.p_better)} · equivalent {p(r.p_rope)} · "
+                  f"P(worse) {p(r.p_worse)}  {shown[i][0]} [{shown[i][1]}, {shown[i][2]}]  {r.verdict}"
+                  for i, r in enumerate(result.versus.itertuples())]
     return lines
+
+
+def _differences(table) -> list[tuple[str, str, str]]:
+    """Each row's difference and HDI ends, all with one number of decimals, right-aligned in a column."""
+    texts = format_differences([*table["difference"], *table["hdi_low"], *table["hdi_high"]])
+    width = max(map(len, texts))
+    n = len(table)
+    return [(texts[i].rjust(width), texts[n + i], texts[2 * n + i]) for i in range(n)]
+
+
+def _ranking_table(ranking, columns: list[str]) -> str:
+    """A ranking's table as the reports write its numbers: probabilities by their rule, each column in the metric's
+    units with one number of decimals (:mod:`.report_html`)."""
+    shown, n = ranking[columns].astype(object), len(ranking)
+    gaps = [c for c in columns if c in _GAP]  # one quantity: shown with one number of decimals
+    texts = format_numbers([v for c in gaps for v in ranking[c]])
+    for column in columns[1:]:
+        values = ranking[column].tolist()
+        shown[column] = [format_probability(v) for v in values] if column.startswith("p_") else \
+            [f"{v:.2f}" for v in values] if column == "mean_rank" else \
+            [f"{v:g}" for v in values] if column.startswith("rank_") else \
+            texts[gaps.index(column) * n:][:n] if column in gaps else format_numbers(values)
+    return shown.to_string(index=False)
+
+
+#: a ranking's gap to the leader and its interval
+_GAP = ("diff_to_leader", "diff_low", "diff_high")
 
 
 def _ranking_lines(result, metric: str) -> list[str]:
@@ -438,8 +467,7 @@ def _ranking_lines(result, metric: str) -> list[str]:
 
     ranking, model = result.ranking, result.model
     lines = [f"Ranking of {len(ranking)} models · {metric} ({MODEL_NAMES[model]}):",
-             ranking[RANKING_COLUMNS[model]].to_string(  # metric units need their digits
-                 index=False, float_format=lambda v: f"{v:.3f}" if model == "bbt" else f"{v:.4g}"),
+             _ranking_table(ranking, RANKING_COLUMNS[model]),
              headline(result)]
     if model == "joint-t":
         settings = result.settings
@@ -473,7 +501,9 @@ def _side_by_side(outcome) -> list[str]:
                        for m, o in outcome.by_metric.items()}, axis=1)
     table.columns = [f"{name} {m}" for m, name in table.columns]
     return ["Side by side (P(best), mean rank):",
-            table.reset_index().to_string(index=False, float_format=lambda v: f"{v:.3f}"), outcome.verdict]
+            table.reset_index().to_string(index=False, formatters={  # as each metric's ranking shows them
+                c: format_probability if c.startswith("p_best") else "{:.2f}".format for c in table.columns}),
+            outcome.verdict]
 
 
 if __name__ == "__main__":

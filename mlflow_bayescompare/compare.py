@@ -22,7 +22,7 @@ from typing import Any
 from mlflow import MlflowClient
 
 from . import claims, pairfits, preflight
-from .console import redact_uri
+from .console import about, redact_uri
 from .matrix import MatrixSummary, summarise
 from .options import (
     FitOptions,
@@ -204,7 +204,8 @@ def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[
                                           logged=log and run_id is None)
         outcomes = {}
         for metric, one in checked.items():
-            result, data = _two_model_test(one, one.plan.options, progress, _of_several(metric, checked))
+            with about(metric if len(checked) > 1 else None):
+                result, data = _two_model_test(one, one.plan.options, progress, _of_several(metric, checked))
             outcomes[metric] = ComparisonOutcome(result, metric, one.plan.experiment_ids, layout=one.layout,
                                                  tensor=data)  # the plan's options: a search's rho
         if log or run_id is not None:
@@ -303,8 +304,9 @@ def rank_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str
         for metric, one in checked.items():
             if len(checked) > 1:
                 notify(progress, "sampling", _of_several(metric, checked))
-            outcomes[metric] = RankingOutcome(rank_scores(one.ranking, one.rank, progress), metric,
-                                              one.plan.experiment_ids, layout=one.layout)
+            with about(metric if len(checked) > 1 else None):
+                ranked = rank_scores(one.ranking, one.rank, progress)
+            outcomes[metric] = RankingOutcome(ranked, metric, one.plan.experiment_ids, layout=one.layout)
         if log or run_id is not None:
             notify(progress, "reporting")
             target = _target(client, run_id, source, next(iter(checked.values())).plan.experiment_ids)

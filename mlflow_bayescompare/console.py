@@ -10,22 +10,52 @@ ArviZ's daily notice about its own future is filtered where arviz is imported (:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 
 from .tracking import mlflow_internals
 from .tracking.uiroutes import run_route
 
-__all__ = ["LOGGER_NAME", "PREFIX", "log", "CliHandler", "RetryNotices", "install_cli_handler", "redact_uri",
+__all__ = ["LOGGER_NAME", "PREFIX", "log", "about", "CliHandler", "RetryNotices", "install_cli_handler", "redact_uri",
            "connection_cause", "ui_address"]
 
 LOGGER_NAME = "mlflow_bayescompare"
 PREFIX = "bayescompare:"
 log = logging.getLogger(LOGGER_NAME)
+
+#: what the messages logged now are about (the metric being checked or fitted, of several): :func:`about`
+_SUBJECT: ContextVar[str | None] = ContextVar("bayescompare_subject", default=None)
+
+
+class _Subject(logging.Filter):
+    """Names the subject of :func:`about` at the start of every message logged inside it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        subject = _SUBJECT.get()
+        if subject:
+            record.msg, record.args = f"{subject}: {record.getMessage()}", None
+        return True
+
+
+log.addFilter(_Subject())
+
+
+@contextlib.contextmanager
+def about(subject: str | None) -> Iterator[None]:
+    """Every message logged inside starts with ``subject`` (``fit_time: …``: the metric of several it is about);
+    ``None`` adds nothing."""
+    token = _SUBJECT.set(subject)
+    try:
+        yield
+    finally:
+        _SUBJECT.reset(token)
+
 
 #: loggers whose INFO lines are not the user's business on the command line
 _THIRD_PARTY = ("mlflow", "alembic", "httpstan", "cmdstanpy", "stan", "matplotlib", "ray")

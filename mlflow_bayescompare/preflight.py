@@ -19,6 +19,7 @@ from typing import Any
 
 from .baselines import correlation
 from .claims import best_model, check_answered
+from .console import about, log
 from .correlated_t.engine import HEADER as CORRELATED_T
 from .errors import InputError
 from .hierarchical.prepare import correlations
@@ -28,6 +29,7 @@ from .progress import Progress, notify
 from .ranking.engine import RANKING_PROGRAMS, Scores, model_across, ranking_model, read_scores
 from .ranking.hierarchical_k import stan_inputs
 from .ranking.joint import joint_inputs
+from .ranking.result import listed
 from .scores.tensor import left_out_note
 from .signed_rank.engine import too_few
 from .tracking import runlog
@@ -99,10 +101,13 @@ class Checked:
         comparison's problems are its pair's, in their own words; a matrix's are every pair's, each named (after the
         first, the pairs are still checked but no longer yielded), then, once the pairs pass, its ranking's."""
         planned, problems = self.plan, []
+        alone = planned.kind == "comparison"
+        if not alone:
+            _say_what_models_lack(self.collected, planned.models)
         for a, b in planned.pairs:
             try:
                 self.data[a, b], self.tests[a, b] = _pair_data(self.collected, (a, b), planned.source,
-                                                               planned.options, self.signed_rank)
+                                                               planned.options, self.signed_rank, alone)
             except InputError as exc:
                 if planned.kind == "comparison":
                     raise
@@ -145,10 +150,12 @@ def check_metrics(client, kind: str, source: SourceOptions, options: FitOptions 
     if logged:
         runlog.check_target(client, source.target_experiment)
     checked, problems = {}, {}
-    for metric, (one_source, one_options) in per_metric(source, options).items():
+    split = per_metric(source, options)
+    for metric, (one_source, one_options) in split.items():
         try:
-            checked[metric] = check(client, plan(client, kind, one_source, one_options, models, progress,
-                                                 claim=claim), progress)
+            with about(metric if len(split) > 1 else None):
+                checked[metric] = check(client, plan(client, kind, one_source, one_options, models, progress,
+                                                     claim=claim), progress)
         except InputError as exc:
             problems[metric] = exc
     if not problems:
@@ -234,12 +241,23 @@ def _check_rope(rope: float, collected: CollectedScores, name: str = "rope") -> 
                          "an accuracy between 0 and 1)")
 
 
+def _say_what_models_lack(collected: CollectedScores, models: Sequence[str]) -> None:
+    """A matrix's one warning about the datasets its pairs leave out: what each model lacks, one model a line (not
+    one warning a pair)."""
+    lacking = collected.lacking(models)
+    if lacking:
+        log.warning("each pair is compared on the datasets both its models have; left out where one lacks them:\n  "
+                    + "\n  ".join(f"'{m}' lacks {listed(ds)}" for m, ds in lacking.items()))
+
+
 def _pair_data(collected: CollectedScores, pair: tuple[str, str], source: SourceOptions, fit: FitOptions,
-               signed_rank: bool):
+               signed_rank: bool, say_left_out: bool):
     """A pair's data and the test that answers it: its per-dataset means for the signed-rank test, else its paired
-    fold scores, checked as the test will read them (their correlation ρ)."""
+    fold scores, checked as the test will read them (their correlation ρ); ``say_left_out``: warn of the datasets
+    the pair leaves out."""
     if signed_rank:
-        means = collected.means(*pair, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
+        means = collected.means(*pair, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate,
+                                say_left_out=say_left_out)
         if len(means.datasets) < 2:
             raise InputError(too_few(means.datasets) + ([left_out_note(means.left_out, means.datasets)]
                                                         if means.left_out else []),
@@ -249,7 +267,8 @@ def _pair_data(collected: CollectedScores, pair: tuple[str, str], source: Source
         raise InputError(f"the runs hold one '{collected.metric}' score per model and dataset (the means layout), "
                          "but the correlated t-test needs the per-fold scores of one dataset: log every fold's "
                          "score, or use the signed-rank test (--test signed-rank) across datasets")
-    tensor = collected.tensor(*pair, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate)
+    tensor = collected.tensor(*pair, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate,
+                              say_left_out=say_left_out)
     test = choose_test(fit.test, collected.layout, len(tensor.datasets))
     if test == "correlated-t":
         _one_dataset(tensor, parse_key(collected.dataset_key, "dataset"))

@@ -20,7 +20,8 @@ from typing import Any, NamedTuple
 from .result import COLORS, DECISION_COLORS, OUTCOMES
 
 __all__ = ["Link", "Table", "Question", "page", "LINK_BASE", "FIGURE_CAPTIONS", "SUMMARY", "embedded", "md_escape",
-           "md_table", "plain_table", "plain_page", "format_probability", "format_numbers", "MISSING"]
+           "md_table", "plain_table", "plain_page", "format_probability", "format_numbers", "format_differences",
+           "MISSING"]
 
 #: Where MLflow's UI is, relative to the page (``<prefix>/bayescompare/report``).
 LINK_BASE = "../"
@@ -79,6 +80,12 @@ def format_numbers(values: Sequence[float | None], digits: int = 3) -> list[str]
     largest = max(finite, default=0.0)
     decimals = min(MAX_DECIMALS, max(0, digits - 1 - math.floor(math.log10(largest)))) if largest > 0 else 0
     return [_fixed(v, decimals) for v in values]
+
+
+def format_differences(values: Sequence[float | None]) -> list[str]:
+    """Differences in the metric's units shown together: :func:`format_numbers`, a positive one signed ``+`` (the
+    page's script has its twin, ``signed`` in ``server/static/page.js``)."""
+    return [f"+{text}" if text[0].isdigit() and float(text) != 0 else text for text in format_numbers(values)]
 
 
 def _fixed(value: float | None, decimals: int) -> str:

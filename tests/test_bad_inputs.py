@@ -264,6 +264,9 @@ def test_a_matrix_compares_each_pair_on_its_shared_datasets(tracking_uri, client
     assert left_out == {("rf", "svm"): {"glass": "no scores of 'svm'"}, ("knn", "rf"): {"yeast": "no scores of 'knn'"},
                         ("knn", "svm"): {"yeast": "no scores of 'knn'", "glass": "no scores of 'svm'"}}
     assert "pairs count no game where one is missing" in result.stderr
+    assert "each pair is compared on the datasets both its models have; left out where one lacks them:\n" \
+           "  'knn' lacks yeast\n  'svm' lacks glass\n" in result.stderr  # said once, not once a pair
+    assert "only one of the two models has" not in result.stderr
     result = CliRunner().invoke(main, [*argv, "--drop-incomplete"])
     assert result.exit_code == 0, result.output
     assert all(sorted(p["datasets_left_out"]) == ["glass", "yeast"] for p in json.loads(result.stdout)["pairs"])

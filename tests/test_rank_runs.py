@@ -18,6 +18,7 @@ from uci_runs import DATASETS, artifact_paths, log_means, log_uci, uci_scores
 from mlflow_bayescompare import InputError, rank_models
 from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.compare import compare_matrix, rank_runs
+from mlflow_bayescompare.report_html import format_differences
 from mlflow_bayescompare.result import jsonable
 from mlflow_bayescompare.sampling.programs import PROGRAMS
 
@@ -191,7 +192,7 @@ def test_rank_command_ranks_a_ragged_grid_by_the_hierarchical_model_or_drops_wha
     result = CliRunner().invoke(main, argv)  # uci24 is fitted with the two models it has
     assert result.exit_code == 0, result.output
     assert re.search(r"warning: the hierarchical model: each dataset's models are compared where they have scores "
-                     r"\(nothing imputed\): 'j48' lacks uci24\b", result.stderr), result.stderr
+                     r"\(nothing imputed\):\n  'j48' lacks uci24\n", result.stderr), result.stderr  # a model a line
     report = json.loads(result.stdout)
     assert report["ranking"] and report["settings"]["model"] == "hierarchical"
     assert report["settings"]["datasets"] == [f"uci{d:02d}" for d in DATASETS]
@@ -235,6 +236,13 @@ def test_rank_command_vs_a_model_and_its_claims(client, tracking_uri, experiment
                      re.M)
     run = client.search_runs([experiment_id], "tags.`bayescompare.kind` = 'ranking'")[0]
     assert run.data.tags["bayescompare.ranking"] == "hierarchical" and run.data.params["vs"] == "nbc"
+    versus = pd.read_csv(client.download_artifacts(run.info.run_id, "versus.csv"))
+    shown, n = format_differences([*versus["difference"], *versus["hdi_low"], *versus["hdi_high"]]), len(versus)
+    description = run.data.tags["mlflow.note.content"]
+    for i, model in enumerate(versus["model"]):  # one number of decimals, as the reports write them
+        assert re.search(rf"^  {model} .*  {re.escape(shown[i])} \[{re.escape(shown[n + i])}, "
+                         rf"{re.escape(shown[2 * n + i])}\]  ", result.stdout, re.M), result.stdout
+        assert f" | {shown[i]} | {shown[n + i]} to {shown[2 * n + i]} | " in description
     report = CliRunner().invoke(main, [*argv, "--vs", "best", "--no-log", "--json", "--require", "none-better=j48"])
     assert report.exit_code == 1 and "claim 'none-better=j48' not supported" in report.stderr
     out = json.loads(report.stdout)

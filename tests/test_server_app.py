@@ -31,7 +31,7 @@ from mlflow_bayescompare.client import JobFailed
 from mlflow_bayescompare.compare import compare_matrix, compare_runs, rank_runs, require
 from mlflow_bayescompare.errors import InputError
 from mlflow_bayescompare.ranking.report import JOINT_DIFFERS
-from mlflow_bayescompare.report_html import format_probability
+from mlflow_bayescompare.report_html import format_differences, format_probability
 from mlflow_bayescompare.result import COLORS
 from mlflow_bayescompare.server.owners import owner_tags
 from mlflow_bayescompare.tracking import tags as T
@@ -547,12 +547,6 @@ def _better_first(pair: dict) -> list[str]:
     return [f"{a} vs {b}", pair["verdict"], *map(format_probability, (p_a, pair["p_rope"], p_b))]
 
 
-def _signed(value: float) -> str:
-    """A difference in metric units as the page shows it: four significant digits, signed."""
-    text = repr(float(f"{value:.4g}"))
-    return "+" + text if value > 0 else text
-
-
 @pytest.mark.browser
 @ON_SQLITE
 def test_page_ranks_against_a_model(server):
@@ -572,9 +566,10 @@ def test_page_ranks_against_a_model(server):
         assert page.text_content("#versus-caption") == "Against lda on the next dataset"
         rows = page.eval_on_selector_all("#versus tbody tr",
                                          "rs => rs.map(r => Array.from(r.cells).map(c => c.textContent))")
+        versus, n = state["versus"], len(state["versus"])  # differences and HDIs with one number of decimals
+        shown = format_differences([r[k] for k in ("difference", "hdi_low", "hdi_high") for r in versus])
         assert rows == [[r["model"], r["verdict"], *map(format_probability, (r["p_better"], r["p_rope"], r["p_worse"])),
-                         _signed(r["difference"]), f"[{_signed(r['hdi_low'])}, {_signed(r['hdi_high'])}]"]
-                        for r in state["versus"]] and len(rows) == 2
+                         shown[i], f"[{shown[n + i]}, {shown[2 * n + i]}]"] for i, r in enumerate(versus)] and n == 2
         assert page.is_visible("#ranking") and page.is_hidden("#pairs") and page.is_hidden("#pairs-differ")
         assert page.text_content("#job-title") == "Ranking of 3 models · accuracy"
         ARTIFACTS.mkdir(exist_ok=True)
@@ -655,7 +650,7 @@ def test_page_compare_all_models(server):
 @ON_SQLITE
 def test_page_compares_means_with_the_signed_rank_test(server):
     """Runs holding one score per (model, dataset): the page compares them with the Bayesian signed-rank test, and
-    says so, as the status does."""
+    says so, as the status does; their matrix, of one pair, is listed with "1 pair"."""
     with _browser() as (page, dialogs):
         page.goto(f"{server.url}/bayescompare/")
         page.select_option("#experiment", server.means_id)
@@ -678,6 +673,12 @@ def test_page_compares_means_with_the_signed_rank_test(server):
             [format_probability(getattr(direct, k)) for k in PROBABILITIES]
         assert page.is_hidden("#probs-caption")  # "Next dataset" is the hierarchical test's
         page.frame_locator("#report").locator("img[alt=simplex]").wait_for(timeout=30_000)
+        page.click("#matrix-btn")  # two models: one pair, said so in Past comparisons
+        page.wait_for_selector("#pairs:not([hidden])", timeout=300_000)
+        toggle = f'#past tr[data-run-id="{_run_id(page)}"] button.toggle'
+        page.goto(f"{server.url}/bayescompare/")
+        page.wait_for_selector(toggle)
+        assert page.text_content(toggle) == "▸ 1 pair"
     assert dialogs == []
 
 
@@ -686,11 +687,15 @@ def test_page_compares_means_with_the_signed_rank_test(server):
 def test_page_on_one_dataset_says_which_test_and_which_ranking_answered(server):
     """One dataset: "Compare A vs B" says the correlated t-test answered, "Compare all models" that its pairs were
     compared by it and that the joint correlated-t model ranked them, as the status does.  With a rope of 0.05, P(cart
-    better) is about 2e-5: the page writes it as the reports do, <0.001."""
+    better) is about 2e-5: the page writes it as the reports do, <0.001.  A run the Python API logged, reopened, shows
+    no stages: they were not recorded (every one lit would say it compiled)."""
+    logged = compare_runs(experiment_ids=[server.one_dataset_id], model_a="lda", model_b="cart", metric="accuracy",
+                          rope=0.05, tracking_uri=server.url)  # the correlated t-test's closed form: no Stan
     with _browser() as (page, dialogs):
         page.goto(f"{server.url}/bayescompare/")
         page.select_option("#experiment", server.one_dataset_id)
-        page.wait_for_selector('#model_a option[value="svm"]', state="attached")
+        page.wait_for_selector("#choices-info:has-text('1 dataset')")  # this experiment's choices are in
+        assert page.text_content("#choices-info") == "3 models · 1 dataset · 3 runs"
         page.select_option("#metric", "accuracy")
         page.select_option("#model_a", "lda")
         page.select_option("#model_b", "cart")
@@ -701,7 +706,7 @@ def test_page_on_one_dataset_says_which_test_and_which_ranking_answered(server):
         assert state["test"] == "correlated-t"
         shown = [page.text_content(f"#{i}") for i in ("p-a", "p-rope", "p-b")]
         assert shown == [format_probability(state[k]) for k in PROBABILITIES] and shown[2] == "<0.001", shown
-        assert page.get_attribute("#test-used", "data-test") == "correlated-t"
+        assert page.get_attribute("#test-used", "data-test") == "correlated-t" and page.is_visible("#stages")
         assert page.text_content("#test-used") == ("Test: Bayesian correlated t-test on the per-fold scores of one "
                                                    "dataset (the models share one dataset)")
         page.frame_locator("#report").locator("img[alt=posterior]").wait_for(timeout=30_000)
@@ -714,6 +719,9 @@ def test_page_on_one_dataset_says_which_test_and_which_ranking_answered(server):
                                                        "one dataset (the models share one dataset)")
         assert len(page.query_selector_all("#ranking tbody tr")) == 3
         page.frame_locator("#report").locator('img[alt="leader_gaps"]').wait_for(timeout=30_000)
+        page.goto(f"{server.url}/bayescompare/?run_id={logged.run_id}")
+        page.wait_for_selector("#verdict:not(:empty)", timeout=60_000)
+        assert page.text_content("#verdict") == logged.verdict and page.is_hidden("#stages")
     assert dialogs == []
 
 
@@ -796,6 +804,7 @@ def test_page_compares_and_ranks_on_two_metrics(server):
         run_id = _run_id(page)
         assert _rows(page, "#by-metric thead tr") == [["Metric", "Verdict", "P(nbc better)", "P(rope)",
                                                       "P(hnb better)"]]
+        assert page.text_content("#by-metric caption") == "By metric · Next dataset"  # not δ0's
         assert _rows(page, "#by-metric tbody tr") == [[m["metric"], m["verdict"], *(format_probability(m[p])
                                                        for p in PROBABILITIES)] for m in _by_metric(expected)]
         assert page.text_content("#verdict") == expected.verdict

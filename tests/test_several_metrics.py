@@ -6,6 +6,7 @@ seed (the decision on several is that pipeline run per metric, nothing else)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -99,6 +100,7 @@ def test_one_run_holds_each_metrics_comparison_as_the_one_metric_pipeline_gives_
     assert params["seed"] == "3" and "rope" not in params  # shared once, differing per metric
     assert tags["bayescompare.metric"] == "accuracy,fit_time" and tags["bayescompare.verdict"] == decision.verdict
     assert tags["bayescompare.decision/fit_time"] == "a_better" and "bayescompare.decision" not in tags
+    assert "bayescompare.diagnostics" in tags and not [t for t in tags if t.startswith("bayescompare.diagnostics/")]
     assert run.info.run_name == "nbc vs hnb · accuracy, fit_time"
     paths = set(artifact_paths(client, decision.run_id))
     assert {"report.html", "report.md", "accuracy/report.html", "fit_time/summary.json"} <= paths
@@ -153,6 +155,7 @@ def test_a_metric_missing_for_some_runs_is_named_and_the_others_still_checked(cl
     fit_time = ragged.stdout.split("j48 vs nbc · fit_time:")[1]
     assert "5 datasets" in fit_time and "Left out: 'uci21' (no scores of 'j48')" in fit_time
     assert "Left out" not in ragged.stdout.split("j48 vs nbc · fit_time:")[0]
+    assert "warning: fit_time: j48 vs nbc: left out 1 dataset" in ragged.stderr  # the metric it is about
 
 
 def test_a_rope_for_a_metric_not_asked_for_is_refused_before_anything_is_read(tracking_uri, experiment_id):
@@ -177,7 +180,10 @@ def test_a_matrix_compares_one_metric(tracking_uri, experiment_id):
 
 
 @pytest.mark.slow
-def test_rank_on_each_metric_side_by_side_as_each_ranking_alone(client, tracking_uri, timed):
+def test_rank_on_each_metric_side_by_side_as_each_ranking_alone(client, tracking_uri, experiment_id):
+    """j48 logged no fit_time on uci20: the warning about it names fit_time."""
+    timed = experiment_id
+    log_uci_with_time(client, timed, models=("nbc", "hnb", "j48"), missing=[("j48", "uci20")])
     ranked = api.rank_runs(experiment_ids=[timed], metric="accuracy,fit_time", metric_rope="fit_time=0.1",
                            direction="fit_time=lower", tracking_uri=tracking_uri, **FAST)
     alone = api.rank_runs(experiment_ids=[timed], metric="fit_time", metric_rope=0.1, greater_is_better=False,
@@ -198,4 +204,9 @@ def test_rank_on_each_metric_side_by_side_as_each_ranking_alone(client, tracking
                                        "fit_time=lower", "--require", "best=nbc", "--no-log", *FAST_CLI])
     assert result.exit_code == 1, result.output  # nbc is the fastest, not the most accurate
     assert "Side by side (P(best), mean rank):" in result.stdout and "p_best fit_time" in result.stdout
+    assert "warning: fit_time: the hierarchical model: each dataset's models are compared where they have scores " \
+           "(nothing imputed):\n  'j48' lacks uci20\n" in result.stderr
+    # probabilities and ranks as the page shows them (nbc is the fastest on every draw), the leader's gap 0
+    assert re.search(r"^  nbc  1\.000 +1\.000 +1\.00 +1 +1 +-?0\.\d+ +0\.0+ +0\.0+ +0\.0+$", result.stdout, re.M)
+    assert re.search(r"^  nbc +\S+ +\d\.\d\d +1\.000 +1\.00$", result.stdout, re.M), result.stdout
     assert "on accuracy: claim 'best=nbc' not supported" in result.stderr

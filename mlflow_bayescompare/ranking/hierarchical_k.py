@@ -64,21 +64,24 @@ class Inputs:
     scores: Any
     left_out: list[str] = field(default_factory=list)
 
-    def ragged_note(self) -> str | None:
-        """What the fit did with the models some datasets lack (None on a complete grid)."""
+    def ragged_note(self, lines: bool = False) -> str | None:
+        """What the fit did with the models some datasets lack (None on a complete grid); ``lines``: each model's
+        lack on a line of its own (the terminal's warning, readable with many models)."""
+        between = "\n  " if lines else "; "
         parts = [f"'{m}' lacks {listed(ds)}" for m, ds in self.scores.lacking().items()]
         if parts:
-            parts = [f"each dataset's models are compared where they have scores (nothing imputed): {'; '.join(parts)}"]
+            parts = [f"each dataset's models are compared where they have scores (nothing imputed):"
+                     f"{between if lines else ' '}{between.join(parts)}"]
         if self.left_out:
             parts.append(f"left out, for holding fewer than two models: {listed(self.left_out)}")
-        return "; ".join(parts) or None
+        return between.join(parts) or None
 
 
 def rank_hierarchical(scores, opts: RankOptions, progress: Progress | None = None) -> HierarchicalRankingResult:
     """Rank the models of ``scores`` (a :class:`~.engine.Scores` of two datasets or more, oriented so that greater
     is better) by the hierarchical model."""
     inputs = stan_inputs(scores, opts)
-    note = inputs.ragged_note()
+    note = inputs.ragged_note(lines=True)
     if note:
         log.warning("the hierarchical model: %s", note)
     opts = opts.with_seed().with_warmup()

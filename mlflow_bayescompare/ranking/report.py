@@ -8,7 +8,7 @@ from __future__ import annotations
 import base64
 import html
 
-from ..report_html import SUMMARY, format_numbers, format_probability, md_escape
+from ..report_html import SUMMARY, format_differences, format_numbers, format_probability, md_escape
 from .hierarchical_k_result import HierarchicalRankingResult
 from .joint import JointRankingResult
 from .result import RankingResult
@@ -188,13 +188,22 @@ VERSUS_HEADER = ["model", "P(better)", "P(equivalent)", "P(worse)", "next: bette
 
 def _hierarchical_rows(res: HierarchicalRankingResult) -> tuple[tuple[list[str], list], tuple[list[str], list]]:
     """The ranking's and the pairs' (header, rows) of the hierarchical model."""
-    ranking = [[str(i + 1), str(r.model), f"{r.p_best:.3f}", f"{r.p_best_next:.3f}", f"{r.mean_rank:.2f}",
-                f"{r.rank_low:g}–{r.rank_high:g}", f"{r.effect:+.4g}", f"{r.diff_to_leader:+.4g}",
-                f"{r.diff_low:+.4g} to {r.diff_high:+.4g}"] for i, r in enumerate(res.ranking.itertuples())]
-    pairs = [[f"{r.better} > {r.worse}", f"{r.difference:+.4g}", f"{r.hdi_low:+.4g} to {r.hdi_high:+.4g}",
-              f"{r.p_better:.3f}", f"{r.p_rope:.3f}", f"{r.p_worse:.3f}", _next(r),
-              "yes" if r.credible else "no"] for r in res.pairs.itertuples()]
+    p, table, n = format_probability, res.ranking, len(res.ranking)
+    effects = format_differences(table["effect"].tolist())
+    gaps = format_differences([*table["diff_to_leader"], *table["diff_low"], *table["diff_high"]])
+    ranking = [[str(i + 1), str(r.model), p(r.p_best), p(r.p_best_next), f"{r.mean_rank:.2f}",
+                f"{r.rank_low:g}–{r.rank_high:g}", effects[i], gaps[i], f"{gaps[n + i]} to {gaps[2 * n + i]}"]
+               for i, r in enumerate(table.itertuples())]
+    m, differences = len(res.pairs), _differences(res.pairs)
+    pairs = [[f"{r.better} > {r.worse}", differences[i], f"{differences[m + i]} to {differences[2 * m + i]}",
+              p(r.p_better), p(r.p_rope), p(r.p_worse), _next(r), "yes" if r.credible else "no"]
+             for i, r in enumerate(res.pairs.itertuples())]
     return (HIERARCHICAL_RANKING_HEADER, ranking), (HIERARCHICAL_PAIR_HEADER, pairs)
+
+
+def _differences(table) -> list[str]:
+    """A pairs' or versus table's differences then HDI ends, all with one number of decimals."""
+    return format_differences([*table["difference"], *table["hdi_low"], *table["hdi_high"]])
 
 
 def _next(row) -> str:
@@ -202,9 +211,10 @@ def _next(row) -> str:
 
 
 def _versus_rows(res: HierarchicalRankingResult) -> tuple[list[str], list[list[str]]]:
-    return VERSUS_HEADER, [[str(r.model), f"{r.p_better:.3f}", f"{r.p_rope:.3f}", f"{r.p_worse:.3f}", _next(r),
-                            f"{r.difference:+.4g}", f"{r.hdi_low:+.4g} to {r.hdi_high:+.4g}", str(r.verdict)]
-                           for r in res.versus.itertuples()]
+    p, m, differences = format_probability, len(res.versus), _differences(res.versus)
+    return VERSUS_HEADER, [[str(r.model), p(r.p_better), p(r.p_rope), p(r.p_worse), _next(r), differences[i],
+                            f"{differences[m + i]} to {differences[2 * m + i]}", str(r.verdict)]
+                           for i, r in enumerate(res.versus.itertuples())]
 
 
 def _versus_title(res: HierarchicalRankingResult) -> str:

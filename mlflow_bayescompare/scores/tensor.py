@@ -199,18 +199,19 @@ def _arrays_table(names, diffs, folds, rows_a, rows_b) -> pd.DataFrame:
 def from_tidy(df: pd.DataFrame, model_a: str, model_b: str, *, folds=None, dataset_col="dataset",
               model_col="model", repeat_col="repeat", fold_col="fold", score_col="score",
               run_id_col="run_id", time_col=None, folds_col="folds", drop_incomplete=False,
-              on_duplicate="error") -> CVTensor:
+              on_duplicate="error", say_left_out=True) -> CVTensor:
     """Pair two models' scores from a tidy table (one row per dataset, model, repeat, fold).
 
     ``repeat_col``, ``run_id_col``, ``time_col`` and ``folds_col`` (the run's fold count, e.g. from the
     ``cv_folds`` param) are used when present.  Without a repeat column, ``fold`` is the global index
     ``repeat * folds + fold`` and is split when the fold count is known.  ``folds`` is an int or a dict
     dataset -> int.  ``on_duplicate="latest"`` keeps the latest run (by ``time_col``) per model and dataset.
-    The datasets only one of the two models has are left out (``left_out``, with a warning); none shared is an error.
+    The datasets only one of the two models has are left out (``left_out``, with a warning unless ``say_left_out``
+    is false: a matrix says once what each model lacks); none shared is an error.
     """
     cols = _Columns(dataset_col, model_col, repeat_col, fold_col, score_col, run_id_col, time_col, folds_col)
     rows = _normalise(df, str(model_a), str(model_b), cols, folds=folds, on_duplicate=on_duplicate)
-    rows, left_out = _shared(rows)
+    rows, left_out = _shared(rows, say_left_out)
     rows, problems = find_problems(rows)
     return replace(_pair(_keep_complete(rows, problems, drop_incomplete)), left_out=left_out)
 
@@ -297,9 +298,9 @@ def _as_int(raw: pd.Series) -> tuple[pd.Series, pd.Series]:
     return v.where(~bad, -1).astype(np.int64), bad
 
 
-def _shared(rows: Rows) -> tuple[Rows, dict[str, str]]:
-    """The rows of the datasets both models have, and the others (dataset -> why it is left out), said once;
-    none shared is an :class:`InputError` naming each model's datasets."""
+def _shared(rows: Rows, say: bool = True) -> tuple[Rows, dict[str, str]]:
+    """The rows of the datasets both models have, and the others (dataset -> why it is left out), said once (when
+    ``say``); none shared is an :class:`InputError` naming each model's datasets."""
     have = rows.d.groupby("dataset", sort=False)["model"].unique()
     lone = {ds: ms[0] for ds, ms in have.items() if len(ms) < 2}
     if not lone:
@@ -311,7 +312,8 @@ def _shared(rows: Rows) -> tuple[Rows, dict[str, str]]:
         own = {m: [ds for ds, owner in lone.items() if owner == m] for m in (a, b)}
         raise InputError(f"'{a}' and '{b}' share no dataset: '{a}' has {_names(own[a])}; '{b}' has "
                          f"{_names(own[b])}", header=f"Cannot compare '{a}' with '{b}':")
-    log.warning("%s vs %s: %s", a, b, left_out_note(left_out, shared))
+    if say:
+        log.warning("%s vs %s: %s", a, b, left_out_note(left_out, shared))
     return replace(rows, d=rows.d[~rows.d["dataset"].isin(lone)], datasets=shared), left_out
 
 
@@ -408,18 +410,18 @@ def dataset_means(tensor: CVTensor) -> DatasetMeans:
 
 
 def means_from_tidy(df: pd.DataFrame, model_a: str, model_b: str, *, time_col: str | None = None,
-                    drop_incomplete=False, on_duplicate="error") -> DatasetMeans:
+                    drop_incomplete=False, on_duplicate="error", say_left_out=True) -> DatasetMeans:
     """Pair two models' single scores per dataset from a tidy table (columns dataset, model, fold, score and,
     when present, repeat, run_id and ``time_col``), as the means layout of :mod:`.collect` gives them.
 
-    A dataset present for one model only is left out, as by :func:`from_tidy`.  The checks are the tensor's that
-    apply to one score per (model, dataset): NaN or infinite scores (dropped with a warning under
-    ``drop_incomplete``), two runs or two scores for one (model, dataset) (``on_duplicate="latest"`` keeps the latest
-    run by ``time_col``); every problem is reported at once in one :class:`InputError`.
+    A dataset present for one model only is left out, as by :func:`from_tidy` (``say_left_out`` as there).  The
+    checks are the tensor's that apply to one score per (model, dataset): NaN or infinite scores (dropped with a
+    warning under ``drop_incomplete``), two runs or two scores for one (model, dataset) (``on_duplicate="latest"``
+    keeps the latest run by ``time_col``); every problem is reported at once in one :class:`InputError`.
     """
     cols = _Columns("dataset", "model", "repeat", "fold", "score", "run_id", time_col, folds="")
     rows = _normalise(df, str(model_a), str(model_b), cols, on_duplicate=on_duplicate)
-    rows, left_out = _shared(rows)
+    rows, left_out = _shared(rows, say_left_out)
     problems = check_types(rows) + check_duplicate_runs(rows)
     problems += check_duplicate_scores(rows, skip={p.dataset for p in problems if p.kind == "duplicate_runs"})
     problems += check_nonfinite(rows) + check_one_model(rows)

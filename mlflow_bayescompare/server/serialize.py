@@ -71,6 +71,7 @@ def summarise_run(run) -> dict[str, Any]:
         "status": status,
         "stage": tags.get(T.STAGE) or ("done" if status == "FINISHED" else None),
         "skipped": [s for s in (tags.get(T.SKIPPED) or "").split(",") if s],  # e.g. compiling, when cached
+        "job": T.JOB_REQUEST in tags,  # a job of the server, whose stages were recorded (not a run of the CLI)
         "metric": tags.get(T.METRIC),
         "model_a": tags.get(T.MODEL_A),
         "model_b": tags.get(T.MODEL_B),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -60,6 +61,14 @@ class CollectedScores:
         return dataclasses.replace(self, scores=self.scores[~self.scores["dataset"].isin(lacking)],
                                    left_out={**self.left_out, **lacking})
 
+    def lacking(self, models: Sequence[str]) -> dict[str, list[str]]:
+        """The datasets of these scores on which each of ``models`` has none, by model (those lacking none left
+        out)."""
+        have = self.scores.groupby("model")["dataset"].agg(set)
+        datasets = list(dict.fromkeys(self.scores["dataset"]))
+        out = {m: [d for d in datasets if d not in have.get(m, set())] for m in models}
+        return {m: ds for m, ds in out.items() if ds}
+
     def tensor(self, model_a: str, model_b: str, **kwargs) -> CVTensor:
         """Pair two models' per-fold scores (keyword arguments go to ``from_tidy``, e.g. ``on_duplicate``)."""
         if self.layout == "means":
@@ -70,16 +79,14 @@ class CollectedScores:
         tensor.metric, tensor.left_out = self.metric, {**self.left_out, **tensor.left_out}
         return tensor
 
-    def means(self, model_a: str, model_b: str, *, drop_incomplete: bool = False,
-              on_duplicate: str = "error") -> DatasetMeans:
+    def means(self, model_a: str, model_b: str, **kwargs) -> DatasetMeans:
         """The two models' score per dataset: as logged (means layout), or their paired fold scores averaged after
-        the tensor's checks (other layouts).  Problems are reported as by :meth:`tensor`."""
+        the tensor's checks (other layouts).  Problems are reported, and keyword arguments read, as by
+        :meth:`tensor`."""
         if self.layout == "means":
-            means = means_from_tidy(self.scores, model_a, model_b, time_col="start_time",
-                                    drop_incomplete=drop_incomplete, on_duplicate=on_duplicate)
+            means = means_from_tidy(self.scores, model_a, model_b, time_col="start_time", **kwargs)
         else:
-            means = dataset_means(self.tensor(model_a, model_b, drop_incomplete=drop_incomplete,
-                                              on_duplicate=on_duplicate))
+            means = dataset_means(self.tensor(model_a, model_b, **kwargs))
         means.metric, means.left_out = self.metric, {**self.left_out, **means.left_out}
         return means
 

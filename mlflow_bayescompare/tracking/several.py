@@ -2,12 +2,13 @@
 
 Each metric's run content is built as usual (a :class:`~.bundle.Bundle`, in the folder ``<metric>/``); the run of
 the decision holds them all, by one rule: a metric's own values carry its name, ``<metric>/<name>`` for metrics
-(MLflow's charts group them by that prefix), params and artifacts, ``<tag>/<metric>`` for tags (they stay under
-``bayescompare.``); params and tags every metric shares are logged once, as they are.  Where MLflow would refuse such
-a key (or a file system the folder), it is made one it takes (:mod:`.keys`), and the run's
-:data:`~.keys.KEYS_ARTIFACT` maps each key and folder built from a metric's name back to the metric and the name.
-Its description, report.md and report.html open with the decision (:func:`~..result.combined_line`) and a table
-of the metrics, then give each metric's own report as a section.
+(MLflow's charts group them by that prefix), params and artifacts, ``<tag>/<metric>`` for the verdict and decision
+tags (they stay under ``bayescompare.``; the diagnostics are one tag, ``metric: problem; …`` or ``ok``, not one a
+metric that the Tags panel would list as ``ok`` again and again); params and tags every metric shares are logged
+once, as they are.  Where MLflow would refuse such a key (or a file system the folder), it is made one it takes
+(:mod:`.keys`), and the run's :data:`~.keys.KEYS_ARTIFACT` maps each key and folder built from a metric's name back
+to the metric and the name.  Its description, report.md and report.html open with the decision
+(:func:`~..result.combined_line`) and a table of the metrics, then give each metric's own report as a section.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def several_metrics_bundle(bundles: dict[str, Bundle], directory: Path, *, name:
 
     for metric, bundle in bundles.items():
         values.update({own(metric_key(metric, k), metric, k): v for k, v in bundle.metrics.items()})
-        for key in (T.VERDICT, T.DECISION, T.DIAGNOSTICS):
+        for key in (T.VERDICT, T.DECISION):  # the diagnostics: one tag naming each metric's problem
             if key in bundle.tags:
                 tags[own(T.metric_tag(key, metric), metric, key)] = bundle.tags[key]
     for source, out, keyed in ((lambda b: b.tags, tags, T.metric_tag), (lambda b: b.params, params, None)):

@@ -138,8 +138,8 @@
         fill($("model_a"), c.models, 0);
         fill($("model_b"), c.models, 1);
         fillAgainst(c.models);
-        $("choices-info").textContent =
-          c.models.length + " models · " + c.datasets.length + " datasets · " + c.runs + " runs";
+        $("choices-info").textContent = [counted(c.models.length, "model"), counted(c.datasets.length, "dataset"),
+          counted(c.runs, "run")].join(" · ");
         showFormError("");
         updateButtons();
         return true;
@@ -251,6 +251,11 @@
 
   // ---------------------------------------------------------------------------------------------- the job
 
+  // "1 dataset", "3 datasets": the twin of result.counted.
+  function counted(n, noun) {
+    return n + " " + noun + (n === 1 ? "" : "s");
+  }
+
   // A probability as the reports write it (report_html.format_probability, its twin in Python): three decimals, a
   // half rounded up, "<0.001" and ">0.999" at the ends, never a negative zero; "" for none.
   function probability(p) {
@@ -263,6 +268,7 @@
   // The stages the job went through lit, the current one marked, those it went past without doing (a compile when
   // the model was cached: the job's "skipped") shown as such.
   function showStages(job) {
+    $("stages").hidden = !job.job; // a run of the command line or the Python API went through no stages shown here
     const idx = STAGES.indexOf(job.stage);
     const skipped = job.skipped || [];
     document.querySelectorAll("#stages li").forEach((li) => {
@@ -318,6 +324,10 @@
 
   // A comparison on several metrics: each metric's verdict and probabilities.
   function renderByMetric(job) {
+    const next = $("probs-caption"); // the hierarchical test's probabilities are the next dataset's: say so
+    const labelled = job.metrics.every((m) => m.test === next.dataset.test);
+    $("by-metric-caption").textContent = "By metric" + (labelled ? " · " + next.textContent : "");
+    $("by-metric-caption").title = labelled ? next.title : "";
     $("by-metric-a").textContent = "P(" + job.model_a + " better)";
     $("by-metric-b").textContent = "P(" + job.model_b + " better)";
     fillTable($("by-metric"), job.metrics.map((m) => [m.metric, m.verdict, probability(m.p_a_better),
@@ -331,8 +341,9 @@
 
   function fillVersus(table, rows) {
     table.caption.textContent = "Against " + rows[0].reference + " on the next dataset";
-    fillTable(table, rows.map((r) => [r.model, r.verdict, probability(r.p_better), probability(r.p_rope),
-      probability(r.p_worse), signed(r.difference), "[" + signed(r.hdi_low) + ", " + signed(r.hdi_high) + "]"]));
+    const shown = signed(rows.flatMap((r) => [r.difference, r.hdi_low, r.hdi_high])); // one number of decimals
+    fillTable(table, rows.map((r, i) => [r.model, r.verdict, probability(r.p_better), probability(r.p_rope),
+      probability(r.p_worse), shown[3 * i], "[" + shown[3 * i + 1] + ", " + shown[3 * i + 2] + "]"]));
   }
 
   function rankingCaption(model) {
@@ -393,11 +404,18 @@
       p_first: swap ? p.p_b_better : p.p_a_better, p_rope: p.p_rope, p_second: swap ? p.p_a_better : p.p_b_better };
   }
 
-  // A difference in metric units, signed, with four significant digits (as the command line prints it).
-  function signed(v) {
-    if (typeof v !== "number") return "";
-    const text = Number(v.toPrecision(4)).toString();
-    return v > 0 ? "+" + text : text;
+  // Differences in metric units shown together, signed, all with one number of decimals: enough for three
+  // significant digits of the largest, at most six, never an exponent or a negative zero (the twin of
+  // report_html.format_differences, as the command line and the reports write them).
+  function signed(values) {
+    const largest = Math.max(0, ...values.filter((v) => Number.isFinite(v)).map(Math.abs));
+    const decimals = largest > 0 ? Math.min(6, Math.max(0, 2 - Math.floor(Math.log10(largest)))) : 0;
+    return values.map((v) => {
+      if (typeof v !== "number" || Number.isNaN(v)) return "–";
+      if (!Number.isFinite(v)) return v > 0 ? "∞" : "−∞";
+      const text = v.toFixed(decimals);
+      return Number(text) === 0 ? text.replace("-", "") : (v > 0 ? "+" : "") + text;
+    });
   }
 
   function rankInterval(r) {
@@ -562,7 +580,7 @@
 
   function showToggle(button, open, count) {
     button.setAttribute("aria-expanded", String(open));
-    button.textContent = (open ? "▾ hide " : "▸ ") + count + " pairs";
+    button.textContent = (open ? "▾ hide " : "▸ ") + counted(count, "pair");
   }
 
   function togglePairs(button) {
