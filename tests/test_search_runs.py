@@ -147,6 +147,7 @@ def test_the_command_line_selects_candidates_with_models(searches):
     report = json.loads(result.stdout)
     assert sorted(report["models"]) == sorted([_name(search.best_params_), "C=10, kernel=rbf", "C=0.1, kernel=linear"])
     assert report["model"] == "joint-t" and report["run_id"]
+    assert "Downloading artifacts" not in result.stderr  # MLflow's progress bar, as it read cv_results.csv
 
 
 def test_the_splits_kind_comes_from_the_cv_param(searches):

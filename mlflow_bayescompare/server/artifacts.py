@@ -78,6 +78,6 @@ def _read_table(run, name: str, known: tuple[str, ...], required: str) -> list[d
 def _download(run, path: str, destination: str) -> str:
     repo, located = mlflow_internals.run_artifact_location(run, path)
     try:
-        return repo.download_artifacts(located, dst_path=destination)
+        return mlflow_internals.download_artifact(repo, located, destination)
     except (OSError, MlflowException) as exc:
         raise ApiError(404, f"the run has no {Path(path).name} artifact") from exc

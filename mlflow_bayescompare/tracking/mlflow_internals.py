@@ -26,8 +26,9 @@ Used beyond MLflow's public API:
   ``mlflow.server.BACKEND_STORE_URI_ENV_VAR`` (the backend store);
 * MLflow's public environment variables: ``MLFLOW_TRACKING_URI`` (the CLI's ``--tracking-uri``),
   ``MLFLOW_TRACKING_USERNAME`` / ``MLFLOW_TRACKING_PASSWORD`` (set for a job's calls: :func:`as_user`),
-  ``MLFLOW_SERVER_CORS_ALLOWED_ORIGINS`` (read) and ``MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT`` (set while the
-  package ends a run: :func:`end_run`; in 3.13 and 3.17 alike);
+  ``MLFLOW_SERVER_CORS_ALLOWED_ORIGINS`` (read), ``MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT`` (set while the
+  package ends a run: :func:`end_run`) and ``MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR`` (off while it downloads an
+  artifact: :func:`download_artifact`), in 3.13 and 3.17 alike;
 * how MLflow's client retries: a ``requests`` session over urllib3's ``Retry``, whose retries urllib3 reports on
   its logger ``urllib3.connectionpool`` (:data:`RETRY_LOGGER`, :func:`retry_notice`), a logger with no handler of
   its own but urllib3's ``NullHandler``, so that MLflow retries in silence unless someone listens there.
@@ -45,7 +46,8 @@ from collections.abc import Callable, Iterator
 __all__ = ["TRACKING_URI_ENV", "CREDENTIALS_ENV", "RETRY_LOGGER", "active_experiment_id", "as_user",
            "authenticated_user", "backend_store_uri", "cors_allowed_origins", "end_run", "experiment_permission",
            "in_artifact_root", "is_valid_key", "register_auth_validator", "retry_notice", "run_artifact_location",
-           "download_top_artifact", "served_by_uvicorn", "server_boot_id", "static_prefix", "tracking_store"]
+           "download_top_artifact", "download_artifact", "served_by_uvicorn", "server_boot_id", "static_prefix",
+           "tracking_store"]
 
 #: the environment variable of MLflow's tracking URI
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
@@ -53,8 +55,9 @@ TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
 CREDENTIALS_ENV = {"username": "MLFLOW_TRACKING_USERNAME", "password": "MLFLOW_TRACKING_PASSWORD"}
 #: MLflow's switch for the "🏃 View run … at: <tracking URI>…" and "🧪 View experiment at: …" lines its client
 #: writes on stdout when it ends a run on a tracking server: they carry the URI as given, password included
-_RUN_LINKS_ENV = "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"
-_run_links = {"lock": threading.Lock(), "ending": 0, "saved": None}
+_RUN_LINKS_ENV = "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"  # "true": no "View run/experiment at" lines
+_PROGRESS_BAR_ENV = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"  # "false": no "Downloading artifacts" bar on stderr
+_switches = {"lock": threading.Lock(), "held": {}, "saved": {}}
 #: the logger on which urllib3 reports each retry of MLflow's client
 RETRY_LOGGER = "urllib3.connectionpool"
 
@@ -102,24 +105,40 @@ def as_user(credentials: dict[str, str] | None) -> Iterator[None]:
 
 
 def end_run(client, run_id: str, status: str) -> None:
-    """End the run with ``status`` (``client.set_terminated``), without MLflow's run-link lines on stdout.  The
-    switch is MLflow's environment variable, set only while runs are being ended (several threads may end runs at
-    once: the first sets it, the last restores it)."""
-    with _run_links["lock"]:
-        if _run_links["ending"] == 0:
-            _run_links["saved"] = os.environ.get(_RUN_LINKS_ENV)
-            os.environ[_RUN_LINKS_ENV] = "true"
-        _run_links["ending"] += 1
-    try:
+    """End the run with ``status`` (``client.set_terminated``), without MLflow's run-link lines on stdout."""
+    with _switch(_RUN_LINKS_ENV, "true"):
         client.set_terminated(run_id, status)
+
+
+def download_artifact(repo_or_client, path: str, destination: str, run_id: str | None = None) -> str:
+    """The local path of the artifact ``path`` downloaded into ``destination`` (by a client, of ``run_id``; or by
+    an artifact repository), without MLflow's progress bar on stderr (a terminal's, or the server's log)."""
+    with _switch(_PROGRESS_BAR_ENV, "false"):
+        if run_id is not None:
+            return repo_or_client.download_artifacts(run_id, path, destination)
+        return repo_or_client.download_artifacts(path, dst_path=destination)
+
+
+@contextlib.contextmanager
+def _switch(name: str, value: str) -> Iterator[None]:
+    """MLflow's environment variable ``name`` at ``value`` for the block, which MLflow reads as it prints.  Several
+    threads may be in such a block at once: the first sets it, the last restores it."""
+    with _switches["lock"]:
+        if _switches["held"].get(name, 0) == 0:
+            _switches["saved"][name] = os.environ.get(name)
+            os.environ[name] = value
+        _switches["held"][name] = _switches["held"].get(name, 0) + 1
+    try:
+        yield
     finally:
-        with _run_links["lock"]:
-            _run_links["ending"] -= 1
-            if _run_links["ending"] == 0:
-                if _run_links["saved"] is None:
-                    os.environ.pop(_RUN_LINKS_ENV, None)
+        with _switches["lock"]:
+            _switches["held"][name] -= 1
+            if _switches["held"][name] == 0:
+                saved = _switches["saved"].pop(name)
+                if saved is None:
+                    os.environ.pop(name, None)
                 else:
-                    os.environ[_RUN_LINKS_ENV] = _run_links["saved"]
+                    os.environ[name] = saved
 
 
 def retry_notice(record: logging.LogRecord) -> tuple[BaseException | None, int | None] | None:
@@ -214,12 +233,12 @@ def download_top_artifact(client, run, name: str, destination: str) -> str | Non
             or not run.info.artifact_uri.startswith("mlflow-artifacts:"):
         if name not in {a.path for a in client.list_artifacts(run.info.run_id)}:
             return None
-        return client.download_artifacts(run.info.run_id, name, destination)
+        return download_artifact(client, name, destination, run_id=run.info.run_id)
     repo, located = run_artifact_location(run, name)
     folder = located.rpartition("/")[0] or None
     if name not in {a.path.rpartition("/")[2] for a in repo.list_artifacts(folder)}:
         return None
-    return repo.download_artifacts(located, dst_path=destination)
+    return download_artifact(repo, located, destination)
 
 
 # --------------------------------------------------------------------------------------------------- basic-auth

@@ -17,6 +17,7 @@ import pandas as pd
 from ..matrix import PairRow
 from ..sampling import programs
 from ..versions import versions
+from . import mlflow_internals
 from . import tags as T
 from .bundle import PAIRS_TABLE
 
@@ -46,7 +47,8 @@ def read(client, experiment_id: str) -> dict[str, PairRow]:
     rows: dict[str, PairRow] = {}
     with tempfile.TemporaryDirectory(prefix="bayescompare-cache-") as folder:
         for run in runs:
-            path = client.download_artifacts(run.info.run_id, PAIRS_TABLE, str(Path(folder) / run.info.run_id))
+            path = mlflow_internals.download_artifact(client, PAIRS_TABLE, str(Path(folder) / run.info.run_id),
+                                                      run_id=run.info.run_id)
             for record in pd.read_parquet(path).to_dict(orient="records"):
                 rows.setdefault(str(record["key"]), dataclasses.replace(PairRow.from_record(record), cached=True))
     return rows
