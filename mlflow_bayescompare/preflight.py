@@ -29,7 +29,7 @@ from .progress import Progress, notify
 from .ranking.engine import RANKING_PROGRAMS, Scores, model_across, ranking_model, read_scores
 from .ranking.hierarchical_k import stan_inputs
 from .ranking.joint import joint_inputs
-from .ranking.result import listed
+from .ranking.result import lacking_lines
 from .scores.tensor import left_out_note
 from .signed_rank.engine import too_few
 from .tracking import runlog
@@ -247,7 +247,7 @@ def _say_what_models_lack(collected: CollectedScores, models: Sequence[str]) -> 
     lacking = collected.lacking(models)
     if lacking:
         log.warning("each pair is compared on the datasets both its models have; left out where one lacks them:\n  "
-                    + "\n  ".join(f"'{m}' lacks {listed(ds)}" for m, ds in lacking.items()))
+                    + "\n  ".join(lacking_lines(lacking)))
 
 
 def _pair_data(collected: CollectedScores, pair: tuple[str, str], source: SourceOptions, fit: FitOptions,

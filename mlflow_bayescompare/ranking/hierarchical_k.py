@@ -25,7 +25,7 @@ from ..progress import Progress, notify
 from ..result import counted, divergent_transitions
 from ..sampling import sampler
 from .hierarchical_k_result import HierarchicalRankingResult, summarise
-from .result import listed
+from .result import lacking_lines, listed
 
 __all__ = ["rank_hierarchical", "stan_inputs", "sufficient", "sufficient_data", "tau_forms", "helmert", "present",
            "selection", "selections", "population_fit", "Inputs", "HEADER", "FORM", "NU_CAP", "RETRY_ADAPT_DELTA"]
@@ -68,7 +68,7 @@ class Inputs:
         """What the fit did with the models some datasets lack (None on a complete grid); ``lines``: each model's
         lack on a line of its own (the terminal's warning, readable with many models)."""
         between = "\n  " if lines else "; "
-        parts = [f"'{m}' lacks {listed(ds)}" for m, ds in self.scores.lacking().items()]
+        parts = lacking_lines(self.scores.lacking())
         if parts:
             parts = [f"each dataset's models are compared where they have scores (nothing imputed):"
                      f"{between if lines else ' '}{between.join(parts)}"]

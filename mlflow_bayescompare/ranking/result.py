@@ -24,7 +24,7 @@ from ..sampling import sampler
 from ..versions import versions
 
 __all__ = ["RankedModels", "RankingResult", "better_matrix", "summarise", "pair_table", "rank_table", "ppc_table",
-           "replicate_wins", "listed", "PPC_LEVELS", "SAMPLE_STATS", "MAX_LISTED"]
+           "replicate_wins", "listed", "lacking_lines", "PPC_LEVELS", "SAMPLE_STATS", "MAX_LISTED"]
 
 #: the HDI levels of the posterior predictive check (bbtcomp's ``table_ppc``; 1 is the range of the replicates)
 PPC_LEVELS = (0.5, 0.9, 0.95, 1.0)
@@ -42,6 +42,11 @@ def listed(items) -> str:
     items = list(items)
     more = f" and {len(items) - MAX_LISTED} more" if len(items) > MAX_LISTED else ""
     return ", ".join(map(str, items[:MAX_LISTED])) + more
+
+
+def lacking_lines(lacking: dict) -> list[str]:
+    """What each model lacks (``{model: datasets}``), a line per model: ``'j48' lacks uci20, uci21``."""
+    return [f"'{model}' lacks {listed(datasets)}" for model, datasets in lacking.items()]
 
 
 class RankedModels:

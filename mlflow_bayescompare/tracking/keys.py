@@ -12,7 +12,7 @@ and their names in :data:`KEYS_ARTIFACT`.
 A decision on several metrics keys each metric's values by the metric's name (:func:`metric_key`,
 :func:`metric_folder`; its tags through :func:`.tags.metric_tag`), by the same rule: as they are where MLflow takes
 them, else readable, cut to fit and with a digest (a metric named by 240 characters, a model's key that fills its
-250).  Its run lists them in its :data:`KEYS_ARTIFACT` (:func:`metric_keys_mapping`).
+250).  Its run lists them in its :data:`KEYS_ARTIFACT` (:func:`.several.several_metrics_bundle`).
 """
 
 from __future__ import annotations
