@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 from mlflow import MlflowClient
 
-from mlflow_bayescompare.tracking.collect import collect_scores, fetch_histories
-from mlflow_bayescompare.tracking.cvlog import log_cv_scores
+from mlflow_bayescompare.reads.collect import collect_scores, fetch_histories
+from mlflow_bayescompare.reads.cvlog import log_cv_scores
 
 
 def start_server(backend: str, workdir: Path, workers: int) -> tuple[subprocess.Popen, str]:

@@ -32,9 +32,9 @@ from mlflow.entities import Metric
 
 from mlflow_bayescompare import log_cv_scores
 from mlflow_bayescompare.cli import main as cli_main
+from mlflow_bayescompare.reads.collect import collect_scores
 from mlflow_bayescompare.sampling import sampler
 from mlflow_bayescompare.scores.tensor import from_tidy
-from mlflow_bayescompare.tracking.collect import collect_scores
 
 TARGETS = {"collect": 5.0, "from_tidy": 3.0, "cli compare": 120.0}
 FOLDS, REPEATS = 10, 2

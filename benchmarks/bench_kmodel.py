@@ -31,12 +31,12 @@ import numpy as np
 import pandas as pd
 from proc_cpu import cpu_now
 
-from mlflow_bayescompare.hierarchical.engine import hierarchical_test
-from mlflow_bayescompare.options import RankOptions
-from mlflow_bayescompare.ranking.engine import Scores, rank_models
-from mlflow_bayescompare.ranking.hierarchical_k import rank_hierarchical
+from mlflow_bayescompare.families.hierarchical.engine import hierarchical_test
+from mlflow_bayescompare.families.ranking.engine import Scores, rank_models
+from mlflow_bayescompare.families.ranking.hierarchical_k import rank_hierarchical
 from mlflow_bayescompare.sampling import sampler
 from mlflow_bayescompare.simulation import rankings, sbc
+from mlflow_bayescompare.vocabulary.options import RankOptions
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "wainer_ll.csv"
 OUT = Path(__file__).resolve().parent / "calibration"

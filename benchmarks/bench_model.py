@@ -51,9 +51,9 @@ import numpy as np
 import pandas as pd
 from proc_cpu import descendants, ticks
 
-from mlflow_bayescompare import posterior_summary
-from mlflow_bayescompare.hierarchical import prepare, summary
+from mlflow_bayescompare.families.hierarchical import prepare, summary
 from mlflow_bayescompare.sampling import programs, pystan_backend, sampler
+from mlflow_bayescompare.shared import posterior_summary
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "tests" / "data" / "uci_classification.csv"

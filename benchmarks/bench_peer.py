@@ -188,7 +188,7 @@ def timed(call, *args, **kwargs):
 
 
 def ours_bbt(ll, seed: int) -> tuple[Run, object]:
-    from mlflow_bayescompare.ranking.engine import rank_models
+    from mlflow_bayescompare.families.ranking.engine import rank_models
 
     res, wall, cpu, load = timed(rank_models, ll, dataset="db", seed=seed, skip_missing=True, model="bbt")
     d = res.diagnostics
@@ -481,7 +481,7 @@ def main(argv=None) -> int:
     compiled = {prog: sampler.compile_program(prog) for prog in (["bbt"] if "bbt" in cases else [])
                 + (["hierarchical"] if pairs else [])}
     if "bbt" in cases:
-        from mlflow_bayescompare.ranking.engine import rank_models
+        from mlflow_bayescompare.families.ranking.engine import rank_models
 
         rank_models(ll, dataset="db", seed=args.seed, skip_missing=True, draws=50, warmup=50, model="bbt")
     if pairs:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mlflow_bayescompare.ranking.engine import rank_models
+from mlflow_bayescompare.families.ranking.engine import rank_models
 from mlflow_bayescompare.sampling import sampler
 
 TARGET_SECONDS = 5.0

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from mlflow_bayescompare.options import RankOptions
-from mlflow_bayescompare.ranking.engine import rank_models
+from mlflow_bayescompare.families.ranking.engine import rank_models
+from mlflow_bayescompare.vocabulary.options import RankOptions
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "wainer_ll.csv"
 

@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 from mlflow import MlflowClient
 
-from mlflow_bayescompare.compare import compare_matrix
-from mlflow_bayescompare.tracking.cvlog import log_cv_scores
+from mlflow_bayescompare.pipeline.compare import compare_matrix
+from mlflow_bayescompare.reads.cvlog import log_cv_scores
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from ray_cluster import RayCluster  # noqa: E402  (the tests' cluster: two `ray start` sessions, stopped by pid)

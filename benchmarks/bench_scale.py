@@ -41,9 +41,9 @@ import numpy as np
 import requests
 from mlflow import MlflowClient
 
-from mlflow_bayescompare.compare import compare_matrix
-from mlflow_bayescompare.tracking.collect import collect_scores
-from mlflow_bayescompare.tracking.cvlog import log_cv_scores
+from mlflow_bayescompare.pipeline.compare import compare_matrix
+from mlflow_bayescompare.reads.collect import collect_scores
+from mlflow_bayescompare.reads.cvlog import log_cv_scores
 
 PG_ENV = "MLFLOW_BAYESCOMPARE_PG_URI"
 

@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 
 from mlflow_bayescompare import hierarchical_test
-from mlflow_bayescompare.hierarchical.engine import as_tensor
-from mlflow_bayescompare.options import MATRIX_PAIR_WARMUP
+from mlflow_bayescompare.families.hierarchical.engine import as_tensor
+from mlflow_bayescompare.vocabulary.options import MATRIX_PAIR_WARMUP
 
 #: Row ``noise``: the reference warm-up again with the seeds shifted by this, so independent chains: its max |dP| is
 #: the Monte-Carlo error of the probabilities alone, against which the other rows' are read.

@@ -29,7 +29,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from mlflow_bayescompare import log_cv_scores
-from mlflow_bayescompare.compare import compare_runs, require
+from mlflow_bayescompare.pipeline.compare import compare_runs, require
 
 DATASETS = {
     "iris": partial(load_iris, return_X_y=True),

@@ -1,7 +1,8 @@
-"""The ``mlflow-bayescompare`` command line: ``compare``, ``matrix``, ``rank`` and ``demo`` over :mod:`.compare`,
-and ``compile``.
+"""The ``mlflow-bayescompare`` command line: ``compare``, ``matrix``, ``rank`` and ``demo`` over
+:mod:`.pipeline.compare`, and ``compile``.
 
-The options of each command are declared from :mod:`.options` and validated there; this module adds only what is
+The options of each command are declared from :mod:`.vocabulary.options` and validated there; this module adds only
+what is
 the command line's own: where the store is, whether to log, JSON output, ``--strict`` and the text shown.  It imports
 MLflow and the engines only once a command's progress line shows (they take seconds to import on a first run).
 """
@@ -17,11 +18,13 @@ import threading
 
 import click
 
-from . import claims
-from .console import install_cli_handler, redact_uri, ui_address
 from .demo import SETTINGS
-from .errors import BayesCompareError, InputError
-from .options import (
+from .sampling.programs import PROGRAMS
+from .shared.report_html import format_differences, format_numbers, format_probability
+from .vocabulary import claims, mlflow_internals
+from .vocabulary.console import install_cli_handler, redact_uri, ui_address
+from .vocabulary.errors import BayesCompareError, InputError
+from .vocabulary.options import (
     FitOptions,
     MatrixOptions,
     ModelsOptions,
@@ -33,11 +36,8 @@ from .options import (
     click_options,
     parse_fields,
 )
-from .progress import TerminalProgress, notify
-from .report_html import format_differences, format_numbers, format_probability
-from .result import TEST_NAMES, counted, json_safe, tests_named
-from .sampling.programs import PROGRAMS
-from .tracking import mlflow_internals
+from .vocabulary.outcomes import TEST_NAMES, counted, json_safe, tests_named
+from .vocabulary.progress import TerminalProgress, notify
 
 __all__ = ["main"]
 
@@ -113,9 +113,9 @@ def compare(tracking_uri, no_log, as_json, strict, **fields) -> None:
     with _errors(), _output(as_json) as out:
         source, fit, pair = parse_fields(fields, [SourceOptions, FitOptions, PairOptions], origin="cli")
         with _progress() as progress:
-            from . import compare as api
-            from .tracking.bundle import diagnostics_problem
-            from .tracking.tags import STRICT
+            from .pipeline import compare as api
+            from .runs.bundle import diagnostics_problem
+            from .vocabulary.tags import STRICT
 
             outcome = api.compare_runs(model_a=pair.model_a, model_b=pair.model_b, source=source, fit=fit,
                                        log=not no_log, tracking_uri=tracking_uri, progress=progress)
@@ -146,7 +146,7 @@ def matrix(tracking_uri, no_log, as_json, jobs, **fields) -> None:
                                                 origin="cli", exclude=("sensitivity",))
         _refuse_password_for_ray(tracking_uri, how.engine)
         with _progress() as progress:
-            from . import compare as api
+            from .pipeline import compare as api
 
             outcome = api.compare_matrix(models=models.models, pair_reports=models.pair_reports, source=source,
                                          fit=fit, log=not no_log, tracking_uri=tracking_uri, jobs=jobs,
@@ -171,7 +171,7 @@ def rank(tracking_uri, no_log, as_json, require_best, **fields) -> None:
                                                exclude=("RankOptions.drop_incomplete", "pair_reports"))
         wanted = claims.best_claim(require_best) if require_best is not None else None
         with _progress() as progress:
-            from . import compare as api
+            from .pipeline import compare as api
 
             outcome = api.rank_runs(models=models.models, source=source, rank=options, log=not no_log,
                                     tracking_uri=tracking_uri, progress=progress, claim=wanted)
@@ -318,8 +318,8 @@ def _each_metric(outcome) -> list[tuple[str | None, object]]:
 
 
 def _claimed(report: dict, checked: dict[str | None, claims.Report]) -> list[str]:
-    """The ``--require`` claim's report (:func:`~.claims.reports`) added to the JSON ``report``; why it failed, if it
-    did.  On several metrics it must hold on every one: ``require`` holds each metric's report."""
+    """The ``--require`` claim's report (:func:`~.vocabulary.claims.reports`) added to the JSON ``report``; why it
+    failed, if it did.  On several metrics it must hold on every one: ``require`` holds each metric's report."""
     if not checked:
         return []
     report["require"] = claims.reports_dict(checked)
@@ -345,7 +345,8 @@ def _where(tracking_uri, kind: str, run_id: str, experiment_id: str) -> list[str
 
 
 def _comparison_text(outcome, checked: dict[str | None, claims.Report], tracking_uri) -> str:
-    """A comparison's result; on several metrics each metric's, then the decision (:func:`~.result.combined_line`)."""
+    """A comparison's result; on several metrics each metric's, then the decision
+    (:func:`~.vocabulary.outcomes.combined_line`)."""
     if not hasattr(outcome, "by_metric"):
         lines = _comparison_lines(outcome, tracking_uri)
     else:
@@ -383,7 +384,7 @@ def _left_out_lines(outcome) -> list[str]:
 
 
 def _matrix_text(outcome, tracking_uri) -> str:
-    from .ranking.report import JOINT_DIFFERS
+    from .families.ranking.report import JOINT_DIFFERS
 
     metric = outcome.summary.metric
     if outcome.bbt is not None:  # three models or more: ranked at once, as `rank` prints it
@@ -443,7 +444,7 @@ def _differences(table) -> list[tuple[str, str, str]]:
 
 def _ranking_table(ranking, columns: list[str]) -> str:
     """A ranking's table as the reports write its numbers: probabilities by their rule, each column in the metric's
-    units with one number of decimals (:mod:`.report_html`)."""
+    units with one number of decimals (:mod:`.shared.report_html`)."""
     shown, n = ranking[columns].astype(object), len(ranking)
     gaps = [c for c in columns if c in _GAP]  # one quantity: shown with one number of decimals
     texts = format_numbers([v for c in gaps for v in ranking[c]])
@@ -463,7 +464,7 @@ _GAP = ("diff_to_leader", "diff_low", "diff_high")
 def _ranking_lines(result, metric: str) -> list[str]:
     """A ranking of three models or more as ``rank`` and ``matrix`` print it: the header naming the model that
     ranked them, the table, the headline and, on one dataset, ρ and the rope."""
-    from .ranking.report import BBT_DIFFERS, MODEL_NAMES, headline
+    from .families.ranking.report import BBT_DIFFERS, MODEL_NAMES, headline
 
     ranking, model = result.ranking, result.model
     lines = [f"Ranking of {len(ranking)} models · {metric} ({MODEL_NAMES[model]}):",

@@ -27,8 +27,8 @@ from typing import Any
 
 import requests
 
-from .console import redact_uri
-from .errors import BayesCompareError
+from .vocabulary.console import redact_uri
+from .vocabulary.errors import BayesCompareError
 
 __all__ = ["BayesCompareClient", "RequestRefused", "JobFailed", "JobTimeout", "KINDS"]
 

@@ -3,8 +3,9 @@
 LDA, CART and naive Bayes (scikit-learn) on a few settings of Friedman's functions #1-#3 (sample size, noise, 0 or 20
 extra N(0, 1) features; Corani et al. 2017, Sec. "Experiments with Friedman's functions"), each regression target
 turned into two classes by its median.  Every model sees the same 10x10 stratified cross-validation splits.  The
-per-fold accuracies are logged in the steps layout (:func:`.cvlog.log_cv_scores`); :func:`.compare.rank_runs` ranks
-the three models together (a ranking run) and :func:`.compare.compare_runs` compares LDA with CART, the paper's
+per-fold accuracies are logged in the steps layout (:func:`.cvlog.log_cv_scores`); :func:`.pipeline.compare.rank_runs`
+ranks
+the three models together (a ranking run) and :func:`.pipeline.compare.compare_runs` compares LDA with CART, the paper's
 pair (a comparison run).
 """
 
@@ -18,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .console import redact_uri, ui_address
-from .options import SamplerOptions
-from .progress import TerminalProgress
+from .reads.reach import check_reachable
 from .simulation.friedman import NOISE, Setting, classifiers, generate
-from .tracking.reach import check_reachable
+from .vocabulary.console import redact_uri, ui_address
+from .vocabulary.options import SamplerOptions
+from .vocabulary.progress import TerminalProgress
 
 EXPERIMENT = "bayescompare-demo"
 MODELS = ("lda", "cart", "nb")
@@ -63,8 +64,8 @@ def run_demo(
          f"(seed {seed})\n  tracking URI: {redact_uri(uri)}")
     with Compiles(("hierarchical_k", "hierarchical")) as compiles:
         experiment_id = _log_settings(uri, SETTINGS[:n_settings], repeats=repeats, folds=folds, seed=seed, echo=echo)
-        from .compare import compare_runs, rank_runs
-        from .ranking.report import DIFFERS, MODEL_NAMES, headline
+        from .families.ranking.report import DIFFERS, MODEL_NAMES, headline
+        from .pipeline.compare import compare_runs, rank_runs
 
         common = dict(experiment_ids=[experiment_id], metric=METRIC, seed=seed, tracking_uri=uri,
                       on_duplicate="latest", chains=chains, draws=draws,
@@ -94,7 +95,7 @@ def _log_settings(uri: str, settings, *, repeats: int, folds: int, seed: int, ec
     the demo's experiment (its id returned)."""
     from mlflow import MlflowClient
 
-    from .tracking.cvlog import log_cv_scores
+    from .reads.cvlog import log_cv_scores
 
     client = MlflowClient(uri)
     check_reachable(client.tracking_uri)

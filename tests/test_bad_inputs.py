@@ -21,10 +21,10 @@ from mlflow.entities import Metric, Param, RunStatus, RunTag
 
 from mlflow_bayescompare import InputError, hierarchical_test
 from mlflow_bayescompare.cli import main
-from mlflow_bayescompare.compare import compare_matrix, compare_runs, rank_runs, require
-from mlflow_bayescompare.tracking.collect import collect_scores
-from mlflow_bayescompare.tracking.keys import KEYS_ARTIFACT, metric_folder, metric_key, named_keys
-from mlflow_bayescompare.tracking.tags import VERDICT, metric_tag
+from mlflow_bayescompare.pipeline.compare import compare_matrix, compare_runs, rank_runs, require
+from mlflow_bayescompare.reads.collect import collect_scores
+from mlflow_bayescompare.vocabulary.keys import KEYS_ARTIFACT, metric_folder, metric_key, named_keys
+from mlflow_bayescompare.vocabulary.tags import VERDICT, metric_tag
 
 FAST = ["--chains", "2", "--draws", "200", "--seed", "1"]
 DATASETS = ("iris", "wine", "glass", "yeast")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import integrate, special, stats
 
-from mlflow_bayescompare.hierarchical import prepare
+from mlflow_bayescompare.families.hierarchical import prepare
 from mlflow_bayescompare.simulation import sbc
 
 REPLICATES = 30

@@ -18,8 +18,8 @@ from mlflow import MlflowClient
 from uci_runs import artifact_paths, log_uci, uci_scores
 
 from mlflow_bayescompare.cli import main
-from mlflow_bayescompare.ranking.report import JOINT_DIFFERS
-from mlflow_bayescompare.tracking.bundle import COMPARISON_ARTIFACTS
+from mlflow_bayescompare.families.ranking.report import JOINT_DIFFERS
+from mlflow_bayescompare.runs.bundle import COMPARISON_ARTIFACTS
 
 FAST = ["--chains", "2", "--draws", "500", "--seed", "1"]
 
@@ -305,7 +305,7 @@ def test_mlproject_compare_entry_point(tracking_uri, uci_experiment, client, tmp
     """The README's ``mlflow run . -e compare --env-manager local`` against a sqlite store, with the source runs in
     experiment "cv": the comparison run is logged next to them with the parameters given (the same result as the
     Python API with those settings) and ``mlflow run`` succeeds when the claim holds, fails when it does not."""
-    from mlflow_bayescompare.compare import compare_runs
+    from mlflow_bayescompare.pipeline.compare import compare_runs
 
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "MLFLOW_TRACKING_URI": tracking_uri}
@@ -347,7 +347,7 @@ def proxy_without_bulk_endpoint(target: str):
 
     import requests
 
-    from mlflow_bayescompare.tracking.fetch import BULK_ENDPOINT
+    from mlflow_bayescompare.reads.fetch import BULK_ENDPOINT
 
     refused = []
 
@@ -390,8 +390,8 @@ def test_a_server_without_the_bulk_endpoint_is_read_by_threads(server_client, se
     """The collector reads metric histories through the server's bulk endpoint, else (a 404) one request per run
     in a thread pool: both give the same scores, which are the ones logged, and a comparison through a server
     without the endpoint is the same fit as one through the server itself."""
-    from mlflow_bayescompare.tracking.collect import collect_scores
-    from mlflow_bayescompare.tracking.fetch import fetch_histories
+    from mlflow_bayescompare.reads.collect import collect_scores
+    from mlflow_bayescompare.reads.fetch import fetch_histories
 
     runs = log_uci(server_client, server_experiment_id, models=("nbc", "hnb"))
     run_ids = sorted(runs.values())

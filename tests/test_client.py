@@ -14,10 +14,10 @@ from mlflow import MlflowClient
 from servers import Server, free_port
 
 from mlflow_bayescompare.client import BayesCompareClient, JobFailed, JobTimeout, RequestRefused
-from mlflow_bayescompare.compare import compare_runs
+from mlflow_bayescompare.pipeline.compare import compare_runs
+from mlflow_bayescompare.reads.cvlog import log_cv_scores
 from mlflow_bayescompare.server.owners import owner_tags
-from mlflow_bayescompare.tracking import tags as T
-from mlflow_bayescompare.tracking.cvlog import log_cv_scores
+from mlflow_bayescompare.vocabulary import tags as T
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]  # slow: each test needs the server this module starts
 

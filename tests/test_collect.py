@@ -15,15 +15,15 @@ from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param
 from mlflow.store.tracking.dbmodels.models import SqlRun, SqlTag
 from sqlalchemy.orm import Session
 
-from mlflow_bayescompare.errors import BayesCompareError, InputError
+from mlflow_bayescompare.families.signed_rank.engine import signed_rank_test
+from mlflow_bayescompare.reads import collect as collect_module
+from mlflow_bayescompare.reads import fetch as fetch_module
+from mlflow_bayescompare.reads import identify as identify_module
+from mlflow_bayescompare.reads.collect import collect_scores, discover, resolve_experiments
+from mlflow_bayescompare.reads.cvlog import log_cv_scores
+from mlflow_bayescompare.reads.fetch import fetch_histories
 from mlflow_bayescompare.scores.tensor import from_tidy
-from mlflow_bayescompare.signed_rank.engine import signed_rank_test
-from mlflow_bayescompare.tracking import collect as collect_module
-from mlflow_bayescompare.tracking import fetch as fetch_module
-from mlflow_bayescompare.tracking import identify as identify_module
-from mlflow_bayescompare.tracking.collect import collect_scores, discover, resolve_experiments
-from mlflow_bayescompare.tracking.cvlog import log_cv_scores
-from mlflow_bayescompare.tracking.fetch import fetch_histories
+from mlflow_bayescompare.vocabulary.errors import BayesCompareError, InputError
 
 MODELS = {1: "nbc", 2: "aode"}
 FOLDS, REPEATS = 10, 2

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mlflow_bayescompare import hierarchical_test, posterior_summary
-from mlflow_bayescompare.hierarchical import summary
+from mlflow_bayescompare import hierarchical_test
+from mlflow_bayescompare.families.hierarchical import summary
 from mlflow_bayescompare.sampling import convergence
+from mlflow_bayescompare.shared import posterior_summary
 
 
 def _ar1(phi: float, chains: int, draws: int, rows: int, seed: int, shift: float = 0.0) -> np.ndarray:

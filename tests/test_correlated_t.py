@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 from mlflow_bayescompare import CorrelatedTTestResult, correlated_t_test
-from mlflow_bayescompare.correlated_t import plots, report
-from mlflow_bayescompare.correlated_t.engine import ODDS_DRAWS
-from mlflow_bayescompare.errors import InputError
-from mlflow_bayescompare.figures import figure_png
-from mlflow_bayescompare.report_html import md_escape
+from mlflow_bayescompare.families.correlated_t import plots, report
+from mlflow_bayescompare.families.correlated_t.engine import ODDS_DRAWS
+from mlflow_bayescompare.runs.bundle import correlated_t_bundle
 from mlflow_bayescompare.scores.tensor import FOLDS_ONE, from_arrays
-from mlflow_bayescompare.tracking import tags as T
-from mlflow_bayescompare.tracking.bundle import correlated_t_bundle
+from mlflow_bayescompare.shared.figures import figure_png
+from mlflow_bayescompare.shared.report_html import md_escape
+from mlflow_bayescompare.vocabulary import tags as T
+from mlflow_bayescompare.vocabulary.errors import InputError
 
 baycomp = pytest.importorskip("baycomp")
 

@@ -6,9 +6,9 @@ import mlflow
 import numpy as np
 import pytest
 
-from mlflow_bayescompare.errors import InputError
-from mlflow_bayescompare.tracking.collect import collect_scores
-from mlflow_bayescompare.tracking.cvlog import log_cv_scores
+from mlflow_bayescompare.reads.collect import collect_scores
+from mlflow_bayescompare.reads.cvlog import log_cv_scores
+from mlflow_bayescompare.vocabulary.errors import InputError
 
 
 def test_round_trip(client, experiment_id):

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from uci_runs import log_uci
 
 from mlflow_bayescompare.cli import main
-from mlflow_bayescompare.hierarchical import engine as hierarchical
-from mlflow_bayescompare.result import divergent_transitions
+from mlflow_bayescompare.families.hierarchical import engine as hierarchical
+from mlflow_bayescompare.vocabulary.outcomes import divergent_transitions
 
 BAD_MIXING = ["--chains", "2", "--draws", "10", "--seed", "3"]
 

@@ -13,9 +13,9 @@ import pytest
 from servers import require_module
 
 from mlflow_bayescompare import hierarchical_test
-from mlflow_bayescompare.hierarchical.engine import RETRY_ADAPT_DELTA, _Fitter, as_tensor
-from mlflow_bayescompare.options import FitOptions
+from mlflow_bayescompare.families.hierarchical.engine import RETRY_ADAPT_DELTA, _Fitter, as_tensor
 from mlflow_bayescompare.sampling import sampler
+from mlflow_bayescompare.vocabulary.options import FitOptions
 
 
 def _demo_diffs(seed: int = 1, settings: int = 12) -> tuple[list[str], list[np.ndarray]]:
@@ -112,7 +112,7 @@ def test_a_matrix_pair_whose_chains_disagree_after_its_short_warmup_is_sampled_a
     disagree (here: 40 draws each, whose R-hat surely exceeds 1.01), the pair is sampled again after WARMUP
     iterations and the fit with the smaller R-hat is kept.  A warm-up given, or a comparison's default, is sampled
     once."""
-    from mlflow_bayescompare.options import MATRIX_PAIR_WARMUP, WARMUP
+    from mlflow_bayescompare.vocabulary.options import MATRIX_PAIR_WARMUP, WARMUP
 
     diffs = np.random.default_rng(3).normal(0.01, 0.02, (8, 10))
     tiny = dict(diffs=diffs, folds=10, seed=2, chains=2, draws=40)

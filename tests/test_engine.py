@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 from scipy import optimize, special, stats
 
-from mlflow_bayescompare import InputError, baselines, hierarchical_test, posterior_summary
-from mlflow_bayescompare.hierarchical import prepare
+from mlflow_bayescompare import InputError, hierarchical_test
+from mlflow_bayescompare.families.hierarchical import prepare
 from mlflow_bayescompare.sampling import programs, pystan_backend, sampler
+from mlflow_bayescompare.shared import baselines, posterior_summary
 
 FAST = dict(chains=2, draws=500, warmup=500)
 

@@ -41,7 +41,7 @@ def test_log_cv_scores_sklearn(tmp_path):
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    from mlflow_bayescompare.tracking.collect import collect_scores
+    from mlflow_bayescompare.reads.collect import collect_scores
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     done = run_script([EXAMPLES / "log_cv_scores_sklearn.py", "--tracking-uri", uri, "--folds", "3", "--repeats",

@@ -25,10 +25,10 @@ from servers import Server, free_port, gateway, group_alive
 
 from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.client import JobFailed
-from mlflow_bayescompare.errors import SamplingError
+from mlflow_bayescompare.reads.cvlog import log_cv_scores
 from mlflow_bayescompare.sampling import sampler
 from mlflow_bayescompare.server.owners import owner
-from mlflow_bayescompare.tracking.cvlog import log_cv_scores
+from mlflow_bayescompare.vocabulary.errors import SamplingError
 
 FAST = ["--chains", "2", "--draws", "200", "--seed", "1"]
 #: MLflow's client retries: few and quick, so that the tests do not wait for the default 7 retries × backoff 2
@@ -215,7 +215,7 @@ def test_artifact_upload_fails_through_the_json_api(broken_artifact_server):
 
 
 def _valid_stan_data() -> dict:
-    from mlflow_bayescompare.hierarchical import prepare
+    from mlflow_bayescompare.families.hierarchical import prepare
     from mlflow_bayescompare.sampling.programs import prior_code
 
     rng = np.random.default_rng(0)
@@ -413,8 +413,8 @@ def test_a_process_stopped_while_forking_its_samplers_exits_and_leaves_none(hand
 @pytest.mark.slow
 def test_ctrl_c_during_a_server_job_ends_the_run_failed(uci_store):
     """The server path creates the run first (stage tags); an interrupt of the work ends it FAILED."""
-    from mlflow_bayescompare.compare import compare_runs
-    from mlflow_bayescompare.tracking import runlog
+    from mlflow_bayescompare.pipeline.compare import compare_runs
+    from mlflow_bayescompare.runs import runlog
 
     uri, client, eid = uci_store
     run_id = runlog.start_run(client, eid, name="hnb vs nbc · accuracy", tags={"bayescompare.kind": "comparison"})

@@ -1,4 +1,5 @@
-"""The hierarchical model of k models (stan/hierarchical_k.stan, ranking/hierarchical_k.py): its exact rewrites against
+"""The hierarchical model of k models (stan/hierarchical_k.stan, families/ranking/hierarchical_k.py): its exact
+rewrites against
 the direct likelihood, its reduction to the paper's model at k = 2, its agreement with the two-model hierarchical test,
 and its calibration on the issue's scenarios (the full studies: benchmarks/bench_kmodel.py)."""
 
@@ -9,12 +10,12 @@ import pandas as pd
 import pytest
 from scipy import integrate, linalg, special, stats
 
-from mlflow_bayescompare.errors import InputError
-from mlflow_bayescompare.options import RankOptions
-from mlflow_bayescompare.ranking import hierarchical_k
-from mlflow_bayescompare.ranking.engine import rank_models, read_scores
+from mlflow_bayescompare.families.ranking import hierarchical_k
+from mlflow_bayescompare.families.ranking.engine import rank_models, read_scores
 from mlflow_bayescompare.sampling import programs, sampler
 from mlflow_bayescompare.simulation import rankings
+from mlflow_bayescompare.vocabulary.errors import InputError
+from mlflow_bayescompare.vocabulary.options import RankOptions
 
 SAMPLER = dict(chains=2, draws=500, warmup=500)
 
@@ -255,9 +256,9 @@ def test_ordered_scenario_recovers_the_order_and_the_best():
 
 @pytest.mark.slow
 def test_two_models_agree_with_the_two_model_hierarchical_test():
-    from mlflow_bayescompare.hierarchical.engine import hierarchical_test
-    from mlflow_bayescompare.ranking.engine import Scores
-    from mlflow_bayescompare.ranking.hierarchical_k import rank_hierarchical
+    from mlflow_bayescompare.families.hierarchical.engine import hierarchical_test
+    from mlflow_bayescompare.families.ranking.engine import Scores
+    from mlflow_bayescompare.families.ranking.hierarchical_k import rank_hierarchical
 
     scenario = rankings.Scenario(means=(0.008, 0.0), interaction=0.008, datasets=15)
     frame = rankings.scores(scenario, np.random.default_rng(11))

@@ -1,4 +1,5 @@
-"""k models on one dataset: the joint correlated-t model of their fold scores (``ranking/joint.py``).  Its closed form
+"""k models on one dataset: the joint correlated-t model of their fold scores (``families/ranking/joint.py``).  Its
+closed form
 against the correlated t-test (k = 2, and every pair of k = 5) and its draws against scipy's multivariate Student-t;
 its calibration with equal models and its power with one better model, simulated with a known fold correlation; and
 ``rank``/``matrix`` on one dataset read from MLflow runs on a real sqlite store.  No Stan."""
@@ -21,12 +22,12 @@ from uci_runs import artifact_paths, log_uci, uci_scores
 
 from mlflow_bayescompare import correlated_t_test, rank_models
 from mlflow_bayescompare.cli import main
-from mlflow_bayescompare.compare import compare_matrix, rank_runs
-from mlflow_bayescompare.errors import InputError
-from mlflow_bayescompare.options import RankOptions
-from mlflow_bayescompare.ranking.engine import Scores
-from mlflow_bayescompare.ranking.joint import posterior_draws, rank_one_dataset
-from mlflow_bayescompare.tracking import tags as T
+from mlflow_bayescompare.families.ranking.engine import Scores
+from mlflow_bayescompare.families.ranking.joint import posterior_draws, rank_one_dataset
+from mlflow_bayescompare.pipeline.compare import compare_matrix, rank_runs
+from mlflow_bayescompare.vocabulary import tags as T
+from mlflow_bayescompare.vocabulary.errors import InputError
+from mlflow_bayescompare.vocabulary.options import RankOptions
 
 MODELS = ("nbc", "aode", "hnb", "j48", "j48gr")
 ONE = (20,)

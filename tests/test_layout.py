@@ -32,19 +32,17 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "mlflow_bayescompare"
 FAMILIES = ("hierarchical", "signed_rank", "correlated_t", "ranking")
 
-#: each module's layer, by its dotted name under the package (the first matching prefix wins)
+#: each module's layer, by its dotted name under the package (the first matching prefix wins): a folder is a layer
 LAYERS = [
-    (0, ("errors", "claims", "optionspec", "optionparse", "options", "versions", "progress", "console", "result",
-         "tracking.tags", "tracking.keys", "tracking.runkey", "tracking.uiroutes", "tracking.mlflow_internals",
-         "scores.tidy_checks", "sampling.pools",
-         "sampling.convergence")),
-    (1, ("tracking.collect", "tracking.identify", "tracking.fetch", "tracking.cvlog", "tracking.reach",
-         "tracking.search", "scores", "sampling", "posterior_summary", "baselines", "figures", "report_html")),
-    (2, FAMILIES),
-    (3, ("tracking.bundle", "tracking.several", "tracking.runlog", "tracking.paircache", "matrix")),
-    (4, ("preflight", "pairfits", "compare")),
-    (5, ("cli", "demo", "client", "server", "simulation")),
-    (6, ("",)),  # the package's face, mlflow_bayescompare/__init__.py
+    (0, ("vocabulary",)),
+    (1, ("scores", "sampling")),
+    (2, ("reads",)),
+    (3, ("shared",)),
+    (4, ("families",)),
+    (5, ("runs",)),
+    (6, ("pipeline",)),
+    (7, ("cli", "demo", "client", "server", "simulation")),
+    (8, ("",)),  # the package's face, mlflow_bayescompare/__init__.py
 ]
 
 
@@ -59,7 +57,7 @@ def _modules() -> dict[str, Path]:
 
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     """The package's modules that ``name`` imports, at its top or inside a function (a lazy import still ties)."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    package = name if path.name == "/__init__.py" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
@@ -88,7 +86,7 @@ def _layer(name: str) -> int:
 
 def _family(name: str) -> str | None:
     parts = name.split(".")
-    return parts[1] if len(parts) > 1 and parts[1] in FAMILIES else None
+    return parts[2] if len(parts) > 2 and parts[1] == "families" and parts[2] in FAMILIES else None
 
 
 def test_the_import_graph_has_no_circle():
@@ -123,10 +121,10 @@ def test_imports_flow_down_the_layers_and_families_stay_apart():
 def test_the_layer_check_catches_a_lazy_import_that_runs_back_up(tmp_path):
     """The check itself: a function of the Stan layer that imports the pipeline is seen, and is an upward import."""
     stray = tmp_path / "sampler.py"
-    stray.write_text("def f():\n    from .. import compare\n")
+    stray.write_text("def f():\n    from ..pipeline import compare\n")
     name = f"{PACKAGE}.sampling.sampler"
-    assert f"{PACKAGE}.compare" in _imports(name, stray, _modules())
-    assert _layer(f"{PACKAGE}.compare") > _layer(name)
+    assert f"{PACKAGE}.pipeline.compare" in _imports(name, stray, _modules())
+    assert _layer(f"{PACKAGE}.pipeline.compare") > _layer(name)
 
 
 def test_the_repository_holds_no_symlink():

@@ -11,8 +11,8 @@ import pytest
 from scipy import integrate, optimize, special, stats
 from scipy.special import expit, logit
 
-from mlflow_bayescompare.options import FitOptions
 from mlflow_bayescompare.sampling import programs, pystan_backend
+from mlflow_bayescompare.vocabulary.options import FitOptions
 
 
 def equicorrelation(n, rho):
@@ -244,7 +244,7 @@ def test_integrated_log_lik_of_the_model_check_against_quadrature():
     # importance sampling, 2 × 64 quantile nodes) against ∫ Q_i(δ)^{-(n_i-1)/2} t_ν(δ; δ0, σ0) dδ by quadrature, Q_i the
     # quadratic form of the Stan program's header (σ_i integrated out); compared between draws, as the constant of
     # each dataset cancels
-    from mlflow_bayescompare.hierarchical.summary import integrated_log_lik
+    from mlflow_bayescompare.families.hierarchical.summary import integrated_log_lik
 
     rng = np.random.default_rng(12)
     n, rho = np.array([10, 30, 100]), np.full(3, 0.1)

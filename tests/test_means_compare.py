@@ -12,7 +12,7 @@ from uci_runs import log_means, log_uci, uci_scores
 
 from mlflow_bayescompare import signed_rank_test
 from mlflow_bayescompare.cli import main
-from mlflow_bayescompare.compare import compare_matrix, compare_runs
+from mlflow_bayescompare.pipeline.compare import compare_matrix, compare_runs
 
 
 def test_means_only_runs_get_the_signed_rank_test(client, tracking_uri, experiment_id, tmp_path):

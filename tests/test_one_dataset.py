@@ -18,8 +18,8 @@ from uci_runs import artifact_paths, log_uci, uci_scores
 
 from mlflow_bayescompare import correlated_t_test, log_cv_scores
 from mlflow_bayescompare.cli import main
-from mlflow_bayescompare.compare import compare_matrix, compare_runs
-from mlflow_bayescompare.tracking import tags as T
+from mlflow_bayescompare.pipeline.compare import compare_matrix, compare_runs
+from mlflow_bayescompare.vocabulary import tags as T
 
 ONE = (20,)  # uci20: hnb beats nbc by about 0.04 on its 10 x 10 folds
 

@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from mlflow_bayescompare import console, options
 from mlflow_bayescompare.cli import main
-from mlflow_bayescompare.errors import InputError
-from mlflow_bayescompare.options import (
+from mlflow_bayescompare.vocabulary import console, mlflow_internals, options
+from mlflow_bayescompare.vocabulary.errors import InputError
+from mlflow_bayescompare.vocabulary.options import (
     FitOptions,
     ModelsOptions,
     PairOptions,
@@ -27,8 +27,7 @@ from mlflow_bayescompare.options import (
     SourceOptions,
     parse_fields,
 )
-from mlflow_bayescompare.progress import TerminalProgress, notify
-from mlflow_bayescompare.tracking import mlflow_internals
+from mlflow_bayescompare.vocabulary.progress import TerminalProgress, notify
 
 ALL = [SourceOptions, FitOptions, PairOptions]
 
@@ -215,7 +214,7 @@ def test_an_unknown_prior_or_backend_is_refused_by_the_options_alone_in_one_word
 def test_the_stan_prior_flag_is_the_position_in_the_options_priors():
     """Every prior the options accept (an alias cleaned to its name) has its flag in the Stan program's range, and
     the sensitivity analysis' priors are among them."""
-    from mlflow_bayescompare.hierarchical.engine import SENSITIVITY_PRIORS
+    from mlflow_bayescompare.families.hierarchical.engine import SENSITIVITY_PRIORS
     from mlflow_bayescompare.sampling import programs
 
     declared = re.search(r"int<lower=0, upper=(\d+)> nu_prior;", programs.program_code("hierarchical"))
@@ -249,8 +248,8 @@ def test_a_seed_is_drawn_in_one_place_when_none_is_given(monkeypatch):
     """Every engine draws its seed with ``options.draw_seed`` and records it with the one ``versions()``; a seed
     given stays."""
     from mlflow_bayescompare import hierarchical_test, signed_rank_test
-    from mlflow_bayescompare.ranking.engine import rank_wins
-    from mlflow_bayescompare.versions import stan_version, versions
+    from mlflow_bayescompare.families.ranking.engine import rank_wins
+    from mlflow_bayescompare.vocabulary.versions import stan_version, versions
 
     drawn = {options.draw_seed() for _ in range(5)}
     spec = FitOptions.__dataclass_fields__["seed"].metadata["option"]
@@ -448,7 +447,7 @@ def test_mlflow_retries_are_said(monkeypatch):
 
 def test_matrix_engine_options_are_declared_once_for_the_cli_and_the_api(monkeypatch):
     """--engine and --ray-address (or RAY_ADDRESS) come from MatrixOptions; a bad engine is refused by name."""
-    from mlflow_bayescompare.options import MatrixOptions
+    from mlflow_bayescompare.vocabulary.options import MatrixOptions
 
     text = CliRunner().invoke(main, ["matrix", "--help"], terminal_width=200).output
     assert "--engine [local|ray]" in text and "RAY_ADDRESS]" in text and "--refresh" in text

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from uci_runs import log_uci, uci_scores
 
-from mlflow_bayescompare.compare import compare_matrix
-from mlflow_bayescompare.matrix import DIAGNOSTIC_COLUMNS
-from mlflow_bayescompare.tracking.cvlog import log_cv_scores
+from mlflow_bayescompare.pipeline.compare import compare_matrix
+from mlflow_bayescompare.reads.cvlog import log_cv_scores
+from mlflow_bayescompare.runs.matrix import DIAGNOSTIC_COLUMNS
 
 pytestmark = pytest.mark.slow
 

@@ -18,12 +18,12 @@ from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
-from mlflow_bayescompare.figures import figure_png, save
-from mlflow_bayescompare.hierarchical import plots, report
-from mlflow_bayescompare.hierarchical.engine import hierarchical_test
-from mlflow_bayescompare.hierarchical.report import ReportContext
-from mlflow_bayescompare.report_html import FIGURE_CAPTIONS, format_numbers, format_probability, md_escape
-from mlflow_bayescompare.result import COLORS, OUTCOMES
+from mlflow_bayescompare.families.hierarchical import plots, report
+from mlflow_bayescompare.families.hierarchical.engine import hierarchical_test
+from mlflow_bayescompare.families.hierarchical.report import ReportContext
+from mlflow_bayescompare.shared.figures import figure_png, save
+from mlflow_bayescompare.shared.report_html import FIGURE_CAPTIONS, format_numbers, format_probability, md_escape
+from mlflow_bayescompare.vocabulary.outcomes import COLORS, OUTCOMES
 
 DATA = Path(__file__).parent / "data" / "uci_classification.csv"
 SCRIPT = "<script>alert(1)</script>"

@@ -17,10 +17,10 @@ from uci_runs import DATASETS, artifact_paths, log_means, log_uci, uci_scores
 
 from mlflow_bayescompare import InputError, rank_models
 from mlflow_bayescompare.cli import main
-from mlflow_bayescompare.compare import compare_matrix, rank_runs
-from mlflow_bayescompare.report_html import format_differences
-from mlflow_bayescompare.result import jsonable
+from mlflow_bayescompare.pipeline.compare import compare_matrix, rank_runs
 from mlflow_bayescompare.sampling.programs import PROGRAMS
+from mlflow_bayescompare.shared.report_html import format_differences
+from mlflow_bayescompare.vocabulary.outcomes import jsonable
 
 FAST = dict(chains=2, draws=400, warmup=400, seed=3)
 MODELS = ("nbc", "hnb", "j48", "j48gr")

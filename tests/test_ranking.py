@@ -18,13 +18,13 @@ from matplotlib.figure import Figure
 from scipy import stats
 from scipy.special import expit
 
-from mlflow_bayescompare.errors import InputError
-from mlflow_bayescompare.figures import figure_png
-from mlflow_bayescompare.options import RankOptions
-from mlflow_bayescompare.ranking import plots as ranking_plots
-from mlflow_bayescompare.ranking.engine import rank_models, rank_wins, read_scores, win_table
-from mlflow_bayescompare.ranking.result import pair_table
+from mlflow_bayescompare.families.ranking import plots as ranking_plots
+from mlflow_bayescompare.families.ranking.engine import rank_models, rank_wins, read_scores, win_table
+from mlflow_bayescompare.families.ranking.result import pair_table
 from mlflow_bayescompare.sampling import programs, pystan_backend
+from mlflow_bayescompare.shared.figures import figure_png
+from mlflow_bayescompare.vocabulary.errors import InputError
+from mlflow_bayescompare.vocabulary.options import RankOptions
 
 DATA = Path(__file__).parent / "data"
 

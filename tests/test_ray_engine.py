@@ -17,9 +17,9 @@ from servers import Server, free_port, require_module
 from uci_runs import log_uci
 
 from mlflow_bayescompare import InputError
-from mlflow_bayescompare.compare import compare_matrix
-from mlflow_bayescompare.errors import SamplingError
+from mlflow_bayescompare.pipeline.compare import compare_matrix
 from mlflow_bayescompare.sampling import ray_engine
+from mlflow_bayescompare.vocabulary.errors import SamplingError
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 

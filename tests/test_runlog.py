@@ -13,10 +13,10 @@ from servers import gateway
 from uci_runs import artifact_paths, uci_scores
 
 from mlflow_bayescompare import hierarchical_test
-from mlflow_bayescompare.errors import InputError
+from mlflow_bayescompare.runs import bundle as bundles
+from mlflow_bayescompare.runs import runlog
 from mlflow_bayescompare.scores.tensor import from_tidy
-from mlflow_bayescompare.tracking import bundle as bundles
-from mlflow_bayescompare.tracking import runlog
+from mlflow_bayescompare.vocabulary.errors import InputError
 
 TAGS = {
     "bayescompare.kind", "bayescompare.model_a", "bayescompare.model_b", "bayescompare.metric",

@@ -25,10 +25,10 @@ from sklearn.svm import SVC
 
 from mlflow_bayescompare import correlated_t_test
 from mlflow_bayescompare.cli import main
-from mlflow_bayescompare.compare import compare_runs, rank_runs
+from mlflow_bayescompare.pipeline.compare import compare_runs, rank_runs
+from mlflow_bayescompare.reads.search import split_scheme
 from mlflow_bayescompare.server.serialize import summarise_run
-from mlflow_bayescompare.tracking import tags as T
-from mlflow_bayescompare.tracking.search import split_scheme
+from mlflow_bayescompare.vocabulary import tags as T
 
 pytestmark = pytest.mark.slow  # the module's searches, fitted under autolog once (seconds each)
 

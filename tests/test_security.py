@@ -23,10 +23,10 @@ from servers import Server, chromium_page, free_port, gateway, require_chromium,
 
 from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.client import BayesCompareClient, RequestRefused
-from mlflow_bayescompare.errors import InputError
-from mlflow_bayescompare.tracking import runlog
-from mlflow_bayescompare.tracking import tags as T
-from mlflow_bayescompare.tracking.cvlog import log_cv_scores
+from mlflow_bayescompare.reads.cvlog import log_cv_scores
+from mlflow_bayescompare.runs import runlog
+from mlflow_bayescompare.vocabulary import tags as T
+from mlflow_bayescompare.vocabulary.errors import InputError
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]  # slow: each test needs the servers this module starts
 

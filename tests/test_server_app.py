@@ -26,16 +26,16 @@ from mlflow.entities import Metric, RunTag
 from servers import Server, chromium_page, create_pg_database, drop_pg_database, require_chromium, require_pg
 from uci_runs import log_uci_with_time
 
-from mlflow_bayescompare import claims
 from mlflow_bayescompare.client import JobFailed
-from mlflow_bayescompare.compare import compare_matrix, compare_runs, rank_runs, require
-from mlflow_bayescompare.errors import InputError
-from mlflow_bayescompare.ranking.report import JOINT_DIFFERS
-from mlflow_bayescompare.report_html import format_differences, format_probability
-from mlflow_bayescompare.result import COLORS
+from mlflow_bayescompare.families.ranking.report import JOINT_DIFFERS
+from mlflow_bayescompare.pipeline.compare import compare_matrix, compare_runs, rank_runs, require
+from mlflow_bayescompare.reads.cvlog import log_cv_scores
 from mlflow_bayescompare.server.owners import owner_tags
-from mlflow_bayescompare.tracking import tags as T
-from mlflow_bayescompare.tracking.cvlog import log_cv_scores
+from mlflow_bayescompare.shared.report_html import format_differences, format_probability
+from mlflow_bayescompare.vocabulary import claims
+from mlflow_bayescompare.vocabulary import tags as T
+from mlflow_bayescompare.vocabulary.errors import InputError
+from mlflow_bayescompare.vocabulary.outcomes import COLORS
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]  # slow: each test needs the servers this module starts
 
@@ -322,7 +322,7 @@ def test_several_metrics_refused_up_front(server, fields, message):
 
 def test_every_claim_through_the_api_is_the_python_verdict(server):
     """A comparison posted with each claim as ``require``: the API's report is the Python API's on the same data and
-    seed (:mod:`~mlflow_bayescompare.claims`, ``require``), and each claim's probability is its sum of the
+    seed (:mod:`~mlflow_bayescompare.vocabulary.claims`, ``require``), and each claim's probability is its sum of the
     posterior's outcomes as the API shows them."""
     outcomes = {"a-better": ("p_a_better",), "not-worse": ("p_a_better", "p_rope"), "equivalent": ("p_rope",)}
     assert set(outcomes) == set(claims.CLAIMS)

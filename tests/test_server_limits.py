@@ -13,7 +13,7 @@ from mlflow import MlflowClient
 from servers import Server
 
 from mlflow_bayescompare.client import RequestRefused
-from mlflow_bayescompare.tracking.cvlog import log_cv_scores
+from mlflow_bayescompare.reads.cvlog import log_cv_scores
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]  # slow: each test needs the servers this module starts
 

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 from uci_runs import DATASETS, artifact_paths, log_uci_with_time
 
-from mlflow_bayescompare import compare as api
 from mlflow_bayescompare.cli import main
-from mlflow_bayescompare.errors import InputError
-from mlflow_bayescompare.options import FitOptions, PerMetric, RankOptions, SourceOptions, per_metric
+from mlflow_bayescompare.pipeline import compare as api
+from mlflow_bayescompare.vocabulary.errors import InputError
+from mlflow_bayescompare.vocabulary.options import FitOptions, PerMetric, RankOptions, SourceOptions, per_metric
 
 FAST = {"chains": 2, "draws": 300, "seed": 3}
 FAST_CLI = ["--chains", "2", "--draws", "300", "--seed", "3"]

@@ -13,12 +13,17 @@ import pytest
 from scipy import stats
 from servers import require_module
 
-from mlflow_bayescompare.errors import InputError
-from mlflow_bayescompare.hierarchical import plots
-from mlflow_bayescompare.report_html import md_escape
+from mlflow_bayescompare.families.hierarchical import plots
+from mlflow_bayescompare.families.signed_rank import report
+from mlflow_bayescompare.families.signed_rank.engine import (
+    PRIOR_STRENGTH,
+    SignedRankResult,
+    signed_rank_test,
+    walsh_regions,
+)
 from mlflow_bayescompare.scores.tensor import from_arrays
-from mlflow_bayescompare.signed_rank import report
-from mlflow_bayescompare.signed_rank.engine import PRIOR_STRENGTH, SignedRankResult, signed_rank_test, walsh_regions
+from mlflow_bayescompare.shared.report_html import md_escape
+from mlflow_bayescompare.vocabulary.errors import InputError
 
 baycomp = require_module("baycomp", "baycomp is the test's oracle (pip install baycomp)")
 

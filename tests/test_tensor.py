@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlflow_bayescompare.errors import InputError
 from mlflow_bayescompare.scores.tensor import TABLE_COLUMNS, dataset_means, from_arrays, from_tidy, means_from_tidy
+from mlflow_bayescompare.vocabulary.errors import InputError
 
 
 def tidy(models=("rf", "svm"), datasets=("iris", "wine"), folds=5, repeats=1, seed=0) -> pd.DataFrame:

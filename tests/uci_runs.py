@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from mlflow.entities import Metric
 
-from mlflow_bayescompare.tracking.cvlog import log_cv_scores
+from mlflow_bayescompare.reads.cvlog import log_cv_scores
 
 DATA = Path(__file__).parent / "data" / "uci_classification.csv"
 CLASSIFIERS = {1: "nbc", 2: "aode", 3: "hnb", 4: "j48", 5: "j48gr"}

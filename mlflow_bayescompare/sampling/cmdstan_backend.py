@@ -14,8 +14,8 @@ import time
 
 import numpy as np
 
-from ..errors import SamplingError
-from ..progress import Progress
+from ..vocabulary.errors import SamplingError
+from ..vocabulary.progress import Progress
 from . import programs
 
 __all__ = ["compile_program", "cache_directories", "kill_compilers", "sample"]

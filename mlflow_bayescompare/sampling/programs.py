@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..console import log
-from ..errors import InputError
-from ..options import PRIORS
-from ..progress import Progress, notify
+from ..vocabulary.console import log
+from ..vocabulary.errors import InputError
+from ..vocabulary.options import PRIORS
+from ..vocabulary.progress import Progress, notify
 
 __all__ = ["STAN_DIR", "PROGRAMS", "STAN_FILE", "program_file", "program_code", "prior_code", "cache_dir",
            "cmdstan_available", "pystan_available", "resolve_backend", "announce_compile", "chain_seeds"]
@@ -39,7 +39,7 @@ STAN_DIR = _stan_dir()
 PROGRAMS = {
     "hierarchical": STAN_DIR / "hierarchical.stan",  # the hierarchical test (Corani et al. 2017)
     "bbt": STAN_DIR / "bbt.stan",  # the Bayesian Bradley-Terry ranking (Wainer 2023; ranking.py)
-    "hierarchical_k": STAN_DIR / "hierarchical_k.stan",  # the hierarchical model of k models (ranking/)
+    "hierarchical_k": STAN_DIR / "hierarchical_k.stan",  # the hierarchical model of k models (families/ranking/)
 }
 STAN_FILE = PROGRAMS["hierarchical"]
 

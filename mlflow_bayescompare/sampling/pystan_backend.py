@@ -55,8 +55,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import SamplingError
-from ..progress import Progress
+from ..vocabulary.errors import SamplingError
+from ..vocabulary.progress import Progress
 from . import programs
 from .pools import pool_processes
 

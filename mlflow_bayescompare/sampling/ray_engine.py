@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..console import log, redact_uri
-from ..errors import BayesCompareError, InputError, SamplingError
-from ..progress import Countdown, Progress, notify
-from ..versions import versions
+from ..vocabulary.console import log, redact_uri
+from ..vocabulary.errors import BayesCompareError, InputError, SamplingError
+from ..vocabulary.progress import Countdown, Progress, notify
+from ..vocabulary.versions import versions
 from . import programs
 
 __all__ = ["Cluster", "started", "run_all", "worker_versions", "version_problems", "INSTALL", "CONNECT_SECONDS",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..progress import Progress, notify
+from ..vocabulary.progress import Progress, notify
 from . import programs
 
 __all__ = ["Run", "Fit", "HIERARCHICAL_DRAWS", "MAX_TREEDEPTH", "run", "sample", "compile_program", "compile_programs",

@@ -19,7 +19,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any
 
-from ..progress import Countdown, Progress, notify
+from ..vocabulary.progress import Countdown, Progress, notify
 from .pools import pool_processes
 
 __all__ = ["run_all", "started", "worker_count"]
@@ -59,8 +59,8 @@ def run_all(fn: Callable[..., Any], tasks: Iterable[tuple[Hashable, tuple]], *, 
             what: str = "pairs") -> dict:
     """``{key: fn(*args)}`` for each of the ``total`` ``(key, args)`` of ``tasks``, in the worker processes of
     ``pool`` (:func:`started`; ``None``: in this process), in the order given; ``progress`` hears ``stage`` with
-    "3/10 pairs done, about 20 s left" as each task ends (:class:`~..progress.Countdown`).  ``tasks`` may be a
-    generator that prepares each task: with a pool, each one is handed to the workers as soon as it is ready, so
+    "3/10 pairs done, about 20 s left" as each task ends (:class:`~..vocabulary.progress.Countdown`).  ``tasks`` may be
+    a generator that prepares each task: with a pool, each one is handed to the workers as soon as it is ready, so
     they start while the next are prepared; in this process, every task is prepared before the first runs (so that
     a bad one is refused before any work).  The processes are spawned, so a script calling this with several jobs
     needs the usual ``if __name__ == "__main__":`` guard."""

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from ..console import log
-from ..errors import InputError
+from ..vocabulary.console import log
+from ..vocabulary.errors import InputError
 from .tidy_checks import (
     Problem,
     Rows,

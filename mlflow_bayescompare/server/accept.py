@@ -1,8 +1,8 @@
 """Accepting a job whose permission is known (:mod:`.permissions`): the pipeline's own pre-flight, then a place in
 the queue, then the target and the run, then the submit.
 
-Every refusal comes before anything is written: the pre-flight (:mod:`..preflight`, as the command line and the job
-itself run it) reads the server's own store (reads only; its problems are a 400), the queue is checked (503)
+Every refusal comes before anything is written: the pre-flight (:mod:`..pipeline.preflight`, as the command line and
+the job itself run it) reads the server's own store (reads only; its problems are a 400), the queue is checked (503)
 atomically with the submit, and only then is a new target experiment created and the RUNNING run started.
 """
 
@@ -11,12 +11,12 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from .. import preflight
-from ..console import redact_uri
-from ..result import json_safe
-from ..tracking import tags as T
-from ..tracking.bundle import fit_tag, models_run_name, run_name
-from ..tracking.runlog import fail_if_running, start_run
+from ..pipeline import preflight
+from ..runs.bundle import fit_tag, models_run_name, run_name
+from ..runs.runlog import fail_if_running, start_run
+from ..vocabulary import tags as T
+from ..vocabulary.console import redact_uri
+from ..vocabulary.outcomes import json_safe
 from . import context, permissions
 from .jobs import JobSpec
 from .owners import owner_tags

@@ -10,7 +10,7 @@ from __future__ import annotations
 from flask import Flask
 from mlflow.server import app as mlflow_flask_app
 
-from ..tracking import mlflow_internals
+from ..vocabulary import mlflow_internals
 from . import context, lifecycle, permissions, routes
 
 __all__ = ["create_app", "create_app_with_auth"]

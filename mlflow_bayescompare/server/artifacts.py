@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 from mlflow.exceptions import MlflowException
 
-from ..tracking import mlflow_internals
-from ..tracking.keys import metric_folder
+from ..vocabulary import mlflow_internals
+from ..vocabulary.keys import metric_folder
 from .requests import ApiError
 
 __all__ = ["MAX_REPORT_BYTES", "read_report", "read_ranking", "read_versus", "RANKING_COLUMNS", "VERSUS_COLUMNS"]

@@ -6,8 +6,8 @@ from typing import Any
 
 from flask import request
 
-from ..console import redact_uri
-from ..tracking import mlflow_internals
+from ..vocabulary import mlflow_internals
+from ..vocabulary.console import redact_uri
 from .jobs import JobRunner, Settings
 
 __all__ = ["settings", "store_client", "runner", "started_runner", "prefix", "base_path", "loopback_uri",

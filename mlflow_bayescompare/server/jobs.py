@@ -34,11 +34,11 @@ from typing import Any
 
 from mlflow.entities import RunTag
 
-from ..options import ENGINES, RAY_ADDRESS_ENV, FitOptions, RankOptions, SourceOptions
+from ..runs.runlog import fail_if_running
 from ..sampling.pools import pool_processes
-from ..tracking import mlflow_internals
-from ..tracking import tags as T
-from ..tracking.runlog import fail_if_running
+from ..vocabulary import mlflow_internals
+from ..vocabulary import tags as T
+from ..vocabulary.options import ENGINES, RAY_ADDRESS_ENV, FitOptions, RankOptions, SourceOptions
 from .locks import job_slot
 from .owners import owner_tags
 
@@ -312,7 +312,7 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
     process's compile of it)."""
     from mlflow import MlflowClient
 
-    from ..compare import compare_matrix, compare_runs, rank_runs
+    from ..pipeline.compare import compare_matrix, compare_runs, rank_runs
 
     with mlflow_internals.as_user(spec.credentials):  # a job process runs one job at a time: the environment is its
         client = MlflowClient(spec.tracking_uri)

@@ -80,9 +80,9 @@ def compile_in_background() -> threading.Thread | None:
 def _compile_programs() -> None:
     """In the compile process: compile every Stan program, all at once.  The backends compile a program once per
     host (a job that needs it meanwhile waits for this compile, with the stage ``compiling``)."""
-    from ..console import install_cli_handler, log
     from ..sampling.programs import PROGRAMS
     from ..sampling.sampler import compile_programs
+    from ..vocabulary.console import install_cli_handler, log
 
     install_cli_handler()  # its lines go to the server's log
     for program, seconds in compile_programs(PROGRAMS, backend="auto").items():

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from mlflow.entities import ViewType
 
-from ..tracking import mlflow_internals
-from ..tracking import tags as T
-from ..tracking.runlog import fail_if_running
+from ..runs.runlog import fail_if_running
+from ..vocabulary import mlflow_internals
+from ..vocabulary import tags as T
 
 __all__ = ["machine_boot_id", "server_boot_id", "process_start", "owner_tags", "owner", "stale_reason", "sweep_stale"]
 

@@ -27,12 +27,12 @@ from flask import g, request
 from mlflow.entities import ViewType
 from mlflow.exceptions import MlflowException
 
-from ..console import redact_uri
-from ..errors import InputError
-from ..options import SourceOptions
-from ..tracking import mlflow_internals
-from ..tracking import tags as T
-from ..tracking.runlog import choose_target, usable_target
+from ..runs.runlog import choose_target, usable_target
+from ..vocabulary import mlflow_internals
+from ..vocabulary import tags as T
+from ..vocabulary.console import redact_uri
+from ..vocabulary.errors import InputError
+from ..vocabulary.options import SourceOptions
 from . import context, security
 from .requests import (
     ApiError,
@@ -263,7 +263,7 @@ def resolve_sources(source: SourceOptions) -> list[str]:
 
 def resolve_target(value: str | None, sources: list[str]) -> Target:
     """Where the job logs: ``value`` (a name or an id, as the CLI's ``--target-experiment``, by the one rule
-    :func:`~..tracking.runlog.choose_target`), else the first source.  An existing target needs update; a new one is
+    :func:`~..runs.runlog.choose_target`), else the first source.  An existing target needs update; a new one is
     created (if the user may) only when the job is accepted.
 
     The rule is given the experiment of the id only when the user may read it: an id they may not read is refused

@@ -1,7 +1,7 @@
 """Reading a request: the JSON body (size, shape, nesting), the option objects of a job, and query parameters.
 
 Everything the command line would reject is rejected here with a 400 before anything is read from the store: the
-fields go through :func:`..options.parse_fields` (the CLI's own rules and words), and the server adds its own
+fields go through :func:`..vocabulary.options.parse_fields` (the CLI's own rules and words), and the server adds its own
 limits from :class:`.jobs.Settings` (chains, draws, warm-up, models of a matrix) and the shape of an experiment id.
 """
 
@@ -17,9 +17,9 @@ from typing import Any
 
 from flask import request
 
-from ..errors import InputError
-from ..options import FitOptions, ModelsOptions, PairOptions, RankOptions, SourceOptions, parse_fields
-from ..tracking.runkey import DEFAULT_KEYS, parse_key
+from ..vocabulary.errors import InputError
+from ..vocabulary.options import FitOptions, ModelsOptions, PairOptions, RankOptions, SourceOptions, parse_fields
+from ..vocabulary.runkey import DEFAULT_KEYS, parse_key
 from .jobs import Settings
 
 __all__ = ["ApiError", "JobRequest", "MAX_BODY", "MAX_DEPTH", "json_body", "job_request", "job_body_request",
@@ -211,7 +211,7 @@ def no_such_run(run_id: str) -> str:
 
 
 def key_arg(role: str) -> str:
-    """The query's ``<role>_key`` (:mod:`..tracking.runkey`), or its ``<role>_tag`` (``tag:<name>``), or the
+    """The query's ``<role>_key`` (:mod:`..vocabulary.runkey`), or its ``<role>_tag`` (``tag:<name>``), or the
     default key."""
     tag = request.args.get(f"{role}_tag")
     value = request.args.get(f"{role}_key") or (f"tag:{tag}" if tag else DEFAULT_KEYS[role])

@@ -18,16 +18,16 @@ from flask import Blueprint, Response, request, send_from_directory
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from mlflow.exceptions import MlflowException
 
-from ..errors import BayesCompareError, InputError
-from ..hierarchical.report import NEXT_DATASET, NEXT_DATASET_TITLE
-from ..progress import STAGES
-from ..ranking.report import DIFFERS
-from ..report_html import embedded
-from ..result import COLORS
-from ..tracking import tags as T
-from ..tracking.collect import discover
-from ..tracking.runkey import DEFAULT_KEYS, parse_key
-from ..tracking.runlog import fail_if_running
+from ..families.hierarchical.report import NEXT_DATASET, NEXT_DATASET_TITLE
+from ..families.ranking.report import DIFFERS
+from ..reads.collect import discover
+from ..runs.runlog import fail_if_running
+from ..shared.report_html import embedded
+from ..vocabulary import tags as T
+from ..vocabulary.errors import BayesCompareError, InputError
+from ..vocabulary.outcomes import COLORS
+from ..vocabulary.progress import STAGES
+from ..vocabulary.runkey import DEFAULT_KEYS, parse_key
 from . import context, permissions, security
 from .accept import accept
 from .artifacts import read_ranking, read_report, read_versus

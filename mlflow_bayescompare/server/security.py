@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from flask import Request, Response
 
-from ..tracking import mlflow_internals
+from ..vocabulary import mlflow_internals
 
 __all__ = ["COOKIE", "HEADER", "PAGE_CSP", "REPORT_CSP", "token_for", "set_cookie", "csrf_problem"]
 

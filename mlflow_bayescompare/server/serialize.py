@@ -9,12 +9,12 @@ from typing import Any
 
 from flask import Response
 
-from ..claims import CLAIMS, report, reports_dict
-from ..options import LAYOUTS, PRIORS, FitOptions, RankOptions, SourceOptions, defaults, direction_word
-from ..result import COLORS, json_safe
-from ..tracking import tags as T
-from ..tracking.keys import metric_key
-from ..tracking.uiroutes import run_route
+from ..vocabulary import tags as T
+from ..vocabulary.claims import CLAIMS, report, reports_dict
+from ..vocabulary.keys import metric_key
+from ..vocabulary.options import LAYOUTS, PRIORS, FitOptions, RankOptions, SourceOptions, defaults, direction_word
+from ..vocabulary.outcomes import COLORS, json_safe
+from ..vocabulary.uiroutes import run_route
 from .context import base_path, prefix
 from .jobs import Settings
 
@@ -113,7 +113,7 @@ def _run_metrics(run) -> list[str]:
 def _metric_summary(kind: str | None, tags: dict[str, str], metrics: dict[str, float], metric: str) -> dict[str, Any]:
     """One metric of a decision on several: a comparison's probabilities (``<metric>/p_a_better``, ...), verdict,
     decision and test; a ranking's best model and ranking model.  A tag every metric shares is logged once, as it
-    is (:mod:`..tracking.several`)."""
+    is (:mod:`..runs.several`)."""
     def shared(tag: str) -> str | None:
         return tags.get(T.metric_tag(tag, metric), tags.get(tag))
 
@@ -125,8 +125,8 @@ def _metric_summary(kind: str | None, tags: dict[str, str], metrics: dict[str, f
 
 
 def _claim(recorded: str | None, summaries: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The report (:mod:`..claims`) of a ``<claim>@<threshold>`` tag on the probabilities of the run's summary, or
-    of each of its metrics (it must hold on every one), once they are there."""
+    """The report (:mod:`..vocabulary.claims`) of a ``<claim>@<threshold>`` tag on the probabilities of the run's
+    summary, or of each of its metrics (it must hold on every one), once they are there."""
     name, _, threshold = (recorded or "").partition("@")
     if name not in CLAIMS or any(s.get(p) is None for s in summaries for p in CLAIMS[name]):
         return None
@@ -200,7 +200,7 @@ def accepted(run_id: str, experiment_id: str) -> Response:
 
 def colors_css() -> str:
     """The page's outcome colours as CSS custom properties (``--a_better``, ``--rope``, ``--b_better``), from
-    :data:`..result.COLORS`, the colours of the reports and plots."""
+    :data:`..vocabulary.outcomes.COLORS`, the colours of the reports and plots."""
     return ":root { " + " ".join(f"--{outcome}: {color};" for outcome, color in COLORS.items()) + " }\n"
 
 

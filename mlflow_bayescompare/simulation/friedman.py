@@ -148,7 +148,7 @@ def analyse(rep, chosen, acc_lda, acc_cart, fit_seed, truth, **fit_kwargs):
     """Both tests on one replicate's data, as one table row."""
     from scipy.stats import wilcoxon
 
-    from ..hierarchical.engine import hierarchical_test
+    from ..families.hierarchical.engine import hierarchical_test
     from .studies import ROPE
 
     result = hierarchical_test(

@@ -48,12 +48,12 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy import special, stats
 
-from ..errors import SamplingError
-from ..hierarchical import prepare
-from ..options import RankOptions
-from ..ranking import engine as ranking
-from ..ranking import hierarchical_k
+from ..families.hierarchical import prepare
+from ..families.ranking import engine as ranking
+from ..families.ranking import hierarchical_k
 from ..sampling import convergence, sampler
+from ..vocabulary.errors import SamplingError
+from ..vocabulary.options import RankOptions
 
 __all__ = ["PRIOR", "FORMS", "HIERARCHICAL_PARAMS", "BBT_OPTIONS", "simulate_hierarchical", "hierarchical_data",
            "hierarchical_posterior", "PRIOR_K", "hierarchical_k_names", "simulate_hierarchical_k",

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
 
-from ..hierarchical.engine import hierarchical_test
+from ..families.hierarchical.engine import hierarchical_test
 
 __all__ = ["ROPE", "THETA_F", "N_INSTANCES", "CAUCHY_SCALE", "known_delta_cv", "mixture_deltas", "cauchy_deltas",
            "analyse", "simulate_cell", "mse_study", "equivalence_study", "power_study", "summarise"]

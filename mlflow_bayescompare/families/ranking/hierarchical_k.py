@@ -1,0 +1,297 @@
+"""``rank_hierarchical``: the hierarchical model of Corani et al. (2017) extended to k models
+(``stan/hierarchical_k.stan``, whose header holds the model, its exact rewrites and why one noise scale per dataset),
+fitted to the fold scores of many datasets.
+
+Pipeline: :class:`~.engine.Scores` (oriented so that greater is better) → :func:`stan_inputs` (per dataset the fold
+means' contrast coordinates v_i = H_S'ȳ_i over the models S it has and the residual sum of squares c_i, scaled to the
+data's within-dataset spread; the paper's data-derived prior bounds) → ``stan/hierarchical_k.stan`` →
+:func:`.hierarchical_k_result.summarise`.  A dataset some models lack is fitted as it is (the program's rewrite 5:
+exact, nothing imputed); one with fewer than two models carries no contrast and is left out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from ...sampling import sampler
+from ...vocabulary.console import log
+from ...vocabulary.errors import InputError
+from ...vocabulary.options import FitOptions, RankOptions
+from ...vocabulary.outcomes import counted, divergent_transitions
+from ...vocabulary.progress import Progress, notify
+from .hierarchical_k_result import HierarchicalRankingResult, summarise
+from .result import lacking_lines, listed
+
+__all__ = ["rank_hierarchical", "stan_inputs", "sufficient", "sufficient_data", "tau_forms", "helmert", "present",
+           "selection", "selections", "population_fit", "Inputs", "HEADER", "FORM", "NU_CAP", "RETRY_ADAPT_DELTA"]
+
+HEADER = "Cannot rank the models with the hierarchical model:"
+#: how the program samples (its header): the datasets' effects integrated out
+FORM = "effects integrated out; log sigma_i and 1/lambda_i sampled"
+#: the largest ν :func:`tau_forms` estimates (a Gaussian population)
+NU_CAP = 100.0
+#: the target acceptance rate of the second fit when the first diverges
+RETRY_ADAPT_DELTA = 0.95
+
+
+def helmert(k: int) -> np.ndarray:
+    """(k, k − 1): an orthonormal basis of the vectors that sum to zero (bbt.stan's and hierarchical_k.stan's H)."""
+    basis = np.zeros((k, k - 1))
+    for j in range(1, k):
+        basis[:j, j - 1] = 1 / np.sqrt(j * (j + 1))
+        basis[j, j - 1] = -j / np.sqrt(j * (j + 1))
+    return basis
+
+
+@dataclass
+class Inputs:
+    """The Stan data (scaled) and what turns the draws back into metric units: ``scale`` (the data were divided by
+    it), the Helmert ``basis`` (δ = H d), ``rho`` and ``n`` per dataset fitted, the datasets whose residuals were all
+    zero (``patched``); the ``scores`` fitted and the datasets left out for holding fewer than two models
+    (``left_out``)."""
+
+    stan_data: dict
+    scale: float
+    basis: np.ndarray
+    rho: np.ndarray
+    n: np.ndarray
+    patched: list[str]
+    scores: Any
+    left_out: list[str] = field(default_factory=list)
+
+    def ragged_note(self, lines: bool = False) -> str | None:
+        """What the fit did with the models some datasets lack (None on a complete grid); ``lines``: each model's
+        lack on a line of its own (the terminal's warning, readable with many models)."""
+        between = "\n  " if lines else "; "
+        parts = lacking_lines(self.scores.lacking())
+        if parts:
+            parts = [f"each dataset's models are compared where they have scores (nothing imputed):"
+                     f"{between if lines else ' '}{between.join(parts)}"]
+        if self.left_out:
+            parts.append(f"left out, for holding fewer than two models: {listed(self.left_out)}")
+        return between.join(parts) or None
+
+
+def rank_hierarchical(scores, opts: RankOptions, progress: Progress | None = None) -> HierarchicalRankingResult:
+    """Rank the models of ``scores`` (a :class:`~.engine.Scores` of two datasets or more, oriented so that greater
+    is better) by the hierarchical model."""
+    inputs = stan_inputs(scores, opts)
+    note = inputs.ragged_note(lines=True)
+    if note:
+        log.warning("the hierarchical model: %s", note)
+    opts = opts.with_seed().with_warmup()
+    notify(progress, "sampling", f"{len(scores.models)} models on {counted(len(inputs.scores.datasets), 'dataset')} "
+                                 f"(hierarchical model, {opts.chains} chains × {opts.draws} draws)")
+    run, form = _sample(inputs.stan_data, opts, progress)
+    return summarise(scores, inputs, run, opts, form=form)
+
+
+def stan_inputs(scores, opts: RankOptions) -> Inputs:
+    """The data block of ``stan/hierarchical_k.stan``, checked: on each dataset every model it has (at least two;
+    a dataset with fewer is left out) scored on every fold (at least 2 folds), ρ known, the models linked by the
+    datasets they share.  Every problem at once."""
+    fitted, left_out = _with_contrasts(scores)
+    rho = _correlations(scores, fitted, opts)
+    k, blocks = len(fitted.models), fitted.blocks
+    models = [present(b) for b in blocks]
+    n = np.array([len(b) for b in blocks])
+    p = np.array([len(s) - 1 for s in models])
+    v, c = sufficient(blocks, rho)
+    spread = np.sqrt(c * (1 - rho) / ((n - 1) * p))  # a model's residual sd on each dataset
+    scale = float(spread.mean()) if spread.mean() > 0 else opts.metric_rope
+    v, c = [x / scale for x in v], c / scale**2
+    patched = [d for d, value in zip(fitted.datasets, c) if value <= 1e-12]
+    if patched:  # as prepare.py's noise U(±rope) on a constant dataset: its expected residual sum of squares
+        floor = (n - 1) * p * (opts.metric_rope / scale) ** 2 / 3 / (1 - rho)
+        c = np.where(c <= 1e-12, floor, c)
+        log.warning("no residual variation across folds on %s (the models' scores move together): their noise "
+                    "is taken as U(±rope), as the two-model test does", ", ".join(patched[:12]))
+    largest = max(float(np.max(np.ptp(b[:, s], axis=1))) for b, s in zip(blocks, models)) / scale
+    upper = FitOptions.std_upper_bound
+    data = {**sufficient_data(v, c, n, rho, models, k), "d_bound": max(largest, opts.metric_rope / scale) / 2**0.5,
+            "sigma_high": 0.0, "alpha_low": FitOptions.alpha_bounds[0], "alpha_high": FitOptions.alpha_bounds[1],
+            "beta_low": FitOptions.beta_bounds[0], "beta_high": FitOptions.beta_bounds[1]}
+    among = float(np.sqrt(population_fit(data)[1]))
+    data["sigma0_high"] = upper * (among if among > 0 else 1.0)
+    data.update(tau_forms(data))
+    return Inputs(data, scale, helmert(k), rho, n, patched, fitted, left_out)
+
+
+def present(block: np.ndarray) -> np.ndarray:
+    """The indices of the models (columns) with scores in a dataset's block (a missing model: a NaN column)."""
+    return np.flatnonzero(~np.isnan(block).all(axis=0))
+
+
+def selection(models: np.ndarray, k: int) -> np.ndarray:
+    """A_i = H_S' E_S H (p_i × p): the contrast coordinates of the models ``models`` (S) of k, from δ's (the
+    program's rewrite 5); the identity with every model."""
+    return helmert(len(models)).T @ helmert(k)[models]
+
+
+def sufficient(blocks: list[np.ndarray], rho: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """Per dataset (a block: folds × k, a missing model's column NaN), over the models S it has, v_i = H_S'ȳ_i and
+    c_i = tr(H_S'W_iH_S)/(1 − ρ_i) (the program's rewrites 1-2 and 5)."""
+    v, c = [], []
+    for block in blocks:
+        scored = block[:, present(block)]
+        basis = helmert(scored.shape[1])
+        v.append(basis.T @ scored.mean(axis=0))
+        c.append(np.sum(((scored - scored.mean(axis=0)) @ basis) ** 2))
+    return v, np.array(c) / (1 - rho)
+
+
+def sufficient_data(v: list[np.ndarray], c: np.ndarray, n: np.ndarray, rho: np.ndarray,
+                    models: list[np.ndarray] | None = None, k: int | None = None) -> dict:
+    """The data block's entries that carry the data: k, q, b, v_squared, p_i, c, m, w, and the datasets some of the
+    k models lack (q_r, idx_r, P_r, A_r, seg_start, seg_len), from each dataset's v_i and its ``models`` (indices;
+    default: all k = len(v_i) + 1)."""
+    k = k or len(v[0]) + 1
+    models = [np.arange(k)] * len(v) if models is None else models
+    ragged = [i for i, s in enumerate(models) if len(s) < k]
+    maps = {i: selection(models[i], k) for i in ragged}  # A_i = I elsewhere: b_i = v_i
+    rows = np.array([len(s) - 1 for s in models])
+    return {"k": k, "q": len(v), "b": [(maps[i].T @ x if i in maps else x).tolist() for i, x in enumerate(v)],
+            "v_squared": [float(x @ x) for x in v], "p_i": rows.astype(float).tolist(), "c": np.asarray(c).tolist(),
+            "m": (n / (1 + (n - 1) * rho)).tolist(), "w": ((n - 1) * rows).astype(float).tolist(),
+            "q_r": len(ragged), "idx_r": [i + 1 for i in ragged], "P_r": int(rows[ragged].sum()),
+            "A_r": np.vstack([np.empty((0, k - 1))] + [maps[i] for i in ragged]).tolist(),
+            "seg_start": (np.cumsum([0] + [rows[i] for i in ragged])[:-1] + 1).astype(int).tolist(),
+            "seg_len": rows[ragged].astype(int).tolist()}
+
+
+def selections(data: dict) -> list[np.ndarray]:
+    """Each dataset's A_i, read back from the Stan data (the identity where it has every model)."""
+    p = data["k"] - 1
+    maps = [np.eye(p)] * data["q"]
+    stacked = np.asarray(data["A_r"], dtype=float).reshape(-1, p)
+    for i, start, rows in zip(data["idx_r"], data["seg_start"], data["seg_len"]):
+        maps[i - 1] = stacked[start - 1:start - 1 + rows]
+    return maps
+
+
+def population_fit(data: dict) -> tuple[list[np.ndarray], float]:
+    """The residuals v_i − A_i d̂ of the least-squares fit of v_i ~ A_i d (v_i = A_i b_i, as A_i A_i' = I) and their
+    variance per coordinate, Σ|v_i − A_i d̂|² / (Σ p_i − p): with every model on every dataset d̂ is the mean of the
+    v_i, and this the mean over the coordinates of their sample variance (the spread of v)."""
+    maps, b = selections(data), np.asarray(data["b"], dtype=float)
+    d_hat = np.linalg.solve(sum(a.T @ a for a in maps), b.sum(axis=0))
+    residuals = [a @ (row - d_hat) for a, row in zip(maps, b)]
+    freedom = sum(len(r) for r in residuals) - len(d_hat)
+    return residuals, (sum(float(r @ r) for r in residuals) / freedom if freedom > 0 else 0.0)
+
+
+def tau_forms(data: dict) -> dict:
+    """Which datasets sample τ_i = 1/λ_i through ω_i = σ0²λ_i (``idx_tau``) and which standardised (``idx_z``; the
+    program's header): through ω_i where the data carry more information about log λ_i than its prior does,
+    p_i/2 · r_i² > 1/trigamma(ν̂/2), with r_i = s0² / (s0² + σ_i²/m_i) the population's share of the variance of
+    v_i (s0² a moment estimate of the population's variance, from :func:`population_fit`; σ_i² ≈ c_i / w_i) and
+    ν̂ = 4 + 6/κ from the excess kurtosis κ of the residuals v_i − A_i d̂ (a Student-t's is 6/(ν − 4)), at most
+    :data:`NU_CAP`.  Heavy tails (Wainer's 16 models, ν near 1) give through ω_i, Gaussian datasets (ν large, λ_i
+    near 1 a priori) standardised."""
+    c, m, w, p = (np.asarray(data[key], dtype=float) for key in ("c", "m", "w", "p_i"))
+    noise = c / w / m
+    residuals, variance = population_fit(data)
+    population = max(variance - float(np.median(noise)), 1e-12)
+    standard = np.concatenate([r / np.sqrt(population + e) for r, e in zip(residuals, noise)])
+    kurtosis = float(np.mean(standard**4) / np.mean(standard**2) ** 2 - 3)
+    nu = min(4 + 6 / kurtosis, NU_CAP) if kurtosis > 0 else NU_CAP
+    information = (p / 2) * (population / (population + noise)) ** 2
+    itself = information > 1 / special.polygamma(1, nu / 2)
+    index = np.arange(1, len(c) + 1)
+    return {"q_tau": int(itself.sum()), "idx_tau": index[itself].tolist(), "idx_z": index[~itself].tolist()}
+
+
+def _with_contrasts(scores) -> tuple:
+    """``scores`` on the datasets where two models or more have scores, and the names of the others."""
+    keep = [len(present(b)) >= 2 for b in scores.blocks]
+    counts = tuple(scores.fold_counts) or (None,) * len(keep)
+    fitted = dataclasses.replace(
+        scores, datasets=[d for d, k in zip(scores.datasets, keep) if k],
+        blocks=[b for b, k in zip(scores.blocks, keep) if k], fold_counts=tuple(f for f, k in zip(counts, keep) if k))
+    return fitted, [d for d, k in zip(scores.datasets, keep) if not k]
+
+
+def _correlations(scores, fitted, opts: RankOptions) -> np.ndarray:
+    """ρ per dataset ``fitted`` (``opts.rho``, else 1/folds), after checking that the model applies to ``scores``;
+    every problem at once."""
+    problems = []
+    partial = [f"{d} ({', '.join(_with_gaps(scores.models, b))})" for d, b in zip(scores.datasets, scores.blocks)
+               if _with_gaps(scores.models, b)]
+    if partial:
+        problems.append(f"models lack some fold scores on {counted(len(partial), 'dataset')} ({listed(partial)}): "
+                        "the hierarchical model takes a dataset some models lack, not a model that lacks some folds "
+                        "(drop_incomplete drops those datasets; --model bbt counts no game where a score is missing)")
+    short = [d for d, b in zip(fitted.datasets, fitted.blocks) if len(b) < 2]
+    if short:
+        problems.append(f"{counted(len(short), 'dataset')} hold one score per model ({listed(short)}): the "
+                        "hierarchical model needs the fold scores (--model bbt ranks per-dataset means)")
+    few = len(scores.datasets) - len(fitted.datasets)
+    if len(fitted.datasets) < 2:
+        problems.append("the hierarchical model ranks models across two datasets or more"
+                        + (f" that hold two models or more ({counted(few, 'dataset')} hold fewer)" if few else ""))
+    groups = _groups(fitted)
+    if len(groups) > 1 and fitted.datasets:
+        problems.append(f"no dataset links the models {' to '.join('{' + ', '.join(g) + '}' for g in groups)}: "
+                        "nothing in the data compares one group with another")
+    counts = list(fitted.fold_counts)
+    unknown = [d for d, f in zip(fitted.datasets, counts) if f is None]
+    if opts.rho is None and unknown:
+        problems.append(f"the folds per repeat are unknown on {listed(unknown)}: pass folds=K (ρ = 1/K, the "
+                        "correlation between folds) or rho=ρ")
+    wrong = [f"{d} ({len(b)} scores, {f} folds)" for d, b, f in zip(fitted.datasets, fitted.blocks, counts)
+             if f and len(b) % f]
+    if wrong:
+        problems.append(f"scores per model are not a whole number of repeats of the folds on {listed(wrong)}")
+    if problems:
+        raise InputError(problems, header=HEADER)
+    if opts.rho is not None:
+        return np.full(len(fitted.datasets), float(opts.rho))
+    return 1.0 / np.array(counts, dtype=float)
+
+
+def _with_gaps(models: list[str], block: np.ndarray) -> list[str]:
+    """The models with scores on some of a dataset's folds but not on all."""
+    missing = np.isnan(block)
+    return [m for m, some, every in zip(models, missing.any(axis=0), missing.all(axis=0)) if some and not every]
+
+
+def _groups(scores) -> list[list[str]]:
+    """The models in groups linked by the datasets they share (one group: every contrast meets the data)."""
+    group = list(range(len(scores.models)))
+
+    def root(j: int) -> int:
+        while group[j] != j:
+            j = group[j]
+        return j
+
+    for block in scores.blocks:
+        first, *others = present(block)
+        for j in others:
+            group[root(j)] = root(first)
+    roots = [root(j) for j in range(len(group))]
+    return [[m for m, r in zip(scores.models, roots) if r == top] for top in dict.fromkeys(roots)]
+
+
+def _sample(data: dict, opts: RankOptions, progress: Progress | None) -> tuple[sampler.Run, str]:
+    """Sample; when the fit diverges, sample again at adapt_delta 0.95 and keep the fit with fewer divergences."""
+    def run(adapt_delta):
+        return sampler.run("hierarchical_k", data, chains=opts.chains, draws=opts.draws, warmup=opts.warmup,
+                           seed=opts.seed, backend=opts.backend, progress=progress, adapt_delta=adapt_delta)
+
+    form = f"{FORM} ({data['q_tau']} as itself, {data['q'] - data['q_tau']} standardised)"
+    first = run(None)
+    divergences = int(first.sampler["divergent__"].sum())
+    if not divergences:
+        return first, form
+    second = run(RETRY_ADAPT_DELTA)
+    tried = int(second.sampler["divergent__"].sum())
+    best, note = ((second, f"adapt_delta {RETRY_ADAPT_DELTA:g} after {divergent_transitions(divergences)}")
+                  if tried < divergences else
+                  (first, f"adapt_delta {RETRY_ADAPT_DELTA:g} was tried too ({divergent_transitions(tried)})"))
+    best.seconds = first.seconds + second.seconds
+    return best, f"{form}; {note}"

@@ -1,0 +1,189 @@
+"""Figures of a ranking: of a :class:`~.ranking.result.RankingResult` (Wainer 2023), a Bayesian critical-difference
+diagram, the matrix of P(win) with the rope's probability, and P(best); of a
+:class:`~.ranking.joint.JointRankingResult` (one dataset) and of a
+:class:`~.ranking.hierarchical_k_result.HierarchicalRankingResult` (the hierarchical model across datasets), the same
+diagram, the matrix of P(better by more than the rope) with P(rope), P(best) and each model's difference to the
+leader.
+
+Every function builds its own :class:`matplotlib.figure.Figure` through the object-oriented API, never pyplot's
+global state, and sizes it to the number of models (16 stay readable).
+
+**The critical-difference diagram.**  Each model sits at its posterior mean rank (1 = best) on the rank axis, with
+the HDI of its rank (``hdi_prob``, 89% by default).  As in Demšar's (2006) diagram, a bar joins models whose
+difference is *not credible*, by the result's own rule (its ``not_credible_rule``, in the diagram's title): BBT's
+P(P(better beats worse) > 0.5) >= ``threshold``, the paper's *above.50* >= 0.95 (Sec. 7.1); the hierarchical
+model's P(better) >= ``threshold``; one dataset's HDI beyond the rope.  A bar marks each longest run of consecutive
+models, in mean-rank order, in which no two differ credibly (runs inside a longer one are not drawn).  Models
+joined by no bar differ credibly from their neighbours.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from ...shared.figures import INK
+from ...vocabulary.outcomes import COLORS
+from .hierarchical_k_result import HierarchicalRankingResult
+from .joint import JointRankingResult
+from .result import RankingResult
+
+MODEL_COLOR = COLORS["a_better"]
+GRID_COLOR = COLORS["rope"]
+
+__all__ = ["all_figures", "critical_difference", "pwin_matrix", "better_matrix", "p_best", "leader_gaps",
+           "indistinct_groups", "MODEL_COLOR", "GRID_COLOR"]
+
+
+def all_figures(res: RankingResult | JointRankingResult) -> dict[str, Figure]:
+    """The figures by name: ``critical_difference``, ``pwin_matrix`` and ``p_best`` of a BBT ranking;
+    ``critical_difference``, ``better_matrix``, ``p_best`` and ``leader_gaps`` of the joint model of one dataset and
+    of the hierarchical model of k models."""
+    if isinstance(res, (JointRankingResult, HierarchicalRankingResult)):
+        return {"critical_difference": critical_difference(res), "better_matrix": better_matrix(res),
+                "p_best": p_best(res), "leader_gaps": leader_gaps(res)}
+    return {"critical_difference": critical_difference(res), "pwin_matrix": pwin_matrix(res), "p_best": p_best(res)}
+
+
+def indistinct_groups(res: RankingResult | JointRankingResult, threshold: float | None = None) -> list[list[str]]:
+    """The bars of the critical-difference diagram: each longest run of consecutive models (by mean rank) in which
+    no two differ credibly (``res.credible_pairs(threshold)``; default threshold: the result's)."""
+    order = list(res.ranking.sort_values("mean_rank", kind="stable")["model"])
+    credible = res.credible_pairs(threshold)
+    groups, reach = [], 0
+    for start in range(len(order)):
+        end = start
+        while end + 1 < len(order) and not any(frozenset((order[end + 1], m)) in credible
+                                               for m in order[start:end + 1]):
+            end += 1
+        if end > max(start, reach):
+            groups.append(order[start:end + 1])
+            reach = end
+    return groups
+
+
+def critical_difference(res: RankingResult | JointRankingResult, threshold: float | None = None) -> Figure:
+    """Models on the axis of posterior mean rank with their rank HDIs; bars join models that do not differ
+    credibly (see the module's docstring)."""
+    table = res.ranking.sort_values("mean_rank", kind="stable").reset_index(drop=True)
+    k = len(table)
+    groups = indistinct_groups(res, threshold)
+    lanes = _lanes(groups, {m: i for i, m in enumerate(table["model"])})
+    fig = Figure(figsize=(7.5 + 0.25 * max(lanes, default=0), 1.3 + 0.32 * k), layout="constrained")
+    ax = fig.subplots()
+    rows = np.arange(k)
+    ax.hlines(rows, table["rank_low"], table["rank_high"], color=MODEL_COLOR, lw=2.5, alpha=0.55)
+    ax.plot(table["mean_rank"], rows, "o", color=MODEL_COLOR, ms=6, zorder=3)
+    right = k + 0.6
+    for group, lane in zip(groups, lanes):
+        top, bottom = (int(table.index[table["model"] == m][0]) for m in (group[0], group[-1]))
+        x = right + 0.35 * lane
+        ax.vlines(x, top - 0.25, bottom + 0.25, color=INK, lw=3)
+        ax.hlines([top - 0.25, bottom + 0.25], x - 0.12, x, color=INK, lw=1)
+    ax.set_yticks(rows, [f"{m}  ({r:.1f})" for m, r in zip(table["model"], table["mean_rank"])])
+    ax.set_ylim(k - 0.5, -0.7)
+    ax.set_xlim(0.5, right + 0.35 * max(lanes, default=0) + 0.3)
+    ax.set_xticks(range(1, k + 1))
+    ax.xaxis.tick_top()
+    ax.xaxis.set_label_position("top")
+    ax.set_xlabel(f"posterior mean rank (1 = best) with its {res.settings['hdi_prob']:.0%} HDI")
+    ax.grid(axis="x", color=GRID_COLOR, alpha=0.25)
+    for side in ("right", "bottom"):
+        ax.spines[side].set_visible(False)
+    limit = res.settings["threshold"] if threshold is None else threshold
+    ax.set_title(f"bars join models whose difference is not credible: {res.not_credible_rule(limit)}",
+                 fontsize=9, loc="left", color=INK)
+    return fig
+
+
+def _lanes(groups: list[list[str]], row: dict[str, int]) -> list[int]:
+    """A lane (column) per bar, the first one free of any bar that overlaps it."""
+    ends: list[int] = []
+    lanes = []
+    for group in groups:
+        first, last = row[group[0]], row[group[-1]]
+        lane = next((i for i, end in enumerate(ends) if end < first), len(ends))
+        ends[lane:lane + 1] = [last]
+        lanes.append(lane)
+    return lanes
+
+
+def pwin_matrix(res: RankingResult) -> Figure:
+    """Posterior mean P(row beats column) on a new dataset, each cell with P(P(win) in the rope) below it."""
+    low, high = res.settings["rope"]
+    return _annotated_matrix(res.order, res.p_win_matrix(), res.p_in_rope_matrix(), "RdBu", "P(win)",
+                             f"P(row beats column) on a new dataset; in brackets P(in rope [{low:g}, {high:g}])")
+
+
+def better_matrix(res: JointRankingResult | HierarchicalRankingResult) -> Figure:
+    """P(row better than column by more than the rope), each cell with P(rope) below it (one dataset; across
+    datasets the hierarchical model's, the two-model test's statistic)."""
+    better, rope = res.better_matrix()
+    return _annotated_matrix(res.order, better, rope, "Blues", "P(better)",
+                             f"P(row better than column by more than ±{res.settings['metric_rope']:g}); "
+                             "in brackets P(rope)")
+
+
+def _annotated_matrix(order: list[str], values, below, cmap: str, label: str, title: str) -> Figure:
+    """A heat map of ``values`` (k × k, NaN on the diagonal), each cell with ``below``'s value in brackets."""
+    k = len(order)
+    top, bottom = values.to_numpy(dtype=float), below.to_numpy(dtype=float)
+    size = 2.2 + 0.62 * k
+    fig = Figure(figsize=(size + 1.2, size), layout="constrained")
+    ax = fig.subplots()
+    image = ax.imshow(np.ma.masked_invalid(top), vmin=0, vmax=1, cmap=cmap)
+    fontsize = max(5.5, 10 - 0.3 * k)
+    for i, j in np.ndindex(top.shape):
+        if i != j:
+            dark = abs(top[i, j] - 0.5) > 0.3 if cmap == "RdBu" else top[i, j] > 0.6
+            ax.text(j, i, f"{top[i, j]:.2f}\n({bottom[i, j]:.2f})", ha="center", va="center", fontsize=fontsize,
+                    color="white" if dark else INK, linespacing=1.1)
+    ax.set_xticks(range(k), order, rotation=45, ha="right")
+    ax.set_yticks(range(k), order)
+    ax.set_title(title, fontsize=10)
+    fig.colorbar(image, ax=ax, shrink=0.7, label=label)
+    return fig
+
+
+def leader_gaps(res: JointRankingResult | HierarchicalRankingResult) -> Figure:
+    """Each model's posterior mean difference to the leader in metric units with its 95% interval, the rope
+    around 0 shaded (one dataset)."""
+    table = res.ranking
+    k, rope = len(table), res.settings["metric_rope"]
+    fig = Figure(figsize=(7.0, 1.2 + 0.34 * k), layout="constrained")
+    ax = fig.subplots()
+    rows = np.arange(k)
+    ax.axvspan(-rope, rope, color=GRID_COLOR, alpha=0.2, lw=0, label=f"rope ±{rope:g}")
+    ax.axvline(0, color=INK, lw=0.8)
+    ax.hlines(rows, table["diff_low"], table["diff_high"], color=MODEL_COLOR, lw=2.5, alpha=0.6)
+    ax.plot(table["diff_to_leader"], rows, "o", color=MODEL_COLOR, ms=6, zorder=3)
+    ax.set_yticks(rows, table["model"])
+    ax.set_ylim(k - 0.5, -0.5)
+    leader = table["model"].iloc[0]
+    ax.set_xlabel(f"δ(model) − δ({leader}) across datasets, metric units: posterior mean and "
+                  f"{res.settings['hdi_prob']:.0%} HDI" if isinstance(res, HierarchicalRankingResult) else
+                  f"μ(model) − μ({leader}), metric units: posterior mean and 95% interval")
+    ax.legend(loc="lower left", fontsize=8, frameon=False)
+    for side in ("right", "top"):
+        ax.spines[side].set_visible(False)
+    return fig
+
+
+def p_best(res: RankingResult | JointRankingResult) -> Figure:
+    """The posterior probability that each model is the best (the largest strength, or mean), best first."""
+    table = res.ranking
+    k = len(table)
+    fig = Figure(figsize=(6.5, 1.0 + 0.3 * k), layout="constrained")
+    ax = fig.subplots()
+    rows = np.arange(k)
+    ax.barh(rows, table["p_best"], color=MODEL_COLOR, height=0.7)
+    for row, p in zip(rows, table["p_best"]):
+        ax.text(p + 0.01, row, f"{p:.3f}", va="center", fontsize=8, color=INK)
+    ax.set_yticks(rows, table["model"])
+    ax.set_ylim(k - 0.5, -0.5)
+    ax.set_xlim(0, 1.1)
+    largest = {JointRankingResult: "mean score", HierarchicalRankingResult: "mean effect δ across datasets"}
+    ax.set_xlabel("P(best): posterior probability of the largest " + largest.get(type(res), "strength"))
+    for side in ("right", "top"):
+        ax.spines[side].set_visible(False)
+    return fig

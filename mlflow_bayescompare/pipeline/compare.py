@@ -1,0 +1,468 @@
+"""Python API of the whole pipeline: pre-flight (collect → tensor: :mod:`.preflight`) → fit → summarise → report
+→ log.
+
+:func:`compare_runs` compares two models, :func:`compare_matrix` every pair of several, :func:`rank_runs` ranks
+them, :func:`require` turns an outcome into a yes/no for gating a model's promotion (:mod:`..vocabulary.claims`).  A
+comparison or a ranking on several metrics (``metric="accuracy,fit_time"``) is one decision: a
+:class:`MetricsOutcome` of one outcome per metric, logged as one run (:mod:`..runs.several`).  The command
+line and the server's jobs call these.
+Options are given as :mod:`..vocabulary.options` objects (``source=``, ``fit=``) or as keywords naming their fields.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mlflow import MlflowClient
+
+from ..families.ranking.engine import rank_scores
+from ..reads import reach
+from ..runs import runlog
+from ..runs.bundle import matrix_bundle, models_run_name, ranking_bundle, run_name
+from ..runs.matrix import MatrixSummary, summarise
+from ..runs.several import several_metrics_bundle
+from ..sampling import sampler
+from ..shared.report_html import format_probability
+from ..vocabulary import claims
+from ..vocabulary.console import about, redact_uri
+from ..vocabulary.keys import metric_folder
+from ..vocabulary.options import (
+    FitOptions,
+    MatrixOptions,
+    ModelsOptions,
+    PairOptions,
+    RankOptions,
+    SourceOptions,
+    direction_word,
+    from_keywords,
+)
+from ..vocabulary.outcomes import TEST_NAMES, combined_line, counted
+from ..vocabulary.progress import Progress, notify
+from . import pairfits, preflight
+
+__all__ = ["compare_runs", "compare_matrix", "rank_runs", "require", "Outcome",
+           "ComparisonOutcome", "MatrixOutcome", "RankingOutcome", "MetricsOutcome"]
+
+
+@dataclass
+class Outcome:
+    """A result read from MLflow runs plus where it was logged: the engine's result (``result``) and its
+    attributes (``verdict``, ``ranking`` …), readable on the outcome directly."""
+
+    result: Any
+    metric: str
+    experiment_ids: list[str]
+    layout: str | None = None
+    run_id: str | None = None
+    experiment_id: str | None = None
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or name == "result":
+            raise AttributeError(name)
+        return getattr(self.result, name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result's JSON summary plus ``metric``, ``layout``, ``source_experiment_ids`` and where it was logged."""
+        return {**self.result.to_dict(), "metric": self.metric, "layout": self.layout,
+                "source_experiment_ids": self.experiment_ids, "run_id": self.run_id,
+                "experiment_id": self.experiment_id}
+
+
+@dataclass
+class RankingOutcome(Outcome):
+    """A :class:`~..families.ranking.result.RankingResult` (``ranking``, ``pairs``, ``wins`` …) and its ranking run."""
+
+
+@dataclass
+class ComparisonOutcome(Outcome):
+    """A two-model test's result (:class:`HierarchicalResult`, :class:`SignedRankResult` or
+    :class:`CorrelatedTTestResult`), the data it was fitted on (``tensor``: the paired folds, or the per-dataset
+    means) and where it was logged."""
+
+    tensor: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "n_datasets": len(self.tensor.datasets),
+                "datasets_left_out": dict(self.tensor.left_out)}
+
+
+@dataclass
+class MetricsOutcome:
+    """One decision on several metrics: each metric's :class:`ComparisonOutcome` or :class:`RankingOutcome`
+    (``by_metric``, in the order asked), the line that sums them up (``verdict``) and the one run that holds them."""
+
+    by_metric: dict[str, ComparisonOutcome | RankingOutcome]
+    run_id: str | None = None
+    experiment_id: str | None = None
+
+    @property
+    def ranked(self) -> bool:
+        return isinstance(next(iter(self.by_metric.values())), RankingOutcome)
+
+    @property
+    def verdict(self) -> str:
+        """A comparison's :func:`~..vocabulary.outcomes.combined_line`; a ranking's best model on each metric."""
+        if self.ranked:
+            return "Best: " + "; ".join(f"{o.ranking['model'].iloc[0]} on {m} (P(best) "
+                                        f"{format_probability(o.ranking['p_best'].iloc[0])})"
+                                        for m, o in self.by_metric.items()) + "."
+        first = next(iter(self.by_metric.values()))
+        return combined_line(first.model_a, first.model_b, {m: o.decision for m, o in self.by_metric.items()})
+
+    def summary_rows(self) -> tuple[list[str], list[list[str]]]:
+        """The table of the metrics that opens the run's reports: header and one row per metric."""
+        if self.ranked:
+            header = ["metric", "better", "rope", "ranking model", "best", "P(best)", "second", "P(best) of second"]
+            return header, [[m, direction_word(o.settings["greater_is_better"]),
+                             f"±{o.settings['metric_rope']:g}", o.model, *_leaders(o.ranking)]
+                            for m, o in self.by_metric.items()]
+        first = next(iter(self.by_metric.values()))
+        header = ["metric", "better", "rope", "test", f"P({first.model_a} better)", "P(rope)",
+                  f"P({first.model_b} better)", "verdict"]
+        return header, [[m, direction_word(o.greater_is_better), f"±{o.rope:g}", o.test,
+                         *map(format_probability, (o.p_a_better, o.p_rope, o.p_b_better)), o.verdict]
+                        for m, o in self.by_metric.items()]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``metrics``: each metric's JSON (as a one-metric outcome's), with the verdict and where it was logged."""
+        return {"metric": ",".join(self.by_metric), "verdict": self.verdict,
+                "metrics": {m: o.to_dict() for m, o in self.by_metric.items()},
+                "run_id": self.run_id, "experiment_id": self.experiment_id}
+
+
+def _leaders(ranking) -> list[str]:
+    """The first two models of a ranking table and their P(best)."""
+    top = ranking.head(2)
+    cells = [[str(r.model), format_probability(r.p_best)] for r in top.itertuples()]
+    return [*cells[0], *(cells[1] if len(cells) > 1 else ["", ""])]
+
+
+@dataclass
+class MatrixOutcome:
+    """Every pair's :class:`ComparisonOutcome` (keyed ``(a, b)`` in the order of ``models``), the summary
+    (``better``/``rope`` matrices, ``ranking``) and the parent run."""
+
+    models: list[str]
+    pairs: dict[tuple[str, str], ComparisonOutcome]
+    summary: MatrixSummary
+    bbt: Any = None  # the ranking of all models at once (three or more): BBT, or the joint model on one dataset
+    run_id: str | None = None
+    experiment_id: str | None = None
+    cached: int = 0  # the pairs read from the cache of earlier matrices
+
+    @property
+    def ranking(self):
+        """The ranking of all models (P(best), mean rank …) with three or more models, else the pair's summary."""
+        return self.bbt.ranking if self.bbt is not None else self.summary.ranking
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "models": self.models,
+            "metric": self.summary.metric,
+            "test": ",".join(self.summary.tests),  # the tests that compared the pairs (one, as a rule)
+            "pairs_cached": self.cached,
+            "run_id": self.run_id,
+            "experiment_id": self.experiment_id,
+            "ranking": self.ranking.to_dict(orient="records"),
+            "p_better": _nested(self.summary.better),  # p_better[row][column] = P(row better than column)
+            "p_rope": _nested(self.summary.rope),
+            "pairs": [
+                {"model_a": a, "model_b": b, "test": o.test, "p_a_better": o.p_a_better, "p_rope": o.p_rope,
+                 "p_b_better": o.p_b_better, "verdict": o.verdict, "decision": o.decision, "run_id": o.run_id,
+                 "datasets_left_out": dict(o.tensor.left_out)}
+                for (a, b), o in self.pairs.items()
+            ],
+        }
+
+
+def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str] = (), *, model_a: str,
+                 model_b: str, source: SourceOptions | None = None, fit: FitOptions | None = None, log: bool = True,
+                 tracking_uri: str | None = None, run_id: str | None = None, progress: Progress | None = None,
+                 **options) -> ComparisonOutcome | MetricsOutcome:
+    """Compare ``model_a`` with ``model_b`` on the per-fold ``metric`` logged in the given experiments (several
+    metrics, comma-separated, with ``rope`` and ``direction`` per metric: a :class:`MetricsOutcome`).
+
+    Reads the runs (layout steps/keys/children/means, auto-detected), pairs the folds and runs the test
+    :func:`~.preflight.choose_test` picks (``test="auto"``) or the one asked for: the hierarchical test across
+    datasets, the Bayesian correlated t-test when the two models share one dataset, the Bayesian signed-rank test
+    on the per-dataset means of runs that hold one score each; with ``log=True``, it logs a comparison run into the
+    target experiment (default: the first source experiment).
+    ``options`` are fields of :class:`~..vocabulary.options.SourceOptions` (``metric``, ``layout``, ``filter_string``
+    …) and
+    :class:`~..vocabulary.options.FitOptions` (``rope``, ``chains``, ``seed`` …).  ``run_id`` names a RUNNING
+    comparison run to
+    fill (the server's job record): its stage tag follows the work and it ends FAILED, with the error, if anything
+    goes wrong.  ``progress`` hears the stages (see :mod:`..vocabulary.progress`).
+    """
+    source, fit = _options(experiment_names, experiment_ids, options, (SourceOptions, source), (FitOptions, fit))
+    pair = PairOptions(model_a=model_a, model_b=model_b)
+    client, progress, started = _begin(tracking_uri, run_id, progress)
+    with _failing_run(client, run_id):
+        checked = preflight.check_metrics(client, "comparison", source, fit, (pair.model_a, pair.model_b), progress,
+                                          logged=log and run_id is None)
+        outcomes = {}
+        for metric, one in checked.items():
+            with about(metric if len(checked) > 1 else None):
+                result, data = _two_model_test(one, one.plan.options, progress, _of_several(metric, checked))
+            outcomes[metric] = ComparisonOutcome(result, metric, one.plan.experiment_ids, layout=one.layout,
+                                                 tensor=data)  # the plan's options: a search's rho
+        if log or run_id is not None:
+            notify(progress, "reporting")
+            target = _target(client, run_id, source, next(iter(checked.values())).plan.experiment_ids)
+            return _logged(client, outcomes, target, run_id, started, progress, lambda o, folder: pairfits.pair_bundle(
+                o.result, o.tensor, o.metric, o.experiment_ids, o.layout, run_id=run_id, experiment_id=target,
+                directory=folder))
+    return _one_or_several(outcomes)
+
+
+def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str] = (), *,
+                   models: Sequence[str] = (), source: SourceOptions | None = None, fit: FitOptions | None = None,
+                   log: bool = True, tracking_uri: str | None = None, run_id: str | None = None,
+                   progress: Progress | None = None, jobs: int | None = None,
+                   matrix_options: MatrixOptions | None = None, **options) -> MatrixOutcome:
+    """Compare every pair of ``models`` (default: every model found): a parent run holding the matrix of P(row
+    better than column) and P(rope), the pairs table (``pairs.parquet``) and, with three or more models, their
+    ranking (P(best), mean rank: :func:`rank_runs`; the joint correlated-t model on one dataset), and one child
+    comparison run per pair up to ``child_runs_up_to`` pairs (or always: ``child_runs=True``).  The pairs are
+    compared by the test :func:`compare_runs` would choose (:func:`~.preflight.choose_test`): the hierarchical test
+    on per-fold scores, the correlated t-test on a pair that shares one dataset, the signed-rank test on runs that
+    hold one score each.
+
+    A pair's run holds its numbers, tables and posterior; with ``pair_reports=True`` (a field of
+    :class:`~..vocabulary.options.ModelsOptions`) also the figures, HTML report and PSIS-LOO model check of a
+    comparison run.
+    Pairs warm up for :data:`~..vocabulary.options.MATRIX_PAIR_WARMUP` iterations per chain unless ``warmup`` is given
+    (and a pair whose chains then disagree again for :data:`~..vocabulary.options.WARMUP`:
+    :func:`~..families.hierarchical.engine.hierarchical_test`).
+    Pairs are fitted, and their runs' content built, in up to ``jobs`` processes (default: one per CPU; they are
+    spawned, so a script calling this with several jobs needs the ``if __name__ == "__main__":`` guard), or with
+    ``engine="ray"`` by up to ``jobs`` Ray workers of the cluster at ``ray_address`` (default: one per CPU of the
+    cluster).  A pair whose data, options, Stan program and package version match a row of an earlier matrix's
+    pairs table in the target experiment is read from there instead (``refresh=True``: fit them all again).
+    ``run_id`` names a RUNNING parent run to fill (the server's job record).  Other arguments as
+    :func:`compare_runs`; ``matrix_options`` (or its fields as keywords) a :class:`~..vocabulary.options.MatrixOptions`.
+    """
+    source, fit, chosen, how = _options(experiment_names, experiment_ids, {**options, "models": tuple(models)},
+                                        (SourceOptions, source), (FitOptions, fit), (ModelsOptions, None),
+                                        (MatrixOptions, matrix_options))
+    source, fit = preflight.one_metric(source, fit)
+    client, progress, started = _begin(tracking_uri, run_id, progress)
+    with _failing_run(client, run_id), tempfile.TemporaryDirectory(prefix="bayescompare-matrix-") as folder:
+        planned = preflight.plan(client, "matrix", source, fit, chosen.models, progress, logged=log and run_id is None)
+        ids, models, pairs, fit = planned.experiment_ids, planned.models, planned.pairs, planned.options
+        log = log or run_id is not None
+        children = how.logs_child_runs(len(pairs))
+        with pairfits.engine(how, jobs, len(pairs), progress) as run_all:  # they start up during the pre-flight
+            checked = preflight.check(client, planned, progress, streamed=True)
+            cache = pairfits.cached_rows(client, _cache_target(client, run_id, source, ids) if log else None, how)
+            _announce(checked, planned, fit, progress)
+            work = pairfits.PairWork(fit, source.metric, tuple(ids), checked.layout, chosen.pair_reports,
+                                     slim=not children, shipped=how.engine == "ray" and len(pairs) > 1)
+            fitted = pairfits.fit_all(run_all, checked, work, cache, Path(folder) if log and children else None,
+                                      progress)
+        summary = summarise(fitted.results, models, source.metric)
+        bbt = rank_scores(checked.ranking, checked.rank, progress) if checked.ranking is not None else None
+        matrix = MatrixOutcome(models, {p: ComparisonOutcome(fitted.results[p], source.metric, ids,
+                                                             layout=checked.layout, tensor=checked.data[p])
+                                        for p in pairs}, summary, bbt, cached=fitted.cached)
+        if log:
+            notify(progress, "reporting")
+            bundle = matrix_bundle(summary, list(fitted.rows.values()), experiment_ids=ids, ranking=bbt,
+                                   layout=checked.layout, directory=Path(folder) / "parent", child_runs=children,
+                                   run_params=_matrix_params(how))
+            target = _target(client, run_id, source, ids)
+            matrix.run_id = pairfits.log_family(client, bundle, fitted, target, run_id, started, progress)
+            matrix.experiment_id = target
+            for p, row in fitted.rows.items():
+                matrix.pairs[p].run_id, matrix.pairs[p].experiment_id = row.run_id, target
+    return matrix
+
+
+def rank_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str] = (), *,
+              models: Sequence[str] = (), source: SourceOptions | None = None, rank: RankOptions | None = None,
+              log: bool = True, tracking_uri: str | None = None, run_id: str | None = None,
+              progress: Progress | None = None, claim: str | None = None,
+              **options) -> RankingOutcome | MetricsOutcome:
+    """Rank ``models`` (default: every model found, at least three) on the scores logged in the given experiments
+    (:func:`~..families.ranking.engine.rank_models`): across datasets with the hierarchical model of their fold scores
+    (the
+    default; ``model="bbt"`` and per-dataset means: the Bayesian Bradley-Terry model; ``vs`` adds the table of every
+    model against one), on one dataset with the joint correlated-t model of its folds
+    (:mod:`..families.ranking.joint`), and
+    log a ranking run.  ``options`` are fields of :class:`~..vocabulary.options.SourceOptions` and
+    :class:`~..vocabulary.options.RankOptions`;
+    ``claim`` (``best=<model>``, ``none-better=<model>``, ``not-worse-than-best=<model>``), the claim
+    :func:`require` will be asked, is checked against the models before
+    their scores are read or anything is written; several metrics (comma-separated, ``metric_rope`` and
+    ``direction`` per metric) give one ranking each, side by side in one run (a :class:`MetricsOutcome`); the rest
+    as :func:`compare_runs`."""
+    source, rank = _options(experiment_names, experiment_ids, options, (SourceOptions, source), (RankOptions, rank))
+    models = list(ModelsOptions(models=tuple(models)).models)
+    client, progress, started = _begin(tracking_uri, run_id, progress)
+    with _failing_run(client, run_id):
+        checked = preflight.check_metrics(client, "ranking", source, rank, models, progress, claim=claim,
+                                          logged=log and run_id is None)
+        outcomes = {}
+        for metric, one in checked.items():
+            if len(checked) > 1:
+                notify(progress, "sampling", _of_several(metric, checked))
+            with about(metric if len(checked) > 1 else None):
+                ranked = rank_scores(one.ranking, one.rank, progress)
+            outcomes[metric] = RankingOutcome(ranked, metric, one.plan.experiment_ids, layout=one.layout)
+        if log or run_id is not None:
+            notify(progress, "reporting")
+            target = _target(client, run_id, source, next(iter(checked.values())).plan.experiment_ids)
+            return _logged(client, outcomes, target, run_id, started, progress, lambda o, folder: ranking_bundle(
+                o.result, metric=o.metric, experiment_ids=o.experiment_ids, layout=o.layout, directory=folder))
+    return _one_or_several(outcomes)
+
+
+def require(outcome, claim: str = "a-better", threshold: float | None = None) -> bool:
+    """Does the posterior support ``claim`` at ``threshold`` (default: the result's)?
+
+    About model A of a comparison (a :class:`ComparisonOutcome` or a result): ``a-better``: P(A better) ≥ threshold;
+    ``not-worse``: P(A better) + P(rope) ≥ threshold; ``equivalent``: P(rope) ≥ threshold.  Of a ranking:
+    ``best=<model>``: P(model is the best) ≥ threshold; of the hierarchical ranking also ``none-better=<model>`` (no
+    model better than it by more than the rope on the next dataset) and ``not-worse-than-best=<model>`` (``not-worse``
+    against the leader) (:mod:`..vocabulary.claims`).
+    """
+    if isinstance(outcome, MetricsOutcome):  # on every metric
+        return all(require(one, claim, threshold) for one in outcome.by_metric.values())
+    probability = claims.probability(outcome, claim)
+    if threshold is None:
+        threshold = outcome.settings["threshold"]
+    return claims.Report(claim, probability, FitOptions(threshold=threshold).threshold).supported
+
+
+# ------------------------------------------------------------------------------------------------------ steps
+
+
+def _options(names, ids, options: dict, *classes_and_bases) -> tuple:
+    """The options of a call: the option objects given, with the keywords (and the experiments) replaced.
+    ``target_experiment_id`` is the earlier API's name of ``target_experiment``."""
+    options = dict(options)
+    if "target_experiment_id" in options:
+        options["target_experiment"] = options.pop("target_experiment_id")
+    if names or ids or "experiment_names" in options or "experiment_ids" in options:
+        options["experiment_names"] = tuple([names] if isinstance(names, str) else names) or \
+            options.get("experiment_names", ())
+        options["experiment_ids"] = tuple([ids] if isinstance(ids, str) else ids) or options.get("experiment_ids", ())
+    return from_keywords(options, *classes_and_bases)
+
+
+def _two_model_test(checked: preflight.Checked, fit: FitOptions, progress, metric: str = ""):
+    """Fit step of a comparison: the test the pre-flight chose for the pair (:func:`~.preflight.choose_test`).
+    Returns the result and the data it was fitted on.  ``metric`` names the metric of several in the progress."""
+    (a, b), data = next(iter(checked.data.items()))
+    test = checked.tests[a, b]
+    if test == "signed-rank":
+        what = f"{a} vs {b} on {len(data.datasets)} dataset means (signed-rank test)"
+    elif test == "correlated-t":
+        what = f"{a} vs {b} on the {len(data.diffs[0])} folds of one dataset (correlated t-test, closed form)"
+    else:
+        what = f"{a} vs {b} on {counted(len(data.datasets), 'dataset')} ({fit.chains} chains × {fit.draws} draws)"
+    notify(progress, "sampling", f"{metric}: {what}" if metric else what)
+    return pairfits.pair_test(data, test, fit, progress), data
+
+
+def _of_several(metric: str, checked: dict) -> str:
+    """``accuracy (1 of 3)`` when a decision has several metrics, else nothing."""
+    return f"{metric} ({list(checked).index(metric) + 1} of {len(checked)})" if len(checked) > 1 else ""
+
+
+def _one_or_several(outcomes: dict[str, Outcome]) -> Outcome | MetricsOutcome:
+    """The outcome of one metric, or the decision on several."""
+    return next(iter(outcomes.values())) if len(outcomes) == 1 else MetricsOutcome(outcomes)
+
+
+def _logged(client, outcomes: dict[str, Outcome], target: str, run_id: str | None, started: int, progress,
+            bundle_of) -> Outcome | MetricsOutcome:
+    """Log the outcome (one metric's, or the decision on several: one run holding each metric's, built by
+    ``bundle_of(outcome, folder)`` into ``folder``) into ``target`` (as ``run_id`` when it exists)."""
+    outcome = _one_or_several(outcomes)
+    with tempfile.TemporaryDirectory(prefix="bayescompare-") as folder:
+        if isinstance(outcome, MetricsOutcome):
+            first = next(iter(outcomes.values()))
+            metrics = ", ".join(outcomes)
+            name = models_run_name("ranking", len(first.result.models), metrics) if outcome.ranked else \
+                run_name(first.model_a, first.model_b, metrics)
+            header, rows = outcome.summary_rows()
+            bundle = several_metrics_bundle({m: bundle_of(o, Path(folder) / metric_folder(m))
+                                             for m, o in outcomes.items()},
+                                            Path(folder), name=name, verdict=outcome.verdict, summary_header=header,
+                                            summary_rows=rows)
+        else:
+            bundle = bundle_of(outcome, Path(folder) / "run")
+        outcome.run_id = runlog.log_bundle(client, bundle, experiment_id=target, run_id=run_id, start_time=started,
+                                           progress=progress)
+    outcome.experiment_id = target
+    for one in outcomes.values():
+        one.run_id, one.experiment_id = outcome.run_id, target
+    return outcome
+
+
+def _announce(checked: preflight.Checked, planned: preflight.Plan, fit: FitOptions, progress) -> None:
+    """Compile the pairs' program and the ranking's at once, before the workers load them, and say what is to be
+    fitted."""
+    ahead = checked.test_ahead()
+    programs = (["hierarchical"] if ahead == "hierarchical" else []) + \
+        ([checked.ranking_program()] if planned.ranked else [])
+    sampler.compile_programs(programs, fit.backend, progress)
+    pairs = counted(len(planned.pairs), "pair")
+    if ahead == "hierarchical":
+        notify(progress, "sampling", f"{pairs} ({fit.chains} chains × {fit.draws} draws each)")
+    else:
+        notify(progress, "sampling", f"{pairs} ({TEST_NAMES[ahead]})")
+
+
+def _matrix_params(how: MatrixOptions) -> dict[str, str]:
+    """How the matrix ran, as its run's params (the Ray address without credentials)."""
+    params = how.to_params()
+    if "ray_address" in params:
+        params["ray_address"] = redact_uri(params["ray_address"])
+    return params
+
+
+def _cache_target(client, run_id: str | None, source: SourceOptions, ids) -> str | None:
+    """The experiment whose earlier matrices the cache reads: the run's, or the target's when it exists."""
+    if run_id is not None:
+        return client.get_run(run_id).info.experiment_id
+    return runlog.existing_target(client, source.target_experiment, ids)
+
+
+def _begin(tracking_uri: str | None, run_id: str | None, progress: Progress | None):
+    """A pipeline's client (of a tracking server that answers: :func:`~..reads.reach.check_reachable`), its
+    progress hook (recording the stage in ``run_id`` when given) and start time."""
+    client = MlflowClient(tracking_uri)
+    reach.check_reachable(client.tracking_uri)
+    return client, runlog.stage_recorder(client, run_id, progress), int(time.time() * 1000)
+
+
+def _target(client, run_id: str | None, source: SourceOptions, ids) -> str:
+    """The experiment of the run: the one of ``run_id`` when it exists, else the target option's."""
+    if run_id is not None:
+        return client.get_run(run_id).info.experiment_id
+    return runlog.resolve_target(client, source.target_experiment, ids)
+
+
+@contextlib.contextmanager
+def _failing_run(client, run_id: str | None):
+    """End the RUNNING ``run_id`` FAILED with the error when the work fails (nothing to do without one)."""
+    try:
+        yield
+    except BaseException as exc:
+        if run_id is not None:
+            runlog.fail_if_running(client, run_id, str(exc) or type(exc).__name__)
+        raise
+
+
+def _nested(frame) -> dict:
+    """``{row: {column: value}}`` with ``None`` on the diagonal."""
+    return frame.astype(object).where(frame.notna(), None).to_dict(orient="index")
+
