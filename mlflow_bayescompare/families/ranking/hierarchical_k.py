@@ -1,12 +1,16 @@
 """``rank_hierarchical``: the hierarchical model of Corani et al. (2017) extended to k models
 (``stan/hierarchical_k.stan``, whose header holds the model, its exact rewrites and why one noise scale per dataset),
-fitted to the fold scores of many datasets.
+fitted to the fold scores of many datasets.  The paper's δ_i ~ t_ν(δ0, σ0) [eq:delta_i] becomes, for the k − 1
+contrasts of a dataset, a multivariate Student-t with an unstructured scale matrix Ω = σ0² R: σ0 has the paper's
+prior U(0, 1000 sd) and R a rotation-invariant Wishart shape, so that each pair of models has its own spread (issue 38)
+and two models are the paper's model exactly.
 
 Pipeline: :class:`~.engine.Scores` (oriented so that greater is better) → :func:`stan_inputs` (per dataset the fold
 means' contrast coordinates v_i = H_S'ȳ_i over the models S it has and the residual sum of squares c_i, scaled to the
-data's within-dataset spread; the paper's data-derived prior bounds) → ``stan/hierarchical_k.stan`` →
-:func:`.hierarchical_k_result.summarise`.  A dataset some models lack is fitted as it is (the program's rewrite 5:
-exact, nothing imputed); one with fewer than two models carries no contrast and is left out.
+data's within-dataset spread; the paper's data-derived prior bounds; the sampler's change of variables
+:func:`whitening`) → ``stan/hierarchical_k.stan`` → :func:`.hierarchical_k_result.summarise`.  A dataset some models
+lack is fitted as it is (the program's rewrite 5: exact, nothing imputed); one with fewer than two models carries no
+contrast and is left out.
 """
 
 from __future__ import annotations
@@ -28,11 +32,12 @@ from .hierarchical_k_result import HierarchicalRankingResult, summarise
 from .result import lacking_lines, listed
 
 __all__ = ["rank_hierarchical", "stan_inputs", "sufficient", "sufficient_data", "tau_forms", "helmert", "present",
-           "selection", "selections", "population_fit", "Inputs", "HEADER", "FORM", "NU_CAP", "RETRY_ADAPT_DELTA"]
+           "selection", "contrasts", "population_fit", "whitening", "Inputs", "HEADER", "FORM", "NU_CAP",
+           "RETRY_ADAPT_DELTA"]
 
 HEADER = "Cannot rank the models with the hierarchical model:"
 #: how the program samples (its header): the datasets' effects integrated out
-FORM = "effects integrated out; log sigma_i and 1/lambda_i sampled"
+FORM = "effects integrated out, contrasts rotated by Omega's eigenvectors; log sigma_i and 1/lambda_i sampled"
 #: the largest ν :func:`tau_forms` estimates (a Gaussian population)
 NU_CAP = 100.0
 #: the target acceptance rate of the second fit when the first diverges
@@ -118,7 +123,7 @@ def stan_inputs(scores, opts: RankOptions) -> Inputs:
             "beta_low": FitOptions.beta_bounds[0], "beta_high": FitOptions.beta_bounds[1]}
     among = float(np.sqrt(population_fit(data)[1]))
     data["sigma0_high"] = upper * (among if among > 0 else 1.0)
-    data.update(tau_forms(data))
+    data.update(tau_forms(data), shape_df=float(k - 1), whiten=whitening(data).tolist())
     return Inputs(data, scale, helmert(k), rho, n, patched, fitted, left_out)
 
 
@@ -147,42 +152,66 @@ def sufficient(blocks: list[np.ndarray], rho: np.ndarray) -> tuple[list[np.ndarr
 
 def sufficient_data(v: list[np.ndarray], c: np.ndarray, n: np.ndarray, rho: np.ndarray,
                     models: list[np.ndarray] | None = None, k: int | None = None) -> dict:
-    """The data block's entries that carry the data: k, q, b, v_squared, p_i, c, m, w, and the datasets some of the
-    k models lack (q_r, idx_r, P_r, A_r, seg_start, seg_len), from each dataset's v_i and its ``models`` (indices;
-    default: all k = len(v_i) + 1)."""
+    """The data block's entries that carry the data: k, q, p_i, c, m, w, the datasets with every model (q_c,
+    idx_c, v_c: their v_i as rows) and those some of the k models lack (q_r, idx_r, P_r, v_r, A_r, seg_start,
+    seg_len: their v_i and A_i stacked), from each dataset's v_i and its ``models`` (indices; default: all k =
+    len(v_i) + 1)."""
     k = k or len(v[0]) + 1
     models = [np.arange(k)] * len(v) if models is None else models
     ragged = [i for i, s in enumerate(models) if len(s) < k]
-    maps = {i: selection(models[i], k) for i in ragged}  # A_i = I elsewhere: b_i = v_i
+    complete = [i for i, s in enumerate(models) if len(s) == k]
     rows = np.array([len(s) - 1 for s in models])
-    return {"k": k, "q": len(v), "b": [(maps[i].T @ x if i in maps else x).tolist() for i, x in enumerate(v)],
-            "v_squared": [float(x @ x) for x in v], "p_i": rows.astype(float).tolist(), "c": np.asarray(c).tolist(),
+    return {"k": k, "q": len(v), "p_i": rows.astype(float).tolist(), "c": np.asarray(c).tolist(),
             "m": (n / (1 + (n - 1) * rho)).tolist(), "w": ((n - 1) * rows).astype(float).tolist(),
+            "q_c": len(complete), "idx_c": [i + 1 for i in complete],
+            "v_c": np.vstack([np.empty((0, k - 1))] + [v[i] for i in complete]).tolist(),
             "q_r": len(ragged), "idx_r": [i + 1 for i in ragged], "P_r": int(rows[ragged].sum()),
-            "A_r": np.vstack([np.empty((0, k - 1))] + [maps[i] for i in ragged]).tolist(),
+            "v_r": np.concatenate([np.empty(0)] + [v[i] for i in ragged]).tolist(),
+            "A_r": np.vstack([np.empty((0, k - 1))] + [selection(models[i], k) for i in ragged]).tolist(),
             "seg_start": (np.cumsum([0] + [rows[i] for i in ragged])[:-1] + 1).astype(int).tolist(),
             "seg_len": rows[ragged].astype(int).tolist()}
 
 
-def selections(data: dict) -> list[np.ndarray]:
-    """Each dataset's A_i, read back from the Stan data (the identity where it has every model)."""
-    p = data["k"] - 1
-    maps = [np.eye(p)] * data["q"]
-    stacked = np.asarray(data["A_r"], dtype=float).reshape(-1, p)
+def contrasts(data: dict) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Each dataset's v_i and A_i (the identity where it has every model), read back from the Stan data."""
+    p, q = data["k"] - 1, data["q"]
+    v, maps = [np.empty(0)] * q, [np.eye(p)] * q
+    for i, row in zip(data["idx_c"], np.asarray(data["v_c"], dtype=float).reshape(-1, p)):
+        v[i - 1] = row
+    stacked, values = np.asarray(data["A_r"], dtype=float).reshape(-1, p), np.asarray(data["v_r"], dtype=float)
     for i, start, rows in zip(data["idx_r"], data["seg_start"], data["seg_len"]):
-        maps[i - 1] = stacked[start - 1:start - 1 + rows]
-    return maps
+        v[i - 1], maps[i - 1] = values[start - 1:start - 1 + rows], stacked[start - 1:start - 1 + rows]
+    return v, maps
 
 
 def population_fit(data: dict) -> tuple[list[np.ndarray], float]:
-    """The residuals v_i − A_i d̂ of the least-squares fit of v_i ~ A_i d (v_i = A_i b_i, as A_i A_i' = I) and their
-    variance per coordinate, Σ|v_i − A_i d̂|² / (Σ p_i − p): with every model on every dataset d̂ is the mean of the
-    v_i, and this the mean over the coordinates of their sample variance (the spread of v)."""
-    maps, b = selections(data), np.asarray(data["b"], dtype=float)
-    d_hat = np.linalg.solve(sum(a.T @ a for a in maps), b.sum(axis=0))
-    residuals = [a @ (row - d_hat) for a, row in zip(maps, b)]
+    """The residuals v_i − A_i d̂ of the least-squares fit of v_i ~ A_i d and their variance per coordinate,
+    Σ|v_i − A_i d̂|² / (Σ p_i − p): with every model on every dataset d̂ is the mean of the v_i, and this the mean
+    over the coordinates of their sample variance (the spread of v, tr(Ω̂)/p)."""
+    v, maps = contrasts(data)
+    d_hat = np.linalg.solve(sum(a.T @ a for a in maps), sum(a.T @ x for a, x in zip(maps, v)))
+    residuals = [x - a @ d_hat for a, x in zip(maps, v)]
     freedom = sum(len(r) for r in residuals) - len(d_hat)
     return residuals, (sum(float(r @ r) for r in residuals) / freedom if freedom > 0 else 0.0)
+
+
+def whitening(data: dict, steps: int = 50) -> np.ndarray:
+    """G (p × p, lower-triangular), the program's change of variables W = G Q G' that puts the posterior of Q near
+    the identity (the header's Sampling; any G gives the same posterior): the Cholesky factor of p times Tyler's
+    estimate of the shape of the complete datasets' residuals v_i − d̂ (the shape of an elliptical population,
+    robust to its heavy tails), trace p; the identity when fewer than p + 1 datasets have every model."""
+    p = data["k"] - 1
+    residuals, _ = population_fit(data)
+    complete = np.array([r for r in residuals if len(r) == p])
+    complete = complete[np.linalg.norm(complete, axis=1) > 0] if len(complete) else complete
+    if len(complete) <= p:
+        return np.sqrt(p) * np.eye(p)
+    shape = np.eye(p)
+    for _ in range(steps):  # Tyler's fixed point: Σ ∝ mean of r r' / (r' Σ⁻¹ r)
+        weights = np.einsum("ij,jk,ik->i", complete, np.linalg.inv(shape), complete)
+        shape = (complete / weights[:, None]).T @ complete
+        shape = p * shape / np.trace(shape)
+    return np.linalg.cholesky(p * (shape + 1e-6 * np.eye(p)))
 
 
 def tau_forms(data: dict) -> dict:

@@ -1,18 +1,20 @@
 """The result of the hierarchical ranking of k models (``stan/hierarchical_k.stan``) and the summaries of its
 posterior, in metric units.
 
-Every answer is the two-model hierarchical test's question asked of the joint posterior.  Per posterior draw of
-(δ, σ0, ν), the next dataset's contrast θ_j − θ_l is t_ν(δ_j − δ_l, √2 σ0) (the program's header), and that
-Student-t's masses above, inside and below the rope (± the metric rope) are the three outcomes' probabilities.  A
-pair's P(better / rope / worse) is, as the paper's test (Sec. "The inference of the test", steps 2-3) and this
-package's ``compare`` take it, the fraction of draws in which each mass is the largest; the masses averaged over
-the draws are the probabilities of each outcome on the next dataset (``next_better`` ...).  The population's answers
-(P(best), ranks, the expected difference and its HDI) read δ itself.  P(best) on the next dataset, and the joint
-claim "no model is better than <control>", read simulated next datasets: θ = δ + σ0 √λ H u per draw.
+Every pair is the two-model hierarchical test's question asked of the joint posterior.  Per posterior draw of
+(δ, Ω, ν), the next dataset's contrast θ_j − θ_l is t_ν(δ_j − δ_l, s_jl) with s_jl² = C_jj + C_ll − 2 C_jl, C = H Ω H'
+the covariance of the models' effects (the program's header: each pair its own spread), and that Student-t's masses
+above, inside and below the rope (± the metric rope) are the three outcomes' probabilities.  A pair's P(better /
+rope / worse) is, as the paper's test (Sec. "The inference of the test", steps 2-3) and this package's ``compare``
+take it, the fraction of draws in which each mass is the largest; the masses averaged over the draws are the
+probabilities of each outcome on the next dataset (``next_better`` ..., in the tables only).  The population's
+answers (P(best), ranks, the expected difference and its HDI) read δ itself.  P(best) on the next dataset, and the
+joint claim "no model is better than <control>", read simulated next datasets: θ = δ + √λ F u per draw, F F' = C.
 
-A pair is *credible* when its P(better) reaches the threshold: the claim ``a-better`` of the two-model test
-(:mod:`...vocabulary.claims`) about the better model, so the ranking and ``compare`` give one answer.  Orientation: the
-better model (the larger posterior mean δ, whatever the metric's direction) first.
+A pair is *credible* by the rankings' one rule (:mod:`.decision`): its order was read off the posterior, so its
+P(better) must reach 1 − (1 − threshold)/2.  It is compare's question answered by one model of every model, not
+compare's fit of the pair alone: :data:`.report.JOINT_DIFFERS` says how far apart the two were measured.
+Orientation: the better model (the larger posterior mean δ, whatever the metric's direction) first.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ...vocabulary.console import log
 from ...vocabulary.options import RankOptions
 from ...vocabulary.outcomes import json_ready
 from ...vocabulary.versions import versions
+from .decision import credible, oriented_threshold
 from .result import RankedModels, better_matrix, rank_table
 
 __all__ = ["HierarchicalRankingResult", "summarise", "three_way", "versus_table", "NEXT_PER_DRAW", "VERDICTS"]
@@ -58,7 +61,7 @@ class HierarchicalRankingResult(RankedModels):
         pairs: one row per pair in the ranking's order, better first: better, worse, difference (δ_better −
             δ_worse, metric units), hdi_low, hdi_high, p_better, p_rope, p_worse (the two-model test's statistic),
             next_better, next_rope, next_worse (the outcomes' probabilities on the next dataset), p_above
-            (P(δ_better > δ_worse)), credible (p_better ≥ threshold).
+            (P(δ_better > δ_worse)), credible (:func:`.decision.credible`).
         versus: one row per model but the reference (``settings['vs_reference']``, the leader unless ``vs`` names
             one): model, reference, p_better, p_rope, p_worse, next_better, next_rope, next_worse (the model
             against the reference), difference, hdi_low, hdi_high, verdict (:data:`VERDICTS`).
@@ -66,7 +69,8 @@ class HierarchicalRankingResult(RankedModels):
         settings: the options, the datasets fitted, on a ragged grid the datasets each model lacks among them
             (``lacking``) and those left out for holding fewer than two models (``datasets_left_out``), rho,
             scale, the seed, the backend, the versions.
-        draws: delta (chains, draws, k) in oriented metric units (greater is better), sigma0 (metric units), nu.
+        draws: delta (chains, draws, k) in oriented metric units (greater is better), sigma0 (metric units), nu,
+            covariance (chains, draws, k, k): C = H Ω H', the covariance of the models' effects (metric units²).
     """
 
     model: ClassVar[str] = "hierarchical"
@@ -86,13 +90,14 @@ class HierarchicalRankingResult(RankedModels):
         return self.settings["seed"]
 
     def credible_pairs(self, threshold: float | None = None) -> set[frozenset]:
-        """The pairs whose P(better) reaches ``threshold`` (default: the result's)."""
+        """The pairs credible at ``threshold`` (default: the result's) by :func:`.decision.credible`."""
         threshold = self.settings["threshold"] if threshold is None else threshold
-        return {frozenset((r.better, r.worse)) for r in self.pairs.itertuples(index=False) if r.p_better >= threshold}
+        return {frozenset((r.better, r.worse)) for r in self.pairs.itertuples(index=False)
+                if credible(r.p_better, threshold)}
 
     def not_credible_rule(self, threshold: float) -> str:
         """The rule of the critical-difference diagram's bars, in words."""
-        return f"P(better by more than ±{self.settings['metric_rope']:g}) < {threshold:g}"
+        return f"P(better by more than ±{self.settings['metric_rope']:g}) < {oriented_threshold(threshold):g}"
 
     def better_matrix(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """P(row better than column by more than the rope) and P(rope), in the ranking's order."""
@@ -103,7 +108,8 @@ class HierarchicalRankingResult(RankedModels):
         return {"ranking": self.ranking, "pairs": self.pairs, "versus": self.versus}
 
     def to_inference_data(self):
-        """The posterior (δ, σ0, ν and the ranks of δ) and Stan's sampler statistics, as an InferenceData."""
+        """The posterior (δ, σ0, ν, the effects' covariance C and the ranks of δ) and Stan's sampler statistics, as
+        an InferenceData."""
         import arviz as az
 
         from .result import SAMPLE_STATS
@@ -113,8 +119,9 @@ class HierarchicalRankingResult(RankedModels):
         stats = {SAMPLE_STATS[k]: v for k, v in self.sampler.items() if k in SAMPLE_STATS}
         stats["diverging"] = stats["diverging"].astype(bool)
         return az.from_dict(posterior={"delta": delta, "sigma0": self.draws["sigma0"], "nu": self.draws["nu"],
-                                       "rank": ranks}, sample_stats=stats, coords={"model": list(self.models)},
-                            dims={"delta": ["model"], "rank": ["model"]})
+                                       "covariance": self.draws["covariance"], "rank": ranks}, sample_stats=stats,
+                            coords={"model": list(self.models), "other": list(self.models)},
+                            dims={"delta": ["model"], "rank": ["model"], "covariance": ["model", "other"]})
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable summary (no draws)."""
@@ -133,9 +140,11 @@ def summarise(scores, inputs, run: sampler.Run, opts: RankOptions, *, form: str)
     models = list(scores.models)
     basis = inputs.basis
     delta = inputs.scale * run.draws["d"] @ basis.T
-    draws = {"delta": delta, "sigma0": inputs.scale * run.draws["sigma0"], "nu": run.draws["nu"]}
+    omega = run.draws["Omega"].reshape(*delta.shape[:2], len(basis) - 1, len(basis) - 1)
+    draws = {"delta": delta, "sigma0": inputs.scale * run.draws["sigma0"].reshape(delta.shape[:2]),
+             "nu": run.draws["nu"], "covariance": inputs.scale**2 * basis @ omega @ basis.T}
     rng = np.random.default_rng(opts.seed)
-    nexts = next_datasets(draws, basis, rng)
+    nexts = next_datasets(draws, rng)
     ranking = _ranking(draws, nexts, models, opts)
     pairs = _pairs(draws, models, list(ranking["model"]), opts)
     order = list(ranking["model"])
@@ -144,7 +153,7 @@ def summarise(scores, inputs, run: sampler.Run, opts: RankOptions, *, form: str)
     ranking["p_not_worse_than_leader"] = [not_worse.get(m, 1.0) for m in order]
     reference = order[0] if opts.vs in (None, "best") else opts.vs
     versus = to_leader if reference == order[0] else versus_table(draws, models, order, reference, opts)
-    fit = sampler.Fit({k: run.draws[k] for k in ("d", "sigma0", "nu")}, run.sampler, run.backend, run.seconds,
+    fit = sampler.Fit({k: run.draws[k] for k in ("d", "sigma0", "nu", "Omega")}, run.sampler, run.backend, run.seconds,
                       compile_seconds=run.compile_seconds)
     diagnostics = {**posterior_summary.diagnostics(fit), "parameterisation": form}
     for warning in diagnostics["warnings"]:
@@ -166,14 +175,16 @@ def summarise(scores, inputs, run: sampler.Run, opts: RankOptions, *, form: str)
                                      inputs.stan_data)
 
 
-def next_datasets(draws: dict[str, np.ndarray], basis: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """(draws · NEXT_PER_DRAW, k): the models' θ on simulated next datasets, NEXT_PER_DRAW per posterior draw."""
-    k = basis.shape[0]
+def next_datasets(draws: dict[str, np.ndarray], rng: np.random.Generator) -> np.ndarray:
+    """(draws · NEXT_PER_DRAW, k): the models' θ on simulated next datasets, NEXT_PER_DRAW per posterior draw:
+    θ = δ + √λ F u, F F' the effects' covariance C (a factor from its eigen-decomposition), u ~ N(0, I)."""
+    k = draws["delta"].shape[-1]
+    values, vectors = np.linalg.eigh(draws["covariance"].reshape(-1, k, k))
+    factor = np.repeat(vectors * np.sqrt(np.clip(values, 0, None))[:, None, :], NEXT_PER_DRAW, axis=0)
     delta = np.repeat(draws["delta"].reshape(-1, k), NEXT_PER_DRAW, axis=0)
-    sigma0 = np.repeat(draws["sigma0"].ravel(), NEXT_PER_DRAW)
     nu = np.repeat(draws["nu"].ravel(), NEXT_PER_DRAW)
     lam = 1 / rng.gamma(nu / 2, 2 / nu)
-    return delta + (sigma0 * np.sqrt(lam))[:, None] * (rng.standard_normal((len(nu), k - 1)) @ basis.T)
+    return delta + np.sqrt(lam)[:, None] * np.einsum("dkj,dj->dk", factor, rng.standard_normal((len(nu), k)))
 
 
 def _ranking(draws, nexts: np.ndarray, models: list[str], opts: RankOptions) -> pd.DataFrame:
@@ -211,11 +222,13 @@ def three_way(loc: np.ndarray, spread: np.ndarray, nu: np.ndarray, rope: float) 
 
 
 def _contrasts(draws, models: list[str], first: list[str], second: list[str]) -> tuple[np.ndarray, ...]:
-    """δ_first − δ_second per draw (draws, pairs), the next dataset's spread √2 σ0 and ν (draws, 1)."""
-    delta = draws["delta"].reshape(-1, len(models))
+    """δ_first − δ_second per draw (draws, pairs), the next dataset's spread √(C_aa + C_bb − 2 C_ab) of each pair
+    (draws, pairs) and ν (draws, 1)."""
+    k = len(models)
+    delta, cov = draws["delta"].reshape(-1, k), draws["covariance"].reshape(-1, k, k)
     a, b = [models.index(m) for m in first], [models.index(m) for m in second]
-    return (delta[:, a] - delta[:, b], np.sqrt(2) * draws["sigma0"].reshape(-1, 1),
-            draws["nu"].reshape(-1, 1))
+    spread = np.sqrt(np.clip(cov[:, a, a] + cov[:, b, b] - 2 * cov[:, a, b], 0, None))
+    return delta[:, a] - delta[:, b], spread, draws["nu"].reshape(-1, 1)
 
 
 def _pairs(draws, models: list[str], order: list[str], opts: RankOptions) -> pd.DataFrame:
@@ -228,7 +241,7 @@ def _pairs(draws, models: list[str], order: list[str], opts: RankOptions) -> pd.
     low, high = posterior_summary.hdi(sign * loc, opts.hdi_prob)
     return pd.DataFrame({"better": better, "worse": worse, "difference": sign * loc.mean(axis=0), "hdi_low": low,
                          "hdi_high": high, **p, "p_above": (loc > 0).mean(axis=0),
-                         "credible": p["p_better"] >= opts.threshold})
+                         "credible": credible(p["p_better"], opts.threshold)})
 
 
 def versus_table(draws, models: list[str], order: list[str], reference: str, opts: RankOptions) -> pd.DataFrame:
@@ -245,9 +258,12 @@ def versus_table(draws, models: list[str], order: list[str], reference: str, opt
 
 
 def verdict(p_better: float, p_rope: float, p_worse: float, threshold: float) -> str:
-    """The strongest claim that reaches ``threshold``: better, equivalent, worse, then not-worse, not-better."""
-    for name, probability in (("better", p_better), ("equivalent", p_rope), ("worse", p_worse),
-                              ("not-worse", p_better + p_rope), ("not-better", p_worse + p_rope)):
-        if probability >= threshold:
+    """The strongest claim that reaches its level: better or worse (either could be claimed, so at
+    :func:`.decision.oriented_threshold`), equivalent, then not-worse, not-better (at ``threshold``)."""
+    oriented = oriented_threshold(threshold)
+    for name, probability, level in (("better", p_better, oriented), ("equivalent", p_rope, threshold),
+                                     ("worse", p_worse, oriented), ("not-worse", p_better + p_rope, threshold),
+                                     ("not-better", p_worse + p_rope, threshold)):
+        if probability >= level:
             return name
     return "undecided"

@@ -20,9 +20,10 @@ P(best) and the ranks need the joint posterior: they are read from seeded draws 
 z ~ N(0, I_n), g ~ χ²(n − 1), f = 1/((1 − ρ)·w·(n − 1)): R'z has covariance R'R, so f·R'R = Λ (exact, and defined
 when S is singular, e.g. with fewer folds than models).
 
-A pair is *credible* when the ``threshold`` HDI of its difference lies wholly beyond the rope (Kruschke's HDI+ROPE
-rule): with equal models that happens at most 1 − threshold of the time, where "P(better) ≥ threshold" on either side
-would happen up to twice as often.
+A pair is *credible* by the rankings' one rule (:mod:`.decision`): P(better), its posterior mass beyond the rope on the
+better side, reaches 1 − (1 − threshold)/2, which is Kruschke's HDI+ROPE rule (the ``threshold`` HDI of the difference,
+central for a Student-t, lies wholly beyond the rope): with equal models that happens at most 1 − threshold of the
+time, where "P(better) ≥ threshold" on either side would happen up to twice as often.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from ...vocabulary.errors import InputError
 from ...vocabulary.options import RankOptions, draw_seed
 from ...vocabulary.outcomes import Orientation, json_ready
 from ...vocabulary.versions import versions
+from .decision import credible, oriented_threshold
 from .result import RankedModels, better_matrix, rank_table
 
 __all__ = ["rank_one_dataset", "joint_inputs", "posterior_draws", "JointRankingResult", "HEADER"]
@@ -79,16 +81,14 @@ class JointRankingResult(RankedModels):
     draws: np.ndarray = field(repr=False)
 
     def credible_pairs(self, threshold: float | None = None) -> set[frozenset]:
-        """The pairs whose ``threshold`` (default: the result's) interval of the difference lies beyond the rope."""
-        if threshold is None:
-            return {frozenset((r.better, r.worse)) for r in self.pairs.itertuples(index=False) if r.credible}
+        """The pairs credible at ``threshold`` (default: the result's) by :func:`.decision.credible`."""
+        threshold = self.settings["threshold"] if threshold is None else threshold
         return {frozenset((r.better, r.worse)) for r in self.pairs.itertuples(index=False)
-                if _credible(self.settings["n"] - 1, r.difference, r.scale, self.settings["metric_rope"], threshold,
-                             self.settings["greater_is_better"])}
+                if credible(r.p_better, threshold)}
 
     def not_credible_rule(self, threshold: float) -> str:
         """The rule of the critical-difference diagram's bars, in words."""
-        return f"the {threshold:.0%} HDI of their difference reaches into the rope ±{self.settings['metric_rope']:g}"
+        return f"P(better by more than ±{self.settings['metric_rope']:g}) < {oriented_threshold(threshold):g}"
 
     def better_matrix(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """P(row better than column by more than the rope) and P(rope), k × k in the ranking's order."""
@@ -182,13 +182,6 @@ def _interval(df: int, loc: float, scale: float, prob: float = posterior_summary
     return loc - half, loc + half
 
 
-def _credible(df: int, loc: float, scale: float, rope: float, threshold: float, greater_is_better: bool) -> bool:
-    """The ``threshold`` interval of the difference ``better − worse`` lies wholly beyond the rope, on the better
-    side."""
-    low, high = _interval(df, loc, scale, threshold)
-    return bool(low > rope if greater_is_better else high < -rope)
-
-
 def _with_leader_gaps(ranking: pd.DataFrame, columns: dict[str, np.ndarray], rho: float) -> pd.DataFrame:
     """``ranking`` with diff_to_leader, diff_low and diff_high: μ_model − μ_leader (metric units) and its 95%
     interval."""
@@ -214,8 +207,7 @@ def _pair_table(columns: dict[str, np.ndarray], order: list[str], rho: float, op
                          **dict(zip(("hdi_low", "hdi_high"), _interval(df, loc, scale))), "scale": scale,
                          "p_better": probs["a_better"], "p_rope": probs["rope"], "p_worse": probs["b_better"],
                          "p_above": above,
-                         "credible": _credible(df, loc, scale, opts.metric_rope, opts.threshold,
-                                               opts.greater_is_better)})
+                         "credible": bool(credible(probs["a_better"], opts.threshold))})
     return pd.DataFrame(rows)
 
 

@@ -22,6 +22,7 @@ from ...vocabulary.console import log
 from ...vocabulary.options import RankOptions
 from ...vocabulary.outcomes import json_safe, jsonable
 from ...vocabulary.versions import versions
+from .decision import credible, oriented_threshold
 
 __all__ = ["RankedModels", "RankingResult", "better_matrix", "summarise", "pair_table", "rank_table", "ppc_table",
            "replicate_wins", "listed", "lacking_lines", "PPC_LEVELS", "SAMPLE_STATS", "MAX_LISTED"]
@@ -74,7 +75,8 @@ class RankingResult(RankedModels):
         pairs: one row per pair, ``better`` first (posterior mean P(win) >= 0.5), rows in the order of the ranking:
             better, worse, p_win (posterior mean of P(better beats worse) on a new dataset, the paper's *strong*
             interpretation, Sec. 5.5.1), p_win_low, p_win_high (its HDI), p_above_half (P(p_win > 0.5), the *weak*
-            interpretation), p_in_rope (P(p_win in the rope), Sec. 5.5), credible (p_above_half >= threshold);
+            interpretation), p_in_rope (P(p_win in the rope), Sec. 5.5), credible (:func:`.decision.credible` of
+            p_above_half);
             with Davidson's model also p_tie (posterior mean P(tie)), p_win then being P(win | no tie).
         ranking: one row per model, best first (by posterior mean strength, as bbtcomp orders its tables): model,
             p_best (posterior probability of the largest strength), mean_rank, rank_low, rank_high (HDI of the
@@ -110,14 +112,15 @@ class RankingResult(RankedModels):
         return self.settings["seed"]
 
     def credible_pairs(self, threshold: float | None = None) -> set[frozenset]:
-        """The pairs that differ credibly: P(P(win) > 0.5) reaches ``threshold`` (default: the result's)."""
+        """The pairs that differ credibly at ``threshold`` (default: the result's) by :func:`.decision.credible`
+        of P(P(win) > 0.5)."""
         threshold = self.settings["threshold"] if threshold is None else threshold
         return {frozenset((r.better, r.worse)) for r in self.pairs.itertuples(index=False)
-                if r.p_above_half >= threshold}
+                if credible(r.p_above_half, threshold)}
 
     def not_credible_rule(self, threshold: float) -> str:
         """The rule of the critical-difference diagram's bars, in words."""
-        return f"P(P(win) > 0.5) < {threshold:g}"
+        return f"P(P(win) > 0.5) < {oriented_threshold(threshold):g}"
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The run's CSV tables by name."""
@@ -238,7 +241,7 @@ def pair_table(draws: dict[str, np.ndarray], models: list[str], order: list[str]
                           "p_win": p.mean(axis=0), "p_win_low": low, "p_win_high": high,
                           "p_above_half": (p > 0.5).mean(axis=0),
                           "p_in_rope": ((p >= rope[0]) & (p <= rope[1])).mean(axis=0)})
-    table["credible"] = table["p_above_half"] >= threshold
+    table["credible"] = credible(table["p_above_half"], threshold)
     if "nu" in draws:
         nu = draws["nu"].reshape(-1, 1)
         table["p_tie"] = (np.exp(nu) / (2 * np.cosh(diff / 2) + np.exp(nu))).mean(axis=0)
