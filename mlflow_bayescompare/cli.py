@@ -392,19 +392,34 @@ def _matrix_text(outcome, tracking_uri) -> str:
     else:
         lines = [f"Ranking of {len(outcome.models)} models · {metric}:",
                  outcome.ranking.to_string(index=False, float_format=lambda v: f"{v:.3f}")]
-    lines.append(f"Pairs: {tests_named(outcome.summary.tests)} (the more probably better model first)")
+    ranked = outcome.bbt is not None and outcome.bbt.model == "hierarchical"
+    lines.append(f"Pairs: {tests_named(outcome.summary.tests)} (the more probably better model first)"
+                 + ("; beside each, the ranking's P(first better) and whether it is credible" if ranked else ""))
     width = max(len(f"{a} vs {b}") for a, b in outcome.pairs)
     for o in outcome.pairs.values():
         (first, p_first), (second, p_second) = sorted(((o.model_a, o.p_a_better), (o.model_b, o.p_b_better)),
                                                       key=lambda side: -side[1])
         lines.append(f"  {f'{first} vs {second}'.ljust(width)}  P(first) {p_first:.3f} · rope {o.p_rope:.3f} · "
-                     f"P(second) {p_second:.3f}  {o.verdict}")
+                     f"P(second) {p_second:.3f}  {o.verdict}" + (_ranked_pair(outcome.bbt, first, second)
+                                                                if ranked else ""))
         lines += ["  " + line for line in _left_out_lines(o)]
     if outcome.bbt is not None and outcome.bbt.model == "hierarchical":
         lines.append(JOINT_DIFFERS)
     if outcome.run_id:
         lines += _where(tracking_uri, "Parent run", outcome.run_id, outcome.experiment_id)
     return "\n".join(lines)
+
+
+def _ranked_pair(ranking, first: str, second: str) -> str:
+    """`` | ranking 0.962 credible``: the hierarchical ranking's P(first better) for a pair of a matrix, and its
+    rule's word (:mod:`.families.ranking.decision`)."""
+    row = ranking.pairs[ranking.pairs["better"].isin((first, second)) & ranking.pairs["worse"].isin((first, second))]
+    if row.empty:
+        return ""
+    r = row.iloc[0]
+    p_first = r.p_better if r.better == first else r.p_worse
+    credible = r.credible if r.better == first else False
+    return f" | ranking {p_first:.3f}{' credible' if credible else ''}"
 
 
 #: The columns of a ranking's table in the text output, by the ranking's model.
@@ -417,9 +432,11 @@ RANKING_COLUMNS = {"bbt": ["model", "p_best", "mean_rank", "rank_low", "rank_hig
 
 def _hierarchical_text(result) -> list[str]:
     """The hierarchical ranking's pairs (and ``--vs`` table), in the better-first orientation."""
+    from .families.ranking.decision import rule_words
+
     s = result.settings
-    lines = [f"Pairs (rope ±{s['metric_rope']:g}; P(better / rope / worse) as compare's hierarchical test, from the "
-             f"joint model; credible: P(better) ≥ {s['threshold']:g}):"]
+    lines = [f"Pairs (rope ±{s['metric_rope']:g}; P(better / rope / worse) on the next dataset, compare's question "
+             f"answered by the joint model of every model; credible: {rule_words(s['threshold'])}):"]
     width = max(len(f"{r.better} > {r.worse}") for r in result.pairs.itertuples())
     p, shown = format_probability, _differences(result.pairs)
     lines += [f"  {f'{r.better} > {r.worse}'.ljust(width)}  {shown[i][0]}  P(better) {p(r.p_better)} · "

@@ -425,3 +425,21 @@ def test_each_pair_has_its_own_spread():
         next_rope = stats.norm.cdf(0.01, scale=truth) - stats.norm.cdf(-0.01, scale=truth)
         assert r.next_rope == pytest.approx(next_rope, abs=0.15), (r.better, r.worse, r.next_rope)
         assert not r.credible
+
+
+@pytest.mark.slow
+def test_a_far_erratic_model_leaves_the_other_pairs_where_they_were():
+    # issue 38, item 4: three steady models (interaction sd 0.005) and a fourth below them and erratic (mean -0.02,
+    # sd 0.03).  With it or without it, the steady pairs' P(better / rope / worse) are the same (issue 27's program,
+    # one spread for every pair: their P(rope) went from 1.00 to 0.73, benchmarks/README.md)
+    scenario = rankings.Scenario(means=(0.0, 0.0, 0.0, -0.02), interaction=(0.005, 0.005, 0.005, 0.03))
+    frame = rankings.scores(scenario, np.random.default_rng(38))
+    every = rank_models(frame, seed=1, **SAMPLER).pairs.set_index(["better", "worse"])
+    without = rank_models(frame[frame["model"] != "m4"], seed=1, **SAMPLER).pairs.set_index(["better", "worse"])
+    assert len(without) == 3
+    for pair, row in without.iterrows():
+        other = every.loc[pair] if pair in every.index else every.loc[pair[::-1]].rename(
+            {"p_better": "p_worse", "p_worse": "p_better"})
+        assert row["p_rope"] > 0.95
+        for column in ("p_better", "p_rope", "p_worse"):
+            assert other[column] == pytest.approx(row[column], abs=0.05), (pair, column)

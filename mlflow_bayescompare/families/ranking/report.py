@@ -9,6 +9,7 @@ import base64
 import html
 
 from ...shared.report_html import SUMMARY, format_differences, format_numbers, format_probability, md_escape
+from .decision import rule_words
 from .hierarchical_k_result import HierarchicalRankingResult
 from .joint import JointRankingResult
 from .result import RankingResult
@@ -30,7 +31,8 @@ HIERARCHICAL_REFERENCE = ("Hierarchical model of G. Corani, A. Benavoli, J. Dem�
                           "“Statistical comparison of classifiers through Bayesian hierarchical modelling”, Machine "
                           "Learning 106 (2017), extended from one difference to k models (stan/hierarchical_k.stan): "
                           "the models' per-dataset means with the correlated-t likelihood of the folds, drawn from a "
-                          "multivariate Student-t population across datasets.")
+                          "multivariate Student-t population across datasets whose covariance is the models' own "
+                          "(each pair of models its own spread).")
 #: why BBT's pairs may differ from the pair tests (``--model bbt`` beside a matrix's pairs)
 BBT_DIFFERS = ("BBT's pairs answer another question than the pair tests: P(P(win) > 0.5) counts each dataset's "
                "win, loss or tie, the pair tests weigh the size of each difference against the rope in metric "
@@ -87,7 +89,8 @@ def render_markdown(res: RankingResult | JointRankingResult | HierarchicalRankin
              f"**{md_escape(headline(res))}**",
              f"P(best): the posterior probability that the model has the largest strength; rank HDI and P(win) HDI "
              f"at {hdi:g}. P(win): the probability that the better model of a pair wins on a new dataset; a pair "
-             f"is credible when P(P(win) > 0.5) ≥ {res.settings['threshold']:g}. {BBT_DIFFERS}",
+             f"is credible when {rule_words(res.settings['threshold']).replace('P(better)', 'P(P(win) > 0.5)')}. "
+             f"{BBT_DIFFERS}",
              _md_table(RANKING_HEADER, _ranking_rows(res)), "#### Pairs", _md_table(PAIR_HEADER, _pair_rows(res))]
     parts += [f"> ⚠️ **Warning:** {md_escape(w)}" for w in res.diagnostics.get("warnings") or []]
     parts.append(md_escape(REFERENCE))
@@ -162,7 +165,8 @@ def _joint_about(res: JointRankingResult) -> str:
             f"({s['rho_reason']}), rope ±{s['metric_rope']:g} in metric units. P(best): the posterior probability "
             f"of the best mean score ({res.diagnostics['mc_se_max']:.3f} Monte-Carlo standard error at most); rank HDI "
             f"at {s['hdi_prob']:g}. Each pair's probabilities are its Bayesian correlated t-test's; a pair is "
-            f"credible when the {s['threshold']:g} HDI of its difference lies beyond the rope.")
+            f"credible when {rule_words(s['threshold'])}, that is when the {s['threshold']:g} HDI of its difference "
+            "lies beyond the rope.")
 
 
 def _joint_markdown(res: JointRankingResult, metric: str) -> str:
@@ -180,10 +184,8 @@ def _joint_markdown(res: JointRankingResult, metric: str) -> str:
 
 HIERARCHICAL_RANKING_HEADER = ["rank", "model", "P(best)", "P(best next)", "mean rank", "rank HDI", "effect",
                                "δ − δ(leader)", "HDI"]
-HIERARCHICAL_PAIR_HEADER = ["pair", "difference", "HDI", "P(better)", "P(rope)", "P(worse)", "next: better / rope / "
-                            "worse", "credible"]
-VERSUS_HEADER = ["model", "P(better)", "P(equivalent)", "P(worse)", "next: better / rope / worse", "difference",
-                 "HDI", "verdict"]
+HIERARCHICAL_PAIR_HEADER = ["pair", "difference", "HDI", "P(better)", "P(rope)", "P(worse)", "credible"]
+VERSUS_HEADER = ["model", "P(better)", "P(equivalent)", "P(worse)", "difference", "HDI", "verdict"]
 
 
 def _hierarchical_rows(res: HierarchicalRankingResult) -> tuple[tuple[list[str], list], tuple[list[str], list]]:
@@ -196,7 +198,7 @@ def _hierarchical_rows(res: HierarchicalRankingResult) -> tuple[tuple[list[str],
                for i, r in enumerate(table.itertuples())]
     m, differences = len(res.pairs), _differences(res.pairs)
     pairs = [[f"{r.better} > {r.worse}", differences[i], f"{differences[m + i]} to {differences[2 * m + i]}",
-              p(r.p_better), p(r.p_rope), p(r.p_worse), _next(r), "yes" if r.credible else "no"]
+              p(r.p_better), p(r.p_rope), p(r.p_worse), "yes" if r.credible else "no"]
              for i, r in enumerate(res.pairs.itertuples())]
     return (HIERARCHICAL_RANKING_HEADER, ranking), (HIERARCHICAL_PAIR_HEADER, pairs)
 
@@ -206,13 +208,9 @@ def _differences(table) -> list[str]:
     return format_differences([*table["difference"], *table["hdi_low"], *table["hdi_high"]])
 
 
-def _next(row) -> str:
-    return f"{row.next_better:.2f} / {row.next_rope:.2f} / {row.next_worse:.2f}"
-
-
 def _versus_rows(res: HierarchicalRankingResult) -> tuple[list[str], list[list[str]]]:
     p, m, differences = format_probability, len(res.versus), _differences(res.versus)
-    return VERSUS_HEADER, [[str(r.model), p(r.p_better), p(r.p_rope), p(r.p_worse), _next(r), differences[i],
+    return VERSUS_HEADER, [[str(r.model), p(r.p_better), p(r.p_rope), p(r.p_worse), differences[i],
                             f"{differences[m + i]} to {differences[2 * m + i]}", str(r.verdict)]
                            for i, r in enumerate(res.versus.itertuples())]
 
@@ -229,11 +227,10 @@ def _hierarchical_about(res: HierarchicalRankingResult) -> str:
     return (f"{len(s['datasets'])} datasets, rope ±{s['metric_rope']:g} in metric units. P(best): the posterior "
             "probability of the largest mean effect δ across datasets (P(best next): of the best score on the next "
             "dataset); effects and differences in metric units with their "
-            f"{s['hdi_prob']:g} HDI. Each pair's P(better / rope / worse) is the two-model hierarchical test's "
-            "(compare), from the joint model: per posterior draw, the next dataset's difference is Student-t, and "
-            "the share of draws in which its mass beyond, inside or below the rope is the largest; next: those "
-            f"masses averaged (the probability of each outcome on the next dataset). A pair is credible when "
-            f"P(better) ≥ {s['threshold']:g}, the claim a-better of compare.")
+            f"{s['hdi_prob']:g} HDI. Each pair's P(better / rope / worse) answers compare's question about the next "
+            "dataset (the share of posterior draws in which the next dataset's difference falls most probably "
+            "beyond, inside or below the rope), from the joint model of every model, where each pair has its own "
+            f"spread. A pair is credible when {rule_words(s['threshold'])}. {JOINT_DIFFERS}")
 
 
 def _hierarchical_markdown(res: HierarchicalRankingResult, metric: str) -> str:
