@@ -18,7 +18,7 @@ _HOMES = {
     "correlated_t_test": ".families.correlated_t.engine",
     "CorrelatedTTestResult": ".families.correlated_t.result",
     "rank_models": ".families.ranking.engine",
-    "RankingResult": ".families.ranking.result",
+    "RankingResult": ".families.ranking.bbt.result",
     "log_cv_scores": ".reads.cvlog",
     "FitOptions": ".vocabulary.options",
     "RankOptions": ".vocabulary.options",

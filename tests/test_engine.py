@@ -14,9 +14,9 @@ import pytest
 from scipy import optimize, special, stats
 
 from mlflow_bayescompare import InputError, hierarchical_test
-from mlflow_bayescompare.families.hierarchical import prepare
+from mlflow_bayescompare.families.hierarchical import prepare, summary
 from mlflow_bayescompare.sampling import programs, pystan_backend, sampler
-from mlflow_bayescompare.shared import baselines, posterior_summary
+from mlflow_bayescompare.shared import posterior_summary
 
 FAST = dict(chains=2, draws=500, warmup=500)
 
@@ -185,7 +185,7 @@ def test_nadeau_bengio_and_correlated_t_test_columns_against_scipy(rho):
     rng = np.random.default_rng(12)
     diffs = [rng.normal(0.012, 0.02, 30), rng.normal(-0.02, 0.03, 100), rng.normal(0.002, 0.01, 10),
              rng.normal(0.05, 0.01, 20)]
-    table = baselines.per_dataset(diffs, np.full(len(diffs), rho), 0.01)
+    table = summary.per_dataset(diffs, np.full(len(diffs), rho), 0.01)
     for x, row in zip(diffs, table.to_dict(orient="records")):
         expected = _t_test_columns(x, rho, 0.01)
         for column, value in expected.items():

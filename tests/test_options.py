@@ -248,7 +248,7 @@ def test_a_seed_is_drawn_in_one_place_when_none_is_given(monkeypatch):
     """Every engine draws its seed with ``options.draw_seed`` and records it with the one ``versions()``; a seed
     given stays."""
     from mlflow_bayescompare import hierarchical_test, signed_rank_test
-    from mlflow_bayescompare.families.ranking.engine import rank_wins
+    from mlflow_bayescompare.families.ranking.bbt.engine import rank_wins
     from mlflow_bayescompare.vocabulary.versions import stan_version, versions
 
     drawn = {options.draw_seed() for _ in range(5)}

@@ -1,5 +1,6 @@
 """``--engine ray`` on a real two-node Ray cluster started on this machine (``ray start --head`` and ``ray start
---address``, :mod:`ray_cluster`): the local engine's numbers, a killed worker survived, and the bad inputs refused."""
+--address``, :mod:`mlflow_bayescompare.simulation.ray_cluster`): the local engine's numbers, a killed worker survived,
+and the bad inputs refused."""
 
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ import time
 
 import pytest
 from mlflow import MlflowClient
-from ray_cluster import RayCluster
 from servers import Server, free_port, require_module
 from uci_runs import log_uci
 
 from mlflow_bayescompare import InputError
 from mlflow_bayescompare.pipeline.compare import compare_matrix
 from mlflow_bayescompare.sampling import ray_engine
+from mlflow_bayescompare.simulation.ray_cluster import RayCluster
 from mlflow_bayescompare.vocabulary.errors import SamplingError
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]

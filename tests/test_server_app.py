@@ -27,7 +27,7 @@ from servers import Server, chromium_page, create_pg_database, drop_pg_database,
 from uci_runs import log_uci_with_time
 
 from mlflow_bayescompare.client import JobFailed
-from mlflow_bayescompare.families.ranking.report import JOINT_DIFFERS
+from mlflow_bayescompare.families.ranking.hierarchical_k.report import DIFFERS as JOINT_DIFFERS
 from mlflow_bayescompare.pipeline.compare import compare_matrix, compare_runs, rank_runs, require
 from mlflow_bayescompare.reads.cvlog import log_cv_scores
 from mlflow_bayescompare.server.owners import owner_tags

@@ -15,22 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..families.correlated_t.engine import correlated_t_test
-from ..families.hierarchical.engine import hierarchical_test
-from ..families.signed_rank.engine import signed_rank_test
+from ..families import PAIR_TESTS
+from ..families import pair_test as family
 from ..runs import paircache, runlog
-from ..runs.bundle import (
-    cached_pair_bundle,
-    comparison_bundle,
-    correlated_t_bundle,
-    signed_rank_bundle,
-    write_pairs_table,
-)
+from ..runs.bundle import cached_pair_bundle, write_pairs_table
 from ..runs.matrix import PairRow
 from ..sampling import ray_engine, workers
 from ..scores.tensor import left_out_note
 from ..vocabulary.console import log
-from ..vocabulary.options import MATRIX_PAIR_WARMUP, WARMUP, FitOptions, MatrixOptions
+from ..vocabulary.options import FitOptions, MatrixOptions
 from ..vocabulary.outcomes import counted
 from ..vocabulary.progress import Progress, notify
 
@@ -68,17 +61,10 @@ class Fitted:
 
 def pair_test(data, test: str, fit: FitOptions, progress: Progress | None = None, *, matrix_pair: bool = False,
               model_check: bool = True):
-    """Fit step of a pair by ``test`` (the pre-flight's choice): the signed-rank test on its means, the correlated
-    t-test on the folds of its one dataset (closed form, no Stan), else the hierarchical test on its paired folds
-    (with its PSIS-LOO model check unless ``model_check=False``; as a ``matrix_pair``, after the matrix's warm-up
-    when none is given)."""
-    if test == "signed-rank":
-        result = signed_rank_test(data, options=fit)
-    elif test == "correlated-t":
-        result = correlated_t_test(data, options=fit)
-    else:
-        result = hierarchical_test(data, options=fit, progress=progress, model_check=model_check,
-                                   default_warmup=MATRIX_PAIR_WARMUP if matrix_pair else WARMUP)
+    """Fit step of a pair by ``test`` (the pre-flight's choice): its family's fit step (its row of the family table)
+    on the data the pre-flight built for it, with the model check of a test that has one unless
+    ``model_check=False``, and a ``matrix_pair``'s warm-up."""
+    result = family(test).part("fit")(data, fit, progress, matrix_pair=matrix_pair, model_check=model_check)
     return _noting_left_out(result, data)
 
 
@@ -93,17 +79,12 @@ def _noting_left_out(result, data):
 
 def pair_bundle(result, data, metric: str, ids, layout: str, *, run_id: str | None = None,
                 experiment_id: str | None = None, directory: Path | None = None, figures: bool = True):
-    """Report step of a comparison: the run of whichever test answered, to be logged in ``experiment_id`` (as
-    ``run_id`` when that run exists), its artifacts written into ``directory`` (default: a temporary one);
-    ``figures=False`` for a matrix's pair run without figures and HTML report."""
-    if result.test == "signed-rank":
-        return signed_rank_bundle(result, data, metric=metric, experiment_ids=ids, layout=layout,
-                                  directory=directory, figures=figures)
-    if result.test == "correlated-t":
-        return correlated_t_bundle(result, metric=metric, experiment_ids=ids, layout=layout, directory=directory,
-                                   figures=figures)
-    return comparison_bundle(result, data, metric=metric, experiment_ids=ids, layout=layout, run_id=run_id,
-                             experiment_id=experiment_id, directory=directory, figures=figures)
+    """Report step of a comparison: the run of whichever test answered (its family's run writer), to be logged in
+    ``experiment_id`` (as ``run_id`` when that run exists), its artifacts written into ``directory`` (default: a
+    temporary one); ``figures=False`` for a matrix's pair run without figures and HTML report."""
+    return family(result.test).part("run")(result, data, metric=metric, experiment_ids=ids, layout=layout,
+                                           run_id=run_id, experiment_id=experiment_id, directory=directory,
+                                           figures=figures)
 
 
 @contextlib.contextmanager
@@ -215,5 +196,7 @@ def _gathered(pairs, fitted: dict, hits: dict, keys: dict, folder: Path | None, 
 
 
 def _warm_up() -> None:
-    """A matrix worker's first task: unpickling it imports this module, and with it the fit and report steps
-    (MLflow, arviz, matplotlib), while the caller is busy elsewhere."""
+    """A matrix worker's first task: import every test's fit step and run writer (the families' engines, MLflow,
+    arviz), while the caller is busy elsewhere."""
+    for test in PAIR_TESTS.values():
+        test.part("fit"), test.part("run")

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..families import pair_test
 from ..sampling import programs
 from ..vocabulary import mlflow_internals
 from ..vocabulary import tags as T
@@ -32,7 +33,8 @@ def pair_key(data: Any, test: str, fit) -> str:
     the runs they came from), the test, the options (``fit``, seed included), the Stan program the test samples
     and this package's version."""
     digest = hashlib.sha256()
-    program = programs.program_code("hierarchical") if test == "hierarchical" else ""
+    name = pair_test(test).program
+    program = programs.program_code(name) if name else ""
     for part in (_FORMAT, versions().get("mlflow-bayescompare", ""), test, program, fit.to_dict(), data):
         _feed(digest, part)
     return digest.hexdigest()

@@ -12,8 +12,8 @@ import dataclasses
 import json
 
 from ..pipeline import preflight
-from ..runs.bundle import fit_tag, models_run_name, run_name
 from ..runs.runlog import fail_if_running, start_run
+from ..shared.run_content import fit_tag, models_run_name, run_name
 from ..vocabulary import tags as T
 from ..vocabulary.console import redact_uri
 from ..vocabulary.outcomes import json_safe

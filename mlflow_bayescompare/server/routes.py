@@ -7,6 +7,7 @@ checked by one ``before_request`` hook before the handler runs; the handlers the
 
 from __future__ import annotations
 
+import json
 import logging
 import urllib.parse
 from collections.abc import Callable
@@ -18,8 +19,8 @@ from flask import Blueprint, Response, request, send_from_directory
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from mlflow.exceptions import MlflowException
 
+from ..families import page_words
 from ..families.hierarchical.report import NEXT_DATASET, NEXT_DATASET_TITLE
-from ..families.ranking.report import DIFFERS
 from ..reads.collect import discover
 from ..runs.runlog import fail_if_running
 from ..shared.report_html import embedded
@@ -76,7 +77,7 @@ def _page() -> Response:
                 for s in STAGES if s != "failed"],
         run_id=run_id if len(run_id) == 32 and all(c in "0123456789abcdef" for c in run_id) else "",
         next_dataset={"title": NEXT_DATASET_TITLE, "sentence": NEXT_DATASET}, favicon=_FAVICON,
-        ranking_differs=DIFFERS,
+        families=json.dumps(page_words()),
         user=permissions.current_user())
     resp = Response(html, mimetype="text/html")
     resp.headers["Content-Security-Policy"] = security.PAGE_CSP

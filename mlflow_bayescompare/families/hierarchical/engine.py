@@ -170,7 +170,7 @@ class _Fitter:
             pd.DataFrame({"dataset": tensor.datasets, "n": prepared.n, "rho": self.rho,
                           "mle": [np.mean(x) for x in tensor.diffs]}),
             summary.shrinkage_table(draws["delta"], self.opts.rope),
-            baselines.per_dataset(tensor.diffs, self.rho, self.opts.rope),
+            summary.per_dataset(tensor.diffs, self.rho, self.opts.rope),
         ], axis=1)
         oriented = orientation.orient(table["p_left"], table["p_rope"], table["p_right"])
         table["p_a_better"], table["p_b_better"] = oriented["a_better"], oriented["b_better"]

@@ -24,13 +24,13 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from ...sampling import sampler
-from ...shared import posterior_summary
-from ...vocabulary.console import log
-from ...vocabulary.options import RankOptions
-from ...vocabulary.outcomes import json_ready
-from ...vocabulary.versions import versions
-from .result import RankedModels, better_matrix, rank_table
+from ....sampling import sampler
+from ....shared import posterior_summary
+from ....vocabulary.console import log
+from ....vocabulary.options import RankOptions
+from ....vocabulary.outcomes import json_ready
+from ....vocabulary.versions import versions
+from ..common import SAMPLE_STATS, CredibleRule, RankedModels, better_matrix, credible, rank_table
 
 __all__ = ["HierarchicalRankingResult", "summarise", "three_way", "versus_table", "NEXT_PER_DRAW", "VERDICTS"]
 
@@ -70,6 +70,8 @@ class HierarchicalRankingResult(RankedModels):
     """
 
     model: ClassVar[str] = "hierarchical"
+    #: credible: P(better by more than the rope) reaches the threshold (the claim ``a-better`` of ``compare``)
+    rule: ClassVar[CredibleRule] = CredibleRule("p_better", "P(better by more than ±{rope:g}) < {threshold:g}")
 
     models: list[str]
     ranking: pd.DataFrame
@@ -85,15 +87,6 @@ class HierarchicalRankingResult(RankedModels):
     def seed(self) -> int:
         return self.settings["seed"]
 
-    def credible_pairs(self, threshold: float | None = None) -> set[frozenset]:
-        """The pairs whose P(better) reaches ``threshold`` (default: the result's)."""
-        threshold = self.settings["threshold"] if threshold is None else threshold
-        return {frozenset((r.better, r.worse)) for r in self.pairs.itertuples(index=False) if r.p_better >= threshold}
-
-    def not_credible_rule(self, threshold: float) -> str:
-        """The rule of the critical-difference diagram's bars, in words."""
-        return f"P(better by more than ±{self.settings['metric_rope']:g}) < {threshold:g}"
-
     def better_matrix(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """P(row better than column by more than the rope) and P(rope), in the ranking's order."""
         return better_matrix(self.order, self.pairs)
@@ -105,8 +98,6 @@ class HierarchicalRankingResult(RankedModels):
     def to_inference_data(self):
         """The posterior (δ, σ0, ν and the ranks of δ) and Stan's sampler statistics, as an InferenceData."""
         import arviz as az
-
-        from .result import SAMPLE_STATS
 
         delta = self.draws["delta"]
         ranks = delta.shape[-1] - np.argsort(np.argsort(delta, axis=-1), axis=-1)
@@ -228,7 +219,7 @@ def _pairs(draws, models: list[str], order: list[str], opts: RankOptions) -> pd.
     low, high = posterior_summary.hdi(sign * loc, opts.hdi_prob)
     return pd.DataFrame({"better": better, "worse": worse, "difference": sign * loc.mean(axis=0), "hdi_low": low,
                          "hdi_high": high, **p, "p_above": (loc > 0).mean(axis=0),
-                         "credible": p["p_better"] >= opts.threshold})
+                         "credible": credible(p, HierarchicalRankingResult.rule, opts.threshold)})
 
 
 def versus_table(draws, models: list[str], order: list[str], reference: str, opts: RankOptions) -> pd.DataFrame:

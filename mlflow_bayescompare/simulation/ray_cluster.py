@@ -1,5 +1,6 @@
-"""A real Ray cluster on this machine for the tests: a head node (``ray start --head``) and a second node (``ray
-start --address …``), one CPU each, each with its own temporary folder, started within a time limit.
+"""A real Ray cluster on this machine for the tests and the benchmarks (``tests/test_ray_engine.py``,
+``benchmarks/bench_ray.py``): a head node (``ray start --head``) and a second node (``ray start --address …``), one
+CPU each, each with its own temporary folder, started within a time limit.  Linux only (it reads ``/proc``).
 
 Each ``ray start`` runs in a new session (``start_new_session``), and every process it starts (the GCS, the raylets,
 their agents and workers) stays in that session: :meth:`RayCluster.stop` ends exactly the processes of the sessions it
@@ -11,13 +12,22 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
 
-from servers import free_port
+__all__ = ["RayCluster"]
 
-ROOT = Path(__file__).resolve().parents[1]
+#: the folder that holds the package: the nodes' workers import it from there
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    """A port free on the loopback now (the operating system's choice)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 class RayCluster:
@@ -25,12 +35,12 @@ class RayCluster:
 
     def __init__(self, tmp: Path, timeout: float = 180):
         self.tmp, self.sessions = tmp, []
-        self.address = f"127.0.0.1:{free_port()}"
+        self.address = f"127.0.0.1:{_free_port()}"
         deadline = time.monotonic() + timeout
         port = self.address.rpartition(":")[2]
         try:
             self._start(["--head", "--port", port, "--include-dashboard=false", "--ray-client-server-port",
-                         str(free_port())], tmp / "head", deadline)
+                         str(_free_port())], tmp / "head", deadline)
             self._start(["--address", self.address], tmp / "node", deadline)
         except BaseException:
             self.stop()
@@ -42,7 +52,7 @@ class RayCluster:
                "RAY_USAGE_STATS_ENABLED": "0"}
         env.pop("RAY_ADDRESS", None)
         command = [shutil.which("ray") or "ray", "start", *args, "--num-cpus", "1", "--temp-dir", str(folder),
-                   "--node-ip-address", "127.0.0.1", "--dashboard-agent-listen-port", str(free_port()),
+                   "--node-ip-address", "127.0.0.1", "--dashboard-agent-listen-port", str(_free_port()),
                    "--disable-usage-stats"]
         with open(folder / "start.log", "w") as out:
             proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
