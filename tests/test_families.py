@@ -144,3 +144,15 @@ def test_the_table_imports_nothing_heavy():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]"
 
+
+def test_the_public_face_exports_the_pipelines_and_every_result_they_return():
+    """``mlflow_bayescompare`` names the pipelines, the outcomes they return and every family's result class (the
+    rankings' among them), and each of its names imports."""
+    import mlflow_bayescompare as face
+    from mlflow_bayescompare.pipeline import compare
+
+    exported = {getattr(face, name) for name in face.__all__}
+    assert {compare.compare_runs, compare.compare_matrix, compare.rank_runs, compare.require} <= exported
+    assert {getattr(compare, n) for n in compare.__all__ if n.endswith("Outcome") and n != "Outcome"} <= exported
+    missing = [row.result for row in ROWS if row.part("result") not in exported]
+    assert not missing, f"result classes the face does not export: {missing}"
