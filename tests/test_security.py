@@ -385,6 +385,18 @@ def _same(first: requests.Response, second: requests.Response, first_word: str, 
     assert first.text.replace(first_word, "?") == second.text.replace(second_word, "?"), (first.text, second.text)
 
 
+def test_a_non_admin_is_refused_another_users_report(auth_server):
+    """The admin's comparison in ``e-none``, which Alice may not read, has a report the admin reads; Alice asking for
+    it is refused with the one answer of a run that does not exist: a 404 whose JSON names no such run, not the
+    report, not a server error."""
+    url, run = auth_server.url, auth_server.hidden_run
+    own = auth_server.api(ADMIN).session.get(f"{url}/bayescompare/report", params={"run_id": run}, timeout=30)
+    assert own.status_code == 200 and "secretmodelX" in own.text  # the report is there, holding the hidden model
+    refused = auth_server.api(ALICE).session.get(f"{url}/bayescompare/report", params={"run_id": run}, timeout=30)
+    assert refused.status_code == 404 and refused.headers["Content-Type"].startswith("application/json")
+    assert refused.json()["error"] == f"no comparison run {run!r}" and "secretmodelX" not in refused.text
+
+
 def test_forbidden_and_absent_get_the_same_answer_and_create_nothing(auth_server):
     s, url, ids = auth_server.api(ALICE).session, auth_server.url, auth_server.ids
     absent_id = str(int(max(ids.values())) + 1000)
