@@ -221,6 +221,20 @@ def test_filter_injection_is_refused_and_creates_nothing(server, extra, words):
     assert _job_runs(server.client, [server.experiment_id]) == before
 
 
+@pytest.mark.parametrize("path", ["/api/comparisons", "/api/matrix", "/api/rankings"])
+def test_an_invalid_filter_is_a_bad_request_for_every_kind(server, path):
+    """A matrix and a ranking of every model find them by a search under the filter: parsed before (400), not
+    failed at the store (502)."""
+    before = _job_runs(server.client, [server.experiment_id])
+    body = _body(server, filter="1=1")
+    if path != "/api/comparisons":
+        body = {k: v for k, v in body.items() if not k.startswith("model")}
+    resp = _post(server, path, json=body)
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["error"].startswith("invalid filter string '1=1': Invalid comparison clause"), resp.text
+    assert _job_runs(server.client, [server.experiment_id]) == before
+
+
 # ------------------------------------------------------------------------------------------------ basic-auth
 
 ADMIN = ("admin", "bayescompare-Admin-pw-1")

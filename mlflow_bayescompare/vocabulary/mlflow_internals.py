@@ -19,6 +19,8 @@ Used beyond MLflow's public API:
 * ``flask.g.mlflow_authenticated_user``: the user MLflow's basic-auth signed in (from MLflow 3.14; before, the
   caller reads the request's basic-auth header);
 * ``mlflow.tracking.fluent._get_experiment_id``: the active experiment;
+* ``mlflow.utils.search_utils.SearchUtils.parse_search_filter``: MLflow's parser of a runs filter string, the one
+  every store applies (a module outside MLflow's documented API);
 * ``mlflow.utils.validation``: ``_validate_metric_name`` and ``_validate_param_name`` (with the public
   ``MAX_ENTITY_KEY_LENGTH``), MLflow's own rules for a key, which the keys derived from names are tested against;
 * the environment ``mlflow server`` gives its workers: ``_MLFLOW_SGI_NAME`` (uvicorn, gunicorn or waitress),
@@ -45,9 +47,9 @@ from collections.abc import Callable, Iterator
 
 __all__ = ["TRACKING_URI_ENV", "CREDENTIALS_ENV", "RETRY_LOGGER", "active_experiment_id", "as_user",
            "authenticated_user", "backend_store_uri", "cors_allowed_origins", "end_run", "experiment_permission",
-           "in_artifact_root", "is_valid_key", "register_auth_validator", "retry_notice", "run_artifact_location",
-           "download_top_artifact", "download_artifact", "served_by_uvicorn", "server_boot_id", "static_prefix",
-           "tracking_store"]
+           "filter_problem", "in_artifact_root", "is_valid_key", "register_auth_validator", "retry_notice",
+           "run_artifact_location", "download_top_artifact", "download_artifact", "served_by_uvicorn",
+           "server_boot_id", "static_prefix", "tracking_store"]
 
 #: the environment variable of MLflow's tracking URI
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
@@ -84,6 +86,18 @@ def is_valid_key(key: str) -> bool:
     except MlflowException:
         return False
     return len(key) <= MAX_ENTITY_KEY_LENGTH
+
+
+def filter_problem(filter_string: str) -> str | None:
+    """What MLflow's own parser of a runs filter finds wrong with ``filter_string`` (None: it parses)."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.utils.search_utils import SearchUtils
+
+    try:
+        SearchUtils.parse_search_filter(filter_string)
+    except MlflowException as exc:
+        return exc.message
+    return None
 
 
 @contextlib.contextmanager
