@@ -592,8 +592,43 @@ def test_a_job_writes_only_into_the_servers_artifact_store(auth_server, tmp_path
         resp = alice.post(f"{auth_server.url}/bayescompare/api/{path}", json={"metric": "accuracy", **FAST, **fields},
                           timeout=60)
         assert resp.status_code == 403, resp.text
-        assert f"keeps its artifacts at {elsewhere.as_uri()}, outside this server's artifact store" in resp.text
+        assert f"keeps its artifacts at {elsewhere.as_uri()}, not in its own folder of this server's artifact store" \
+            in resp.text
     assert _snapshot(auth_server) == before and not elsewhere.exists()
+
+
+def _stored(srv) -> set[str]:
+    """Every file of the server's artifact store."""
+    return {str(p.relative_to(srv.tmp)) for p in (srv.tmp / "artifacts").rglob("*")}
+
+
+def test_a_job_writes_only_into_its_experiments_own_artifact_folder(auth_server):
+    """Every ``mlflow-artifacts:`` location but the experiment's own folder is refused (403, before any work, nothing
+    written): another experiment's folder, the root, and paths leaving the artifact route by ``..``, escaped once or
+    twice (a job would upload there with alice's credentials).  Alice's experiment with MLflow's default location
+    takes the job, its artifacts in its own folder."""
+    alice, ids = auth_server.api(ALICE), auth_server.ids
+    body = {"experiment_id": [ids["e-read"]], "metric": "accuracy", "model_a": "lda", "model_b": "cart", **FAST}
+    with _as(ALICE):
+        made = {location: MlflowClient(auth_server.url).create_experiment(f"alice-{uuid.uuid4().hex[:6]}",
+                                                                           artifact_location=location)
+                for location in (f"mlflow-artifacts:/{ids['e-edit']}", "mlflow-artifacts:/",
+                                 "mlflow-artifacts:/../../../api/2.0/mlflow/x", "mlflow-artifacts:/%2e%2e/x",
+                                 "mlflow-artifacts:/%252e%252e/x", f"mlflow-artifacts:/{ids['e-edit']}/../x")}
+        own = MlflowClient(auth_server.url).create_experiment(f"alice-{uuid.uuid4().hex[:6]}")
+    before, stored = _snapshot(auth_server), _stored(auth_server)
+    for location, eid in made.items():
+        resp = alice.session.post(f"{auth_server.url}/bayescompare/api/comparisons",
+                                  json={**body, "target_experiment": eid}, timeout=60)
+        assert resp.status_code == 403, (location, resp.text)
+        assert resp.json()["error"] == (
+            f"experiment '{eid}' keeps its artifacts at {location}, not in its own folder of this server's artifact "
+            f"store (mlflow-artifacts:/{eid}), where the server's jobs write; choose a 'target_experiment' created "
+            "with the server's default artifact location"), resp.text
+    assert _snapshot(auth_server) == before and _stored(auth_server) == stored
+    state = alice.wait(alice.start("comparison", {**body, "target_experiment": own}))
+    assert (state["status"], state["experiment_id"]) == ("FINISHED", own), state
+    assert f"artifacts/{own}/{state['run_id']}/artifacts/report.html" in _stored(auth_server)
 
 
 def _autologged_search(srv, experiment: str) -> str:
