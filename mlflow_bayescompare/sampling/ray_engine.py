@@ -19,6 +19,7 @@ import hashlib
 import logging
 import os
 import platform
+import re
 import signal
 import socket
 import threading
@@ -41,6 +42,7 @@ INSTALL = 'pip install "mlflow-bayescompare[ray]"'
 CONNECT_SECONDS = 30  # an address that does not answer fails within this
 START_SECONDS = 600  # the actors' start (a worker process each, importing the package) must end within this
 RETRIES = 3  # restarts of a dead actor, and retries of the pair it was fitting
+_COLOURS = re.compile(r"\x1b\[[0-9;]*m")  # a terminal's colour codes (ANSI SGR)
 IN_FLIGHT = 2  # pairs given to an actor at once: one fitting, the next waiting, so no actor idles between pairs
 
 
@@ -162,14 +164,20 @@ def _connect(ray, address: str | None, shown: str) -> bool:
     die with the thread that started them (their parent-death signal)."""
     if ray.is_initialized():
         return False
-    if (address or os.environ.get("RAY_ADDRESS") or "local") == "local":
-        try:
-            with _keep_signal_handlers():
+    with _keep_signal_handlers():  # Ray's core worker puts its own (abort) handler on SIGTERM, from any thread
+        if (address or os.environ.get("RAY_ADDRESS") or "local") == "local":
+            try:
                 _init(ray, address)
-        except Exception as exc:
-            raise InputError(f"could not start Ray on this machine: {_first_lines(exc)}") from None
-        log.info("fitting on a Ray cluster started on this machine")
-        return True
+            except Exception as exc:
+                raise InputError(f"could not start Ray on this machine: {_first_lines(exc)}") from None
+            log.info("fitting on a Ray cluster started on this machine")
+            return True
+        return _join(ray, address, shown)
+
+
+def _join(ray, address: str | None, shown: str) -> bool:
+    """Connect to the cluster at ``address`` (or ``RAY_ADDRESS``) from a helper thread, within
+    :data:`CONNECT_SECONDS`; an :class:`InputError` naming the address otherwise."""
     deadline = time.monotonic() + CONNECT_SECONDS
     if address:
         _probe(address, shown)
@@ -201,8 +209,9 @@ def _init(ray, address: str | None):
 
 @contextlib.contextmanager
 def _keep_signal_handlers():
-    """The process's SIGTERM and SIGINT handlers as they were before the block: ``ray.init`` in the main thread
-    replaces SIGTERM's, and the command line's own handler (stop the work, log nothing) must stay."""
+    """The process's SIGTERM and SIGINT handlers as they were before the block, set again after it (from the main
+    thread): ``ray.init`` in any thread puts Ray's own on SIGTERM (its C++ core worker's, which aborts the process:
+    exit 134), and the command line's own handler (stop the work, log nothing, exit 143) must stay."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -255,13 +264,27 @@ def _check_versions(ray, actors: list, shown: str) -> None:
         raise InputError(f"the Ray cluster at {shown} started no worker within {START_SECONDS} s (are its CPUs "
                          "busy?)") from None
     except ray.exceptions.RayError as exc:
-        raise InputError(f"the Ray cluster at {shown} could not start a worker (is mlflow-bayescompare "
-                         f"{worker_versions()['mlflow-bayescompare']} installed on every node?): "
-                         f"{_first_lines(exc)}") from None
+        if _missing_package(exc):
+            raise InputError(f"the Ray cluster at {shown} could not start a worker: mlflow-bayescompare "
+                             f"{worker_versions()['mlflow-bayescompare']} (or one of its dependencies) is not "
+                             f"installed on every node: {_first_lines(exc)}") from None
+        raise SamplingError(f"the Ray cluster at {shown} could not start its workers: one died while starting, "
+                            f"{RETRIES + 1} times (killed, out of memory, or its node lost?): {_first_lines(exc)}") \
+            from None
     problems = version_problems(worker_versions(), found)
     if problems:
         raise InputError(problems, header=f"the Ray cluster at {shown} differs from this driver (install the same "
                                           "versions on every node):")
+
+
+def _missing_package(error: BaseException) -> bool:
+    """Did a worker fail to start because an import failed in it (its creation task raised an ``ImportError``,
+    which Ray hands back as text when the worker could not even load the actor's class), rather than because its
+    process died (killed, out of memory: a failure at run time, not of the installation)?"""
+    if not getattr(error, "actor_init_failed", False):
+        return False
+    return any(isinstance(e, ImportError) for e in (getattr(error, "cause", None), error.__cause__)) \
+        or any(word in str(error) for word in ("ModuleNotFoundError", "ImportError", "No module named"))
 
 
 def _value(ray, ref, key, shown: str) -> Any:
@@ -284,5 +307,6 @@ def _named(key) -> str:
 
 
 def _first_lines(exc: BaseException, lines: int = 3) -> str:
-    text = str(exc).strip() or type(exc).__name__
+    """The error's first lines, as one, without the terminal colours Ray puts in its messages."""
+    text = _COLOURS.sub("", str(exc)).strip() or type(exc).__name__
     return " ".join(line.strip() for line in text.splitlines()[:lines])
