@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
@@ -283,6 +285,45 @@ def test_a_node_without_the_package_is_named_with_the_install_hint(tmp_path_fact
         f"{ray_engine.worker_versions()['mlflow-bayescompare']} (or one of its dependencies) is not installed on "
         "every node: "), refused.value
     assert "No module named" in str(refused.value) and "\x1b[" not in str(refused.value)
+
+
+def test_a_cluster_with_token_authentication_takes_the_token_from_the_environment_only(tmp_path_factory, client,
+                                                                                          tracking_uri, scores,
+                                                                                          monkeypatch):
+    """A cluster started with Ray's token authentication on (``RAY_AUTH_MODE=token``, the token in a file named by
+    ``RAY_AUTH_TOKEN_PATH``).  A driver without the token is refused naming the variables to set (an
+    :class:`InputError`: exit 2); the command with them in its environment fits on the cluster.  The token reaches
+    no output, run, or command line of any process of the cluster, and nothing is written into ``~/.ray``."""
+    tmp = tmp_path_factory.mktemp("tok")
+    (tmp / "token").write_text(secrets.token_hex(32))
+    (tmp / "token").chmod(0o600)
+    token, auth = (tmp / "token").read_text(), {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(tmp / "token")}
+    home = Path.home() / ".ray" / "auth_token"
+    had_home_token = home.exists()
+    guarded = RayCluster(tmp / "ray", env={**auth, "RAY_AUTH_TOKEN": None}, nodes=1)
+    try:
+        for name in [name for name in os.environ if name.startswith("RAY_AUTH_")]:
+            monkeypatch.delenv(name)
+        monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # this process: a driver without the token
+        with pytest.raises(InputError) as refused:
+            with ray_engine.started(1, 2, int, address=guarded.address):
+                pass
+        allowed = _cli("matrix", "--tracking-uri", tracking_uri, "--experiment-id", scores, "--metric", "accuracy",
+                       "--engine", "ray", "--ray-address", guarded.address, "--chains", "2", "--draws", "200",
+                       "--seed", "7", env=auth)
+        out, err = allowed.communicate(timeout=600)
+        commands = guarded.processes().values()
+    finally:
+        guarded.stop()
+    assert str(refused.value).startswith(f"could not connect to the Ray cluster at {guarded.address}: ")
+    assert str(refused.value).endswith(ray_engine.TOKEN_HINT), refused.value
+    assert allowed.returncode == 0, err[-2000:]
+    assert f"fitting on the Ray cluster at {guarded.address}" in err
+    run = client.search_runs([scores], "tags.`bayescompare.kind` = 'matrix'")[0]
+    assert run.data.params["engine"] == "ray"
+    for text in (out, err, repr(run.data.params), repr(run.data.tags), *commands):
+        assert token not in text
+    assert home.exists() == had_home_token
 
 
 def test_with_no_address_ray_starts_here_for_the_matrix_and_ends_with_it(tracking_uri, scores, monkeypatch):

@@ -9,6 +9,13 @@ talks to MLflow, after the last pair.  A worker process or node that dies is res
 naming the pair and Ray's reason, and nothing is logged.  An error, Ctrl-C or SIGTERM in the driver kills the
 actors, which ends their running pairs and every pair still queued.
 
+Ray's token authentication (Ray 2.52; on by default for the clusters ``ray.init`` starts from 2.59, for all from
+2.61) is Ray's own business: Ray reads ``RAY_AUTH_MODE`` and the token (``RAY_AUTH_TOKEN_PATH``, a file, or
+``RAY_AUTH_TOKEN``) from the environment, here and in whatever this process starts (a local cluster, the server's
+job processes), which inherit it.  Nothing here puts them on a command line: Ray keeps a driver's command line in
+its cluster's job table, which every client of the cluster may read.  A driver the cluster refuses is told which
+variables to set (:data:`TOKEN_HINT`).
+
 Ray is imported here only, and only once the engine is chosen: the package never needs it otherwise.
 """
 
@@ -35,10 +42,15 @@ from ..vocabulary.progress import Countdown, Progress, notify
 from ..vocabulary.versions import versions
 from . import programs
 
-__all__ = ["Cluster", "started", "run_all", "worker_versions", "version_problems", "INSTALL", "CONNECT_SECONDS",
-           "RETRIES"]
+__all__ = ["Cluster", "started", "run_all", "worker_versions", "version_problems", "INSTALL", "TOKEN_HINT",
+           "CONNECT_SECONDS", "RETRIES"]
 
 INSTALL = 'pip install "mlflow-bayescompare[ray]"'
+#: what a driver refused by a cluster may lack: Ray's token (its environment variables, read by Ray itself here and
+#: in whatever this process starts; a command line would show it to every client of the cluster, in its job table)
+TOKEN_HINT = ("; a cluster with token authentication (Ray's default from 2.61) takes a driver with its token: "
+              "RAY_AUTH_MODE=token and RAY_AUTH_TOKEN_PATH (a file holding it) or RAY_AUTH_TOKEN in this "
+              "environment, never on a command line")
 CONNECT_SECONDS = 30  # an address that does not answer fails within this
 START_SECONDS = 600  # the actors' start (a worker process each, importing the package) must end within this
 RETRIES = 3  # restarts of a dead actor, and retries of the pair it was fitting
@@ -195,7 +207,9 @@ def _join(ray, address: str | None, shown: str) -> bool:
     if not outcome:
         raise InputError(f"the Ray cluster at {shown} did not accept this driver within {CONNECT_SECONDS} s")
     if isinstance(outcome[0], BaseException):
-        raise InputError(f"could not connect to the Ray cluster at {shown}: {_first_lines(outcome[0])}") from None
+        hint = "" if isinstance(outcome[0], ray.exceptions.AuthenticationError) else TOKEN_HINT
+        raise InputError(f"could not connect to the Ray cluster at {shown}: {_first_lines(outcome[0])}{hint}") \
+            from None
     log.info("fitting on the Ray cluster at %s", shown)
     return True
 
