@@ -50,7 +50,7 @@ __all__ = ["TRACKING_URI_ENV", "CREDENTIALS_ENV", "RETRY_LOGGER", "active_experi
            "authenticated_user", "backend_store_uri", "cors_allowed_origins", "end_run", "experiment_permission",
            "filter_problem", "is_own_artifact_folder", "is_valid_key", "register_auth_validator", "retry_notice",
            "run_artifact_location", "download_top_artifact", "download_artifact", "served_by_uvicorn",
-           "server_boot_id", "static_prefix", "own_artifact_folder", "tracking_store"]
+           "server_boot_id", "static_prefix", "own_artifact_folder", "tracking_store", "tracking_user"]
 
 #: the environment variable of MLflow's tracking URI
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
@@ -99,6 +99,13 @@ def filter_problem(filter_string: str) -> str | None:
     except MlflowException as exc:
         return exc.message
     return None
+
+
+def tracking_user(tracking_uri: str | None) -> str:
+    """The basic-auth user MLflow's client calls the tracking server as: ``MLFLOW_TRACKING_USERNAME``, else the
+    user name the URI carries ('' for none, and for a local store)."""
+    return os.environ.get(CREDENTIALS_ENV["username"]) or urllib.parse.unquote(
+        urllib.parse.urlsplit(str(tracking_uri or "")).username or "")
 
 
 @contextlib.contextmanager
