@@ -78,6 +78,7 @@ def _stop_on_sigterm() -> None:
     """SIGTERM (``kill``, ``timeout``, a CI runner or a scheduler stopping the command) ends it as Ctrl-C does
     instead of at once: Stan's sampler processes are killed, a matrix's workers are stopped (:mod:`.workers`) and a
     run being logged ends FAILED, none of which happens when Python dies of the signal.  Exit status 128 + 15."""
+    _SIGTERM["stopped"] = None
     if threading.current_thread() is not threading.main_thread():
         return
 
@@ -85,11 +86,28 @@ def _stop_on_sigterm() -> None:
         from .sampling.pystan_backend import stop_samplers
 
         stop_samplers()
-        stopped = StoppedBySigterm(128 + signum)
+        stopped = _SIGTERM["stopped"] = StoppedBySigterm(128 + signum)
         click.echo(f"Error: {stopped}.", err=True)
         raise stopped
 
     signal.signal(signal.SIGTERM, stop)
+
+
+_SIGTERM: dict[str, StoppedBySigterm | None] = {"stopped": None}  # the stop of this command, once SIGTERM came
+
+
+@contextlib.contextmanager
+def _stopped_wins():
+    """Once SIGTERM has stopped the command, it ends with the stop's status whatever the stop became on its way
+    out: raised inside a library's call, it may come out as that library's own exit (Ray's ``ray.wait`` turns it into
+    ``SystemExit(1)``) or error."""
+    try:
+        yield
+    except BaseException as exc:
+        stopped = _SIGTERM["stopped"]
+        if stopped is not None and exc is not stopped:
+            raise stopped from None
+        raise
 
 
 def _run_options(fn):
@@ -254,9 +272,11 @@ def _progress():
 
 @contextlib.contextmanager
 def _errors():
-    """This package's errors (and MLflow's) → ``Error: …`` with exit code 2 for bad input, 1 otherwise."""
+    """This package's errors (and MLflow's) → ``Error: …`` with exit code 2 for bad input, 1 otherwise; a command
+    stopped by SIGTERM exits 143 (:func:`_stopped_wins`)."""
     try:
-        yield
+        with _stopped_wins():
+            yield
     except InputError as exc:
         raise CliError(str(exc), exit_code=2) from exc
     except BayesCompareError as exc:

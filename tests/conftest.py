@@ -17,6 +17,17 @@ from servers import Server, create_pg_database, drop_pg_database, require_pg
 DATA = Path(__file__).parent / "data"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _pair_cache_key(tmp_path_factory):
+    """The pair cache's key (``runs/cachekey.py``) is kept in a folder of this session, not the user's ``~/.config``;
+    the servers the tests start inherit it, as a server inherits its user's."""
+    saved = {name: os.environ.pop(name, None) for name in ("XDG_CONFIG_HOME", "MLFLOW_BAYESCOMPARE_CACHE_KEY")}
+    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("config"))
+    yield
+    for name, value in saved.items():
+        os.environ.pop(name, None) if value is None else os.environ.__setitem__(name, value)
+
+
 @pytest.fixture(scope="session")
 def uci() -> pd.DataFrame:
     """The paper's data: 10 x 10-fold CV of 5 classifiers on 54 UCI datasets (see tests/data/README.md)."""

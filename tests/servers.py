@@ -247,6 +247,45 @@ def gateway(status: int, health: int = 200) -> Iterator[str]:
         server.server_close()
 
 
+@contextlib.contextmanager
+def trickling(part: str, total: float = 8.0, every: float = 1.0) -> Iterator[str]:
+    """A loopback listener that answers every request ``200 OK`` a byte at a time, one each ``every`` seconds, for
+    about ``total`` seconds, then the rest at once: its status line and headers (``part="head"``), or only its body
+    (``part="body"``).  A thread per connection; yields its address."""
+    body = b"x" * int(total / every)
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
+    slow, fast = (head, body) if part == "head" else (body, b"")
+    stop = threading.Event()
+
+    def answer(conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError):
+            conn.recv(65536)
+            if part == "body":
+                conn.sendall(head)
+            steps = int(total / every)
+            for i in range(min(steps, len(slow))):
+                if stop.wait(every):
+                    return
+                conn.sendall(slow[i:i + 1])
+            conn.sendall(slow[steps:] + fast)
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+
+    def serve() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError, OSError):
+                conn, _ = listener.accept()
+                threading.Thread(target=answer, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        listener.close()
+
+
 # ------------------------------------------------------------------------------------------------ browser
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -591,14 +591,17 @@ def test_page_compare_all_models(server):
     pairs, and the ranking report (critical-difference diagram, P(better) matrix, P(best), leader gaps) inline, the
     link naming the matrix run; in Past comparisons, with its experiment's name, the matrix holds its pairs folded
     under it, each in its own orientation with its own probabilities once unfolded; the list filters by
-    experiment."""
+    experiment.  Asked to fit every pair again, it reads no cache."""
     with _browser() as (page, dialogs):
         page.goto(f"{server.url}/bayescompare/")
         _fill_form(page, server, seed=1, draws=200)
+        page.check("#refresh")
         page.click("#matrix-btn")
         page.wait_for_selector("#pairs:not([hidden])", timeout=600_000)
         run_id = _run_id(page)
         state = server.api().status(run_id)
+        run = server.client.get_run(run_id)
+        assert (run.data.params["refresh"], run.data.metrics["n_pairs_cached"]) == ("True", 0)
         rows = page.eval_on_selector_all("#pairs tbody tr",
                                          "rs => rs.map(r => Array.from(r.cells).map(c => c.textContent))")
         assert rows == [_better_first(p) for p in state["pairs"]] and len(rows) == 3

@@ -102,6 +102,9 @@ REFUSED = [  # (path, body or raw JSON text, HTTP status, words of the answer)
     ("/api/matrix", {"models": ["lda"]}, 400, "models"),
     ("/api/matrix", {"models": ["lda", "lda"]}, 400, "listed more than once: lda"),
     ("/api/matrix", {"sensitivity": True}, 400, "unknown field 'sensitivity'"),
+    ("/api/matrix", {"engine": "ray"}, 400, "unknown field 'engine'"),  # the server's: MLFLOW_BAYESCOMPARE_ENGINE
+    ("/api/matrix", {"refresh": "yes"}, 400, "'refresh' must be true or false"),
+    ("/api/rankings", {"refresh": True}, 400, "unknown field 'refresh'"),
     ("/api/rankings", {"models": ["lda", "cart"]}, 400, "a ranking needs at least 3 models; got 2 (lda, cart): "
                                                        "compare two models"),
     ("/api/rankings", {"models": ["lda", "cart", "knn"]}, 400, "model 'knn' is in no run tagged 'model'"),

@@ -22,7 +22,7 @@ from mlflow import MlflowClient
 from ..families import pair_test, ranking_model
 from ..families.ranking.engine import rank_scores
 from ..reads import reach
-from ..runs import runlog
+from ..runs import cachekey, runlog
 from ..runs.bundle import matrix_bundle
 from ..runs.matrix import summarise
 from ..runs.several import several_metrics_bundle
@@ -112,7 +112,8 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
     spawned, so a script calling this with several jobs needs the ``if __name__ == "__main__":`` guard), or with
     ``engine="ray"`` by up to ``jobs`` Ray workers of the cluster at ``ray_address`` (default: one per CPU of the
     cluster).  A pair whose data, options, Stan program and package version match a row of an earlier matrix's
-    pairs table in the target experiment is read from there instead (``refresh=True``: fit them all again).
+    pairs table in the target experiment, signed for the same requester (:mod:`..runs.cachekey`), is read from
+    there instead (``refresh=True``: fit them all again).
     ``run_id`` names a RUNNING parent run to fill (the server's job record).  Other arguments as
     :func:`compare_runs`; ``matrix_options`` (or its fields as keywords) a :class:`~..vocabulary.options.MatrixOptions`.
     """
@@ -128,7 +129,9 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
         children = how.logs_child_runs(len(pairs))
         with pairfits.engine(how, jobs, len(pairs), progress) as run_all:  # they start up during the pre-flight
             checked = preflight.check(client, planned, progress, streamed=True)
-            cache = pairfits.cached_rows(client, _cache_target(client, run_id, source, ids) if log else None, how)
+            signer = cachekey.signer(client.tracking_uri) if log else None
+            cache = pairfits.cached_rows(client, _cache_target(client, run_id, source, ids) if log else None, how,
+                                         signer)
             _announce(checked, planned, fit, progress)
             work = pairfits.PairWork(fit, source.metric, tuple(ids), checked.layout, chosen.pair_reports,
                                      slim=not children, shipped=how.engine == "ray" and len(pairs) > 1)
@@ -145,7 +148,7 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
                                    layout=checked.layout, directory=Path(folder) / "parent", child_runs=children,
                                    run_params=_matrix_params(how))
             target = _target(client, run_id, source, ids)
-            matrix.run_id = pairfits.log_family(client, bundle, fitted, target, run_id, started, progress)
+            matrix.run_id = pairfits.log_family(client, bundle, fitted, target, run_id, started, progress, signer)
             matrix.experiment_id = target
             for p, row in fitted.rows.items():
                 matrix.pairs[p].run_id, matrix.pairs[p].experiment_id = row.run_id, target

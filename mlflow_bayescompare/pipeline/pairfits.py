@@ -19,6 +19,7 @@ from ..families import PAIR_TESTS
 from ..families import pair_test as family
 from ..runs import paircache, runlog
 from ..runs.bundle import cached_pair_bundle, write_pairs_table
+from ..runs.cachekey import Signer
 from ..runs.matrix import PairRow
 from ..sampling import ray_engine, workers
 from ..scores.tensor import left_out_note
@@ -26,6 +27,7 @@ from ..vocabulary.console import log
 from ..vocabulary.options import FitOptions, MatrixOptions
 from ..vocabulary.outcomes import counted
 from ..vocabulary.progress import Progress, notify
+from ..vocabulary.tags import CACHE_FOR
 
 __all__ = ["PairWork", "Fitted", "pair_test", "pair_bundle", "engine", "fit_all", "cached_rows", "log_family"]
 
@@ -102,11 +104,12 @@ def engine(how: MatrixOptions, jobs: int | None, pairs: int, progress: Progress 
         yield functools.partial(workers.run_all, pool=pool)
 
 
-def cached_rows(client, target: str | None, how: MatrixOptions) -> dict[str, PairRow]:
-    """The rows of the cache (earlier matrices' pairs tables in ``target``), none with ``refresh`` or no target."""
-    if how.refresh or target is None:
+def cached_rows(client, target: str | None, how: MatrixOptions, signer: Signer | None) -> dict[str, PairRow]:
+    """The rows of the cache (earlier matrices' pairs tables in ``target`` signed by ``signer``), none with
+    ``refresh``, no target or no signer."""
+    if how.refresh or target is None or signer is None:
         return {}
-    return paircache.read(client, target)
+    return paircache.read(client, target, signer)
 
 
 def fit_all(run_all: Callable, checked, work: PairWork, cache: dict[str, PairRow], folder: Path | None,
@@ -117,19 +120,26 @@ def fit_all(run_all: Callable, checked, work: PairWork, cache: dict[str, PairRow
     count what is left to fit."""
     keys: dict = {}
     hits: dict = {}
+    refused: list[str] = []
 
     def tasks(built):
         for i, (pair, data) in enumerate(built):
             keys[pair] = paircache.pair_key(data, checked.tests[pair], work.fit)
-            if keys[pair] in cache:
-                hits[pair] = cache[keys[pair]]
+            row = cache.get(keys[pair])
+            problem = None if row is None else paircache.mismatch(row, pair, checked.tests[pair], work.fit)
+            if row is not None and problem is None:
+                hits[pair] = row
                 continue
+            if problem is not None:
+                refused.append(f"{pair[0]} vs {pair[1]}: its cached row {problem}")
             yield pair, (data, checked.tests[pair], None if folder is None else folder / str(i), work)
 
     if not cache:
         fitted = run_all(fit_pair, tasks(checked.pairs()), total=len(checked.plan.pairs), progress=progress)
         return _gathered(checked.plan.pairs, fitted, hits, keys, folder, work)
     todo = list(tasks(checked.pairs()))
+    if refused:
+        log.warning("not read from the cache, fitted again: %s", "; ".join(refused))
     log.info("%s of %d read from the cache of earlier matrices (--refresh fits them again); %s to fit",
              counted(len(hits), "pair"), len(checked.plan.pairs), counted(len(todo), "pair"))
     fitted = run_all(fit_pair, todo, total=len(todo), progress=progress)
@@ -150,10 +160,13 @@ def fit_pair(data, test: str, folder: Path | None, work: PairWork):
 
 
 def log_family(client, parent, fitted: Fitted, target: str, run_id: str | None, started: int,
-               progress: Progress | None) -> str:
+               progress: Progress | None, signer: Signer | None) -> str:
     """Log the child runs of the pairs fitted with a bundle under the parent (created now, unless it is the
-    RUNNING ``run_id``), then the parent's own bundle with the pairs table (each row naming its child run).
-    Children are written by a few threads when the store is a server.  A failed child fails the parent."""
+    RUNNING ``run_id``), then the parent's own bundle with the pairs table (each row naming its child run, and
+    signed by ``signer`` for the cache of its requester, whose fingerprint the parent carries).  Children are
+    written by a few threads when the store is a server.  A failed child fails the parent."""
+    if signer is not None:
+        parent.tags[CACHE_FOR] = signer.fingerprint
     if run_id is None:
         run_id = runlog.start_run(client, target, name=parent.name, tags=parent.tags, stage="logging",
                                   start_time=started)
@@ -166,7 +179,7 @@ def log_family(client, parent, fitted: Fitted, target: str, run_id: str | None, 
                                                           parent_run_id=run_id, start_time=started), children)
             for (pair, _), child_id in zip(children, ids):
                 fitted.rows[pair].run_id = child_id
-        write_pairs_table(list(fitted.rows.values()), parent.directory)
+        write_pairs_table(list(fitted.rows.values()), parent.directory, signer)
     except BaseException as exc:
         runlog.fail_run(client, run_id, exc)
         raise

@@ -22,7 +22,7 @@ from ..families import RANKING_MODELS, pair_test, taking
 from ..families.ranking.common import lacking_lines
 from ..families.ranking.engine import model_across, ranking_model
 from ..families.ranking.scores import Scores, read_scores
-from ..reads.collect import CollectedScores, collect_scores, discover, resolve_experiments
+from ..reads.collect import CollectedScores, check_filter, collect_scores, discover, resolve_experiments
 from ..reads.search import read_search
 from ..runs import runlog
 from ..runs.matrix import model_pairs
@@ -124,7 +124,9 @@ def plan(client, kind: str, source: SourceOptions, options: FitOptions | RankOpt
     """The source experiments' ids (the work is then ``fetching``) and the models: those given (a comparison's
     two), else every model tagged in the experiments; a matrix's models make at least one pair.  A ranking's
     ``claim`` (``best=<model>``) must name one of its models.  ``logged``: the result will be logged into the
-    target experiment, which must take it (:func:`~..runs.runlog.check_target`)."""
+    target experiment, which must take it (:func:`~..runs.runlog.check_target`).  The filter is parsed first, by
+    MLflow's own parser, for every kind (every model found is found by a search under it)."""
+    check_filter(source.filter_string)
     if logged:
         runlog.check_target(client, source.target_experiment)
     if source.search_run is not None:

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 import pandas as pd
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
-from mlflow.utils.search_utils import SearchUtils
 
 from ..scores.tensor import FOLDS_ONE, CVTensor, DatasetMeans, dataset_means, from_tidy, means_from_tidy
+from ..vocabulary import mlflow_internals
 from ..vocabulary import tags as T
 from ..vocabulary.console import redact_uri
 from ..vocabulary.errors import InputError
@@ -27,7 +27,7 @@ from .identify import Identified, guard, identify, is_comparison, search_runs, u
 
 # fetch_histories moved to .fetch; it is re-exported here for the callers that import it from collect
 __all__ = ["SCORE_COLUMNS", "CollectedScores", "resolve_experiments", "discover",
-           "collect_scores", "fetch_histories", "run_keys"]
+           "collect_scores", "fetch_histories", "run_keys", "check_filter"]
 
 SCORE_COLUMNS = ["dataset", "model", "repeat", "fold", "score", "run_id", "start_time", "folds"]
 
@@ -192,7 +192,7 @@ def collect_scores(client: MlflowClient, experiment_ids: list[str], metric: str,
         raise InputError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
     if folds is not None and (not float(folds).is_integer() or int(folds) < 2):
         raise InputError(f"folds must be an integer >= 2, got {folds!r}")
-    _check_filter(filter_string)
+    check_filter(filter_string)
     keys = run_keys(model_key, dataset_key, **tag_keys)
     found = _model_runs(client, experiment_ids, models, filter_string, *keys, progress=progress)
     runs, read, asked = found.runs, None, layout
@@ -365,8 +365,9 @@ def _tidy(raw: pd.DataFrame, found: Identified, run_folds) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------- search
 
 
-def _check_filter(filter_string: str):
-    try:
-        SearchUtils.parse_search_filter(filter_string)
-    except MlflowException as e:
-        raise InputError(f"invalid filter string {filter_string!r}: {e.message}") from e
+def check_filter(filter_string: str) -> None:
+    """An :class:`InputError` quoting ``filter_string`` and MLflow's complaint when MLflow's own parser refuses it
+    (before any search: a search would fail at the tracking server, after the command had started)."""
+    problem = mlflow_internals.filter_problem(filter_string)
+    if problem is not None:
+        raise InputError(f"invalid filter string {filter_string!r}: {problem}")

@@ -108,9 +108,13 @@ def cached_pair_bundle(row, *, metric: str, experiment_ids: Sequence[str], layou
                   {key: float(v) for key, v in metrics.items() if finite(v)}, root, tmp)
 
 
-def write_pairs_table(rows, directory: Path) -> None:
+def write_pairs_table(rows, directory: Path, signer=None) -> None:
     """The matrix's pairs table (:func:`~.matrix.pairs_frame`) as ``pairs.parquet`` in ``directory``: every pair's
-    probabilities, verdict, decision, test, diagnostics, child run and cache key."""
+    probabilities, verdict, decision, test, diagnostics, child run and cache key, and with a
+    :class:`~.cachekey.Signer` each row's ``signature`` (the pair cache reads only the rows signed for it)."""
     from .matrix import pairs_frame
 
-    pairs_frame(rows).to_parquet(directory / PAIRS_TABLE, index=False)
+    frame = pairs_frame(rows)
+    if signer is not None:
+        frame["signature"] = [signer.sign(row) for row in rows]
+    frame.to_parquet(directory / PAIRS_TABLE, index=False)

@@ -18,7 +18,15 @@ from typing import Any
 from flask import request
 
 from ..vocabulary.errors import InputError
-from ..vocabulary.options import FitOptions, ModelsOptions, PairOptions, RankOptions, SourceOptions, parse_fields
+from ..vocabulary.options import (
+    FitOptions,
+    MatrixOptions,
+    ModelsOptions,
+    PairOptions,
+    RankOptions,
+    SourceOptions,
+    parse_fields,
+)
 from ..vocabulary.runkey import DEFAULT_KEYS, parse_key
 from .jobs import Settings
 
@@ -32,10 +40,12 @@ MAX_EXPERIMENT_ID = 2**63 - 1  # MLflow's stores keep experiment ids as (at most
 _EXPERIMENT_ID_RE = re.compile(r"^[0-9]{1,19}$")
 _RUN_ID_RE = re.compile(r"^[0-9a-f]{32}$")
 _KINDS = {"comparison": (SourceOptions, FitOptions, PairOptions),
-          "matrix": (SourceOptions, FitOptions, ModelsOptions),
+          "matrix": (SourceOptions, FitOptions, ModelsOptions, MatrixOptions),
           "ranking": (SourceOptions, RankOptions, ModelsOptions)}
 #: fields a kind of job does not take (a ranking takes the `rank` command's options, as the command line does)
-_EXCLUDED = {"comparison": (), "matrix": ("sensitivity",), "ranking": ("RankOptions.drop_incomplete", "pair_reports")}
+#: (a matrix's engine and child runs are the server's: MLFLOW_BAYESCOMPARE_ENGINE; it takes `refresh`)
+_EXCLUDED = {"comparison": (), "matrix": ("sensitivity", "engine", "ray_address", "child_runs_up_to", "child_runs"),
+             "ranking": ("RankOptions.drop_incomplete", "pair_reports")}
 
 
 class ApiError(Exception):
@@ -56,6 +66,7 @@ class JobRequest:
     models: tuple[str, ...]
     claim: str | None = None
     pair_reports: bool = False  # a matrix's: ModelsOptions.pair_reports
+    refresh: bool = False  # a matrix's: MatrixOptions.refresh (fit every pair again, reading no cache)
 
 
 # --------------------------------------------------------------------------------------------------- body
@@ -120,14 +131,15 @@ def job_request(kind: str, body: dict[str, Any], settings: Settings) -> JobReque
     server's limits; every problem is reported at once (an :class:`InputError`)."""
     problems = _limit_problems(kind, body, settings)
     try:
-        source, fit, third = parse_fields(body, _KINDS[kind], origin="json", exclude=_EXCLUDED[kind])
+        source, fit, third, *how = parse_fields(body, _KINDS[kind], origin="json", exclude=_EXCLUDED[kind])
     except InputError as exc:
         raise InputError(exc.problems + problems, header="invalid request:") from None
     if problems:
         raise InputError(problems, header="invalid request:")
-    if kind in ("matrix", "ranking"):
-        return JobRequest(kind, source, fit, third.models, pair_reports=third.pair_reports)
-    return JobRequest(kind, source, fit, (third.model_a, third.model_b), third.claim)
+    if kind == "comparison":
+        return JobRequest(kind, source, fit, (third.model_a, third.model_b), third.claim)
+    return JobRequest(kind, source, fit, third.models, pair_reports=third.pair_reports,
+                      refresh=bool(how and how[0].refresh))
 
 
 def job_body_request(kind: str, settings: Settings) -> JobRequest:

@@ -31,17 +31,19 @@ def _free_port() -> int:
 
 
 class RayCluster:
-    """``address`` (``127.0.0.1:port``) of a two-node cluster; :meth:`stop` ends it."""
+    """``address`` (``127.0.0.1:port``) of a two-node cluster (``nodes=1``: the head alone), its nodes started with
+    ``env`` added to this process's environment (a variable set to None: removed); :meth:`stop` ends it."""
 
-    def __init__(self, tmp: Path, timeout: float = 180):
-        self.tmp, self.sessions = tmp, []
+    def __init__(self, tmp: Path, timeout: float = 180, env: dict[str, str | None] | None = None, nodes: int = 2):
+        self.tmp, self.sessions, self.env = tmp, [], env or {}
         self.address = f"127.0.0.1:{_free_port()}"
         deadline = time.monotonic() + timeout
         port = self.address.rpartition(":")[2]
         try:
             self._start(["--head", "--port", port, "--include-dashboard=false", "--ray-client-server-port",
                          str(_free_port())], tmp / "head", deadline)
-            self._start(["--address", self.address], tmp / "node", deadline)
+            if nodes > 1:
+                self._start(["--address", self.address], tmp / "node", deadline)
         except BaseException:
             self.stop()
             raise
@@ -51,6 +53,8 @@ class RayCluster:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
                "RAY_USAGE_STATS_ENABLED": "0"}
         env.pop("RAY_ADDRESS", None)
+        env.update(self.env)
+        env = {name: value for name, value in env.items() if value is not None}
         command = [shutil.which("ray") or "ray", "start", *args, "--num-cpus", "1", "--temp-dir", str(folder),
                    "--node-ip-address", "127.0.0.1", "--dashboard-agent-listen-port", str(_free_port()),
                    "--disable-usage-stats"]

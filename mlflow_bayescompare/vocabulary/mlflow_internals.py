@@ -10,7 +10,8 @@ module costs nothing.
 Used beyond MLflow's public API:
 
 * ``mlflow.server.handlers``: ``_add_static_prefix`` (the server's ``--static-prefix``), ``_get_tracking_store``
-  (the server's own store, and its ``artifact_root_uri``: the default artifact root), and how ``/get-artifact``
+  (the server's own store, and its ``artifact_root_uri``: the default artifact root, to which MLflow's
+  ``mlflow.utils.uri.append_to_uri_path`` adds an experiment's id for its default location), and how ``/get-artifact``
   finds a run's artifact: ``_is_servable_proxied_run_artifact_root``, ``_get_artifact_repo_mlflow_artifacts``,
   ``_get_proxied_run_artifact_destination_path``, ``_get_artifact_repo``;
 * ``mlflow.server.auth``: ``_get_experiment_permission`` and the validator table ``BEFORE_REQUEST_VALIDATORS``,
@@ -19,6 +20,8 @@ Used beyond MLflow's public API:
 * ``flask.g.mlflow_authenticated_user``: the user MLflow's basic-auth signed in (from MLflow 3.14; before, the
   caller reads the request's basic-auth header);
 * ``mlflow.tracking.fluent._get_experiment_id``: the active experiment;
+* ``mlflow.utils.search_utils.SearchUtils.parse_search_filter``: MLflow's parser of a runs filter string, the one
+  every store applies (a module outside MLflow's documented API);
 * ``mlflow.utils.validation``: ``_validate_metric_name`` and ``_validate_param_name`` (with the public
   ``MAX_ENTITY_KEY_LENGTH``), MLflow's own rules for a key, which the keys derived from names are tested against;
 * the environment ``mlflow server`` gives its workers: ``_MLFLOW_SGI_NAME`` (uvicorn, gunicorn or waitress),
@@ -45,9 +48,9 @@ from collections.abc import Callable, Iterator
 
 __all__ = ["TRACKING_URI_ENV", "CREDENTIALS_ENV", "RETRY_LOGGER", "active_experiment_id", "as_user",
            "authenticated_user", "backend_store_uri", "cors_allowed_origins", "end_run", "experiment_permission",
-           "in_artifact_root", "is_valid_key", "register_auth_validator", "retry_notice", "run_artifact_location",
-           "download_top_artifact", "download_artifact", "served_by_uvicorn", "server_boot_id", "static_prefix",
-           "tracking_store"]
+           "filter_problem", "is_own_artifact_folder", "is_valid_key", "register_auth_validator", "retry_notice",
+           "run_artifact_location", "download_top_artifact", "download_artifact", "served_by_uvicorn",
+           "server_boot_id", "static_prefix", "own_artifact_folder", "tracking_store", "tracking_user"]
 
 #: the environment variable of MLflow's tracking URI
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
@@ -84,6 +87,25 @@ def is_valid_key(key: str) -> bool:
     except MlflowException:
         return False
     return len(key) <= MAX_ENTITY_KEY_LENGTH
+
+
+def filter_problem(filter_string: str) -> str | None:
+    """What MLflow's own parser of a runs filter finds wrong with ``filter_string`` (None: it parses)."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.utils.search_utils import SearchUtils
+
+    try:
+        SearchUtils.parse_search_filter(filter_string)
+    except MlflowException as exc:
+        return exc.message
+    return None
+
+
+def tracking_user(tracking_uri: str | None) -> str:
+    """The basic-auth user MLflow's client calls the tracking server as: ``MLFLOW_TRACKING_USERNAME``, else the
+    user name the URI carries ('' for none, and for a local store)."""
+    return os.environ.get(CREDENTIALS_ENV["username"]) or urllib.parse.unquote(
+        urllib.parse.urlsplit(str(tracking_uri or "")).username or "")
 
 
 @contextlib.contextmanager
@@ -195,21 +217,35 @@ def tracking_store():
     return _get_tracking_store()
 
 
-def in_artifact_root(location: str) -> bool:
-    """Is ``location`` (an experiment's artifact location) the server's default artifact root or under it, as the
-    location of an experiment created without one of its own is?  Local paths are compared once normalised."""
-    root = _normalised_location(tracking_store().artifact_root_uri).rstrip("/")
-    found = _normalised_location(location)
-    return found == root or found.startswith(root + "/")
+def own_artifact_folder(experiment_id: str) -> str:
+    """The artifact location MLflow gives the experiment ``experiment_id`` when it is created without one: the
+    server's default artifact root + ``/<id>`` (``mlflow-artifacts:/<id>`` on a server that serves its artifacts),
+    as the SQL store's ``_get_artifact_location`` makes it."""
+    from mlflow.utils.uri import append_to_uri_path
+
+    return append_to_uri_path(tracking_store().artifact_root_uri, str(experiment_id))
 
 
-def _normalised_location(location: str) -> str:
-    """``location`` with a local path's ``..`` and ``.`` resolved (as ``file://`` URI), else as it is."""
+def is_own_artifact_folder(experiment_id: str, location: str) -> bool:
+    """Is ``location`` the experiment's own folder (:func:`own_artifact_folder`), spelled as MLflow spells it but
+    for trailing slashes (a local folder also as a plain path)?  A location that only resolves there, through ``.``
+    or ``..`` segments or percent-escapes (once or twice), is not: the client, the HTTP library and the server each
+    resolve such a path their own way, and a ``..`` that leaves the artifact route sends the upload (with the
+    user's credentials) to another route of the server."""
+    own, found = own_artifact_folder(experiment_id).rstrip("/"), location.rstrip("/")
+    if found == own:
+        return True
+    local = _local_path(found)
+    return local is not None and local == _local_path(own) and "%" not in local \
+        and not {".", ".."} & set(urllib.parse.unquote(found).split("/"))
+
+
+def _local_path(location: str) -> str | None:
+    """A local location's absolute, normalised path (a ``file:`` URI's unescaped once), None for other schemes."""
     parts = urllib.parse.urlsplit(location)
-    if parts.scheme not in ("", "file"):
-        return location
-    path = urllib.parse.unquote(parts.path if parts.scheme else location)
-    return "file://" + os.path.normpath("/" + path.lstrip("/"))
+    if parts.scheme not in ("", "file") or (parts.scheme == "file" and parts.netloc not in ("", "localhost")):
+        return None
+    return os.path.normpath(os.path.abspath(urllib.parse.unquote(parts.path) if parts.scheme else location))
 
 
 def run_artifact_location(run, path: str) -> tuple:

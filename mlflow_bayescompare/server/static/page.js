@@ -658,7 +658,8 @@
   });
 
   // every model found in the experiment (the server finds them, as it checks the request)
-  $("matrix-btn").addEventListener("click", () => start("/api/matrix", commonFields(), "All models"));
+  $("matrix-btn").addEventListener("click", () =>
+    start("/api/matrix", Object.assign(commonFields(), { refresh: $("refresh").checked }), "All models"));
   $("rank-btn").addEventListener("click", () =>
     start("/api/rankings", rankFields(), "Ranking" + ($("vs").value ? " against " + $("vs").value : "")));
 
