@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import shutil
 import uuid
@@ -13,8 +14,71 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.tracking._tracking_service import utils as tracking_utils
 from servers import Server, create_pg_database, drop_pg_database, require_pg
+from skip_policy import pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401 (the skip policy's hooks)
 
 DATA = Path(__file__).parent / "data"
+TESTS = Path(__file__).resolve().parent
+#: shared fixtures of ours that are cheap to set up again: they do not tie their tests to one pytest-xdist worker
+CHEAP_SHARED = {"uci", "_empty_sqlite_db", "_stan_programs_compiled"}
+
+
+# ---------------------------------------------------------------------------------------------- xdist groups
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tie the tests that share a fixture of ours set up once per module or session (a server, a cluster, a store
+    full of runs; all but :data:`CHEAP_SHARED`) to one pytest-xdist group, each parameter of such a fixture (a
+    server on sqlite, on PostgreSQL) a group of its own: ``--dist loadgroup`` then runs a group on one worker, so
+    each server starts once, and the groups, largest first, beside the tests that share nothing, which go one by
+    one to whichever worker is free.  Tests that share two such fixtures join their groups into one."""
+    owner: dict[str, str] = {}  # union-find over the fixtures' keys
+
+    def root(key: str) -> str:
+        while owner.setdefault(key, key) != key:
+            key = owner[key]
+        return key
+
+    keys = {item.nodeid: _shared_fixture_keys(item) for item in items}
+    for found in keys.values():
+        for key in found[1:]:
+            owner[root(key)] = root(found[0])
+    for item in items:
+        if keys[item.nodeid]:
+            item.add_marker(pytest.mark.xdist_group(root(keys[item.nodeid][0])))
+
+
+def _shared_fixture_keys(item) -> list[str]:
+    """One key per fixture of ours, scoped wider than a test, that ``item`` uses: the fixture's name, its module
+    unless it is session-wide, and its parameter for this test."""
+    info = getattr(item, "_fixtureinfo", None)
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    found = []
+    for name in item.fixturenames if info else ():
+        definitions = info.name2fixturedefs.get(name) or ()
+        if not definitions or name in CHEAP_SHARED:
+            continue
+        definition = definitions[-1]
+        if definition.scope == "function" or not Path(inspect.getfile(definition.func)).resolve().is_relative_to(TESTS):
+            continue
+        where = "" if definition.scope == "session" else f"{item.module.__name__}::"
+        found.append(f"{where}{name}" + (f"[{params[name]}]" if name in params else ""))
+    return sorted(found)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stan_programs_compiled():
+    """Every Stan program compiled (or found in the cache) before this process's first test, by what
+    ``mlflow-bayescompare compile`` runs: a test that expects a program cached (``compile_seconds`` 0, the stage
+    ``compiling`` skipped) then holds whichever pytest-xdist worker runs it, in any order.  Seconds when the cache
+    holds them (``.ci/run`` compiles first); the workers compile each program once between them (its compile lock).
+    Tests of a cold compile use caches of their own.  Nothing on a machine without a Stan backend."""
+    from mlflow_bayescompare.sampling import programs, sampler
+    from mlflow_bayescompare.vocabulary.errors import InputError
+
+    try:
+        sampler.compile_programs(programs.PROGRAMS)
+    except InputError:  # no backend here: the tests that need one say so
+        pass
 
 
 @pytest.fixture(scope="session")
