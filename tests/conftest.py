@@ -22,6 +22,14 @@ TESTS = Path(__file__).resolve().parent
 CHEAP_SHARED = {"uci", "_empty_sqlite_db", "_stan_programs_compiled"}
 
 
+def pytest_configure(config):
+    """``CPU_TIMES=1``: the CPU seconds of every test, and a table by file at the end (``cpu_times.py``)."""
+    if os.environ.get("CPU_TIMES") == "1" and not config.pluginmanager.has_plugin("cpu_times"):
+        import cpu_times
+
+        config.pluginmanager.register(cpu_times, "cpu_times")
+
+
 # ---------------------------------------------------------------------------------------------- xdist groups
 
 

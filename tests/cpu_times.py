@@ -1,7 +1,8 @@
 """CPU seconds per test, per phase and per file: where CI's time goes, measured in what a shared machine does not
 distort (pytest's ``--durations`` are wall seconds, stretched by every other process on the cores).  Opt-in:
 
-    PYTHONPATH=tests python -m pytest -p cpu_times   # a table by file at the end; CPU_TIMES_JSON=path: each test
+    CPU_TIMES=1 python -m pytest    # a table by file at the end (conftest.py loads this); CPU_TIMES_JSON=path: each
+                                    # test's phases too.  Or -p cpu_times with tests/ on PYTHONPATH.
 
 Each phase (set-up, call, tear-down) is charged the CPU time of the pytest process (each xdist worker's own) and of
 the processes it has reaped meanwhile (a server stopped in a fixture's tear-down is charged there, with the job

@@ -1010,8 +1010,9 @@ def _wait_for_log(srv, pattern: str, timeout: float) -> str:
 @pytest.mark.timeout(1800)  # its own waits add up to about 900 s
 def test_stan_programs_compile_at_startup_and_a_job_waits_for_it(tmp_path):
     """A server on a machine where the hierarchical program is not compiled yet (a fresh cache, holding only the
-    two other programs): it compiles the Stan programs in the background as it starts; a comparison asked for meanwhile shows the stage "compiling" on the page, waits for that
-    compile instead of compiling again, and finishes."""
+    two other programs): it compiles the Stan programs in the background as it starts; a comparison asked for
+    meanwhile shows the stage "compiling" on the page, waits for that compile instead of compiling again, and
+    finishes."""
     cache = tmp_path / "cache"
     _copy_compiled(["bbt", "hierarchical_k"], cache)  # compiled already: the server compiles hierarchical alone
     srv = Server(tmp_path, f"sqlite:///{tmp_path / 'mlflow.db'}", extra=["--workers", "2"],
