@@ -351,8 +351,8 @@ def test_two_programs_compile_at_once_and_leave_only_the_loaded_model(tmp_path, 
         monkeypatch.setitem(programs.PROGRAMS, name, _tiny_program(tmp_path / f"{name}.stan"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # httpstan's cache and ours
     monkeypatch.delenv("MLFLOW_BAYESCOMPARE_CACHE", raising=False)
-    (tmp_path / "tmp").mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    scratch = Path(tempfile.mkdtemp(prefix="bc-"))  # short: a chain's Unix socket lives there (107 bytes at most)
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
@@ -373,7 +373,8 @@ def test_two_programs_compile_at_once_and_leave_only_the_loaded_model(tmp_path, 
     modules = [next(p for p in folder.iterdir() if p.name.endswith(".so")) for folder in folders]
     started = [(folder / f"model_{folder.name}.cpp").stat().st_mtime for folder in folders]
     assert max(started) < min(module.stat().st_mtime for module in modules)  # the two compiles overlapped
-    assert os.listdir(work) == [] and os.listdir(tmp_path / "tmp") == []
+    assert os.listdir(work) == [] and os.listdir(scratch) == []
+    scratch.rmdir()
     assert not list(tmp_path.rglob("build")) and not list(tmp_path.rglob("*.o"))
     for module in modules:
         binary = module.read_bytes()
