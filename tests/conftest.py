@@ -20,6 +20,9 @@ DATA = Path(__file__).parent / "data"
 TESTS = Path(__file__).resolve().parent
 #: shared fixtures of ours that are cheap to set up again: they do not tie their tests to one pytest-xdist worker
 CHEAP_SHARED = {"uci", "_empty_sqlite_db", "_stan_programs_compiled"}
+#: marks whose tests run one after another on one worker: two Ray clusters (or a cluster and a local Ray) at once
+#: on the machine's two cores would compete for ports and CPUs that each test counts on
+ONE_WORKER_MARKS = ("ray",)
 
 
 def pytest_configure(config):
@@ -38,7 +41,8 @@ def pytest_collection_modifyitems(config, items):
     full of runs; all but :data:`CHEAP_SHARED`) to one pytest-xdist group, each parameter of such a fixture (a
     server on sqlite, on PostgreSQL) a group of its own: ``--dist loadgroup`` then runs a group on one worker, so
     each server starts once, and the groups, largest first, beside the tests that share nothing, which go one by
-    one to whichever worker is free.  Tests that share two such fixtures join their groups into one."""
+    one to whichever worker is free.  Tests that share two such fixtures join their groups into one, and the tests
+    of each mark of :data:`ONE_WORKER_MARKS` make one group."""
     owner: dict[str, str] = {}  # union-find over the fixtures' keys
 
     def root(key: str) -> str:
@@ -70,6 +74,7 @@ def _shared_fixture_keys(item) -> list[str]:
             continue
         where = "" if definition.scope == "session" else f"{item.module.__name__}::"
         found.append(f"{where}{name}" + (f"[{params[name]}]" if name in params else ""))
+    found += [f"mark:{mark}" for mark in ONE_WORKER_MARKS if item.get_closest_marker(mark)]
     return sorted(found)
 
 
