@@ -41,8 +41,8 @@ def pytest_collection_modifyitems(config, items):
     full of runs; all but :data:`CHEAP_SHARED`) to one pytest-xdist group, each parameter of such a fixture (a
     server on sqlite, on PostgreSQL) a group of its own: ``--dist loadgroup`` then runs a group on one worker, so
     each server starts once, and the groups, largest first, beside the tests that share nothing, which go one by
-    one to whichever worker is free.  Tests that share two such fixtures join their groups into one, and the tests
-    of each mark of :data:`ONE_WORKER_MARKS` make one group."""
+    one (the slow ones first) to whichever worker is free.  Tests that share two such fixtures join their groups
+    into one, and the tests of each mark of :data:`ONE_WORKER_MARKS` make one group."""
     owner: dict[str, str] = {}  # union-find over the fixtures' keys
 
     def root(key: str) -> str:
@@ -57,6 +57,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if keys[item.nodeid]:
             item.add_marker(pytest.mark.xdist_group(root(keys[item.nodeid][0])))
+    # the tests that share nothing go out in this order once the groups are handed out: the slow ones first, so that
+    # the quick ones, not a minutes-long one, fill the end of the run
+    items.sort(key=lambda item: 0 if keys[item.nodeid] else 1 if item.get_closest_marker("slow") else 2)
 
 
 def _shared_fixture_keys(item) -> list[str]:
