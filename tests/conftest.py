@@ -36,6 +36,7 @@ def pytest_configure(config):
 # ---------------------------------------------------------------------------------------------- xdist groups
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups into the tests' ids
 def pytest_collection_modifyitems(config, items):
     """Tie the tests that share a fixture of ours set up once per module or session (a server, a cluster, a store
     full of runs; all but :data:`CHEAP_SHARED`) to one pytest-xdist group, each parameter of such a fixture (a
