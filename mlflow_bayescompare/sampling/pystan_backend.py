@@ -26,6 +26,7 @@ read, not run).  What is used beyond their public API:
 * ``stan.common.HttpstanClient`` (its ``base_url``) and httpstan's ``POST /models``: a compile without data, asked
   through an aiohttp session of this module's, without a time limit; ``httpstan.compile``'s ``subprocess.run`` of
   stanc and its one-second limit, raised in the compile process;
+* ``stan.build``, which returns None when Ctrl-C interrupts it (it swallows the ``KeyboardInterrupt``);
 * ``stan.fit.Fit``'s constructor (outputs, chains, param names, constrained names, dims, warmup, draws, thin,
   save_warmup): parsing one chain's output;
 * ``stan.model.ConsoleIO`` (clikit's ``ConsoleIO``, with clikit's ``Input``/``Output`` and null streams):
@@ -292,6 +293,8 @@ def build(program: str, data: dict, seed: int | None = None):
             built = stan.build(programs.program_code(program), data=data, random_seed=seed)
         except (RuntimeError, ValueError) as exc:
             raise SamplingError(f"pystan could not build {programs.program_file(program).name}: {exc}") from exc
+    if built is None:  # stan.build swallows Ctrl-C (KeyboardInterrupt) and returns None: pass it on
+        raise KeyboardInterrupt
     with contextlib.suppress(OSError):  # the folder dates the model's last use (forget_superseded)
         os.utime(httpstan.cache.model_directory(built.model_name))
     return built
