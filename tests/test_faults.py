@@ -490,9 +490,8 @@ def _sampling_job(srv, api, **fields) -> tuple[str, int]:
     run_id = api.start("comparison", {"experiment_id": [srv.experiment_id], "metric": "accuracy", "model_a": "rf",
                                       "model_b": "svm", **LONG, **fields})
     deadline = time.monotonic() + 300
-    while api.status(run_id)["stage"] != "sampling":
+    while api.status(run_id, wait=30)["stage"] != "sampling":  # each answer at the job's next step
         assert time.monotonic() < deadline, api.status(run_id)
-        time.sleep(0.2)
     time.sleep(1)
     return run_id, owner(srv.client.get_run(run_id))["pid"]
 

@@ -317,11 +317,11 @@ def auth_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module", params=["unset", "true", "false"])
-def fail_closed_server(request, tmp_path_factory):
+def fail_closed_server(request, tmp_path_factory, auth_server):
     """A basic-auth server under each ``MLFLOW_BASIC_AUTH_FAIL_CLOSED`` setting, one at a time: unset is
     :func:`auth_server`; under the others the jobs reach the server by a URI carrying a password."""
     if request.param == "unset":
-        yield request.getfixturevalue("auth_server")
+        yield auth_server
         return
     srv = _auth_server(tmp_path_factory.mktemp(f"auth-{request.param}"), request.param, logged=("e-read",),
                        job_uri_credentials=True)

@@ -187,9 +187,8 @@ def test_jobs_wait_for_a_slot_and_a_full_queue_gets_503_with_no_run(server):
     slow = api.start("comparison", _comparison(server, draws=20000))
     waiting = api.start("comparison", _comparison(server, model_b="svm"))
     deadline = time.monotonic() + 300
-    while api.status(slow)["stage"] != "sampling":
+    while api.status(slow, wait=30)["stage"] != "sampling":  # each answer at the job's next step
         assert time.monotonic() < deadline
-        time.sleep(0.2)
     assert api.status(waiting)["stage"] == "queued"
     before = _snapshot(server)
     with pytest.raises(RequestRefused) as refused:

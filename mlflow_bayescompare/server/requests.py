@@ -17,6 +17,7 @@ from typing import Any
 
 from flask import request
 
+from ..client import MAX_WAIT
 from ..vocabulary.errors import InputError
 from ..vocabulary.options import (
     FitOptions,
@@ -32,7 +33,7 @@ from .jobs import Settings
 
 __all__ = ["ApiError", "JobRequest", "MAX_BODY", "MAX_DEPTH", "json_body", "job_request", "job_body_request",
            "check_model_count", "with_sources", "experiment_id_arg", "run_id_arg", "no_such_run", "key_arg",
-           "max_results_arg", "is_experiment_id"]
+           "max_results_arg", "wait_arg", "is_experiment_id"]
 
 MAX_BODY = 64 * 1024  # bytes of a JSON body
 MAX_DEPTH = 8  # nesting of a JSON body: the fields are flat, lists at most one level down
@@ -240,3 +241,12 @@ def max_results_arg(default: int = 50, most: int = 200) -> int:
     if not re.fullmatch(r"[0-9]{1,6}", raw):
         raise ApiError(400, "query parameter 'max_results' must be a whole number")
     return min(most, max(1, int(raw)))
+
+
+def wait_arg() -> float:
+    """``?wait=``: the seconds (a number, at most three decimals) a status request may wait for the job's state to
+    change, at most :data:`MAX_WAIT` (more is cut to it); 0 when absent."""
+    raw = request.args.get("wait", "0")
+    if not re.fullmatch(r"[0-9]{1,6}(\.[0-9]{1,3})?", raw):
+        raise ApiError(400, f"query parameter 'wait' must be a number of seconds (at most {MAX_WAIT:g})")
+    return min(MAX_WAIT, float(raw))

@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -35,7 +36,7 @@ class RayCluster:
     ``env`` added to this process's environment (a variable set to None: removed); :meth:`stop` ends it."""
 
     def __init__(self, tmp: Path, timeout: float = 180, env: dict[str, str | None] | None = None, nodes: int = 2):
-        self.tmp, self.sessions, self.env = tmp, [], env or {}
+        self.tmp, self.sessions, self.env, self.temp_dirs = tmp, [], env or {}, []
         self.address = f"127.0.0.1:{_free_port()}"
         deadline = time.monotonic() + timeout
         port = self.address.rpartition(":")[2]
@@ -49,13 +50,17 @@ class RayCluster:
             raise
 
     def _start(self, args: list[str], folder: Path, deadline: float) -> None:
+        """``ray start`` with its log in ``folder`` and its temporary folder (its sessions' Unix sockets, at most 107
+        bytes of path: under pytest-xdist's tmp_path a socket's path ran over) a short one of the system's."""
         folder.mkdir(parents=True)
+        temp = Path(tempfile.mkdtemp(prefix="ray-"))
+        self.temp_dirs.append(temp)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
                "RAY_USAGE_STATS_ENABLED": "0"}
         env.pop("RAY_ADDRESS", None)
         env.update(self.env)
         env = {name: value for name, value in env.items() if value is not None}
-        command = [shutil.which("ray") or "ray", "start", *args, "--num-cpus", "1", "--temp-dir", str(folder),
+        command = [shutil.which("ray") or "ray", "start", *args, "--num-cpus", "1", "--temp-dir", str(temp),
                    "--node-ip-address", "127.0.0.1", "--dashboard-agent-listen-port", str(_free_port()),
                    "--disable-usage-stats"]
         with open(folder / "start.log", "w") as out:
@@ -103,6 +108,8 @@ class RayCluster:
             end = time.monotonic() + grace
             while self.processes() and time.monotonic() < end:
                 time.sleep(0.2)
+        for folder in self.temp_dirs:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _session(proc: Path) -> int | None:
