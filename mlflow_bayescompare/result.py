@@ -36,10 +36,11 @@ DECISION_COLORS = {"a_better": COLORS["a_better"], "b_better": COLORS["b_better"
 #: The two-model tests, by a result's ``test`` field, in words.
 TEST_NAMES = {"hierarchical": "Bayesian hierarchical test on the per-fold scores",
               "signed-rank": "Bayesian signed-rank test on the per-dataset means",
-              "correlated-t": "Bayesian correlated t-test on the per-fold scores of one dataset"}
+              "correlated-t": "Bayesian correlated t-test on the per-fold scores of one dataset",
+              "paired-evals": "Bayesian paired comparison of evaluation runs on the same items"}
 #: Their papers.
 TEST_REFERENCES = {"hierarchical": "Corani et al. 2017", "signed-rank": "Benavoli et al. 2017",
-                   "correlated-t": "Corani & Benavoli 2015"}
+                   "correlated-t": "Corani & Benavoli 2015", "paired-evals": "Rubin 1981; Benavoli et al. 2017"}
 
 
 def tests_named(tests: Sequence[str], references: bool = False) -> str:

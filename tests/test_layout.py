@@ -9,7 +9,8 @@ The layers, from the bottom (docs/architecture.md draws the same picture in word
    Stan layer (``sampling``), the summaries every test shares (``posterior_summary``, ``baselines``), figures and the
    report page;
 2. the test families, each a package that imports only itself and the layers below: ``hierarchical``,
-   ``signed_rank``, ``correlated_t``, ``ranking`` (and any family added later);
+   ``signed_rank``, ``correlated_t``, ``ranking``, and those under ``families/`` (``families.evals``), each of
+   which is a family of its own;
 3. what a run holds and how it is written (``tracking.bundle``, ``tracking.runlog``), and the matrix summary;
 4. the pipeline: ``preflight``, ``pairfits`` (a matrix's pairs), ``compare``;
 5. the entry points: ``cli``, ``demo``, ``client``, ``server``, ``simulation``; and the package's face
@@ -30,7 +31,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "mlflow_bayescompare"
-FAMILIES = ("hierarchical", "signed_rank", "correlated_t", "ranking")
+FAMILIES = ("hierarchical", "signed_rank", "correlated_t", "ranking", "families")
 
 #: each module's layer, by its dotted name under the package (the first matching prefix wins)
 LAYERS = [
@@ -87,7 +88,10 @@ def _layer(name: str) -> int:
 
 
 def _family(name: str) -> str | None:
+    """The family of a module: ``hierarchical``, ..., or ``families.<name>`` for a family under ``families/``."""
     parts = name.split(".")
+    if len(parts) > 2 and parts[1] == "families":
+        return ".".join(parts[1:3])
     return parts[1] if len(parts) > 1 and parts[1] in FAMILIES else None
 
 
@@ -169,3 +173,12 @@ def test_the_wheel_holds_every_stan_program_and_finds_them_installed(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     where, found = done.stdout.split()[-2:]
     assert Path(where) == target / PACKAGE / "stan" and found == "True"
+
+
+def test_a_family_under_families_is_a_family_of_its_own():
+    """``families.evals`` sits at the families' layer and may not import another family (the hierarchical test):
+    its suites module builds the hierarchical test's input instead of calling it."""
+    evals, hierarchical = f"{PACKAGE}.families.evals.engine", f"{PACKAGE}.hierarchical.engine"
+    assert _layer(evals) == _layer(hierarchical) == 2
+    assert _family(evals) == "families.evals" != _family(hierarchical)
+    assert _family(f"{PACKAGE}.families.evals") == _family(f"{PACKAGE}.families.evals.suites")
