@@ -163,8 +163,8 @@ def as_numbers(values: pd.Series, kind: Kind, scorer: str, where: Callable[[int]
             out = np.log(out)
     bad = np.isnan(out) & (classes != "missing")
     if bad.any():
-        what = {"pass_fail": "pass/fail", "ordinal": f"ordinal levels {list(kind.levels)}",
-                "continuous": "continuous (numbers)", "log": "log-scale (positive numbers)"}[kind.name]
+        what = {"pass_fail": "pass/fail", "continuous": "continuous (numbers)",
+                "log": "log-scale (positive numbers)"}.get(kind.name) or f"ordinal levels {list(kind.levels)}"
         raise InputError(f"scorer {scorer!r} is {what}, but {_named(values, where, bad)} is not")
     return out
 

@@ -34,7 +34,7 @@ from .kinds import Kind
 from .weights import Group, Prior, atom_sums, weighted_means
 
 __all__ = ["PRIOR_ALPHA", "PRIOR_MASS", "MAX_PRIOR_CELLS", "DRAWS", "PairedDraws", "paired_draws",
-           "pass_fail_draws", "ordinal_draws", "continuous_draws", "atoms_of", "scorer_group", "superiority"]
+           "pass_fail_draws", "ordinal_draws", "continuous_draws", "atoms_of", "scorer_group", "scale", "superiority"]
 
 #: the Dirichlet parameter of each cell of a 2×2 table; a larger table spreads the same mass 4α over its cells
 PRIOR_ALPHA = 1.0
@@ -76,21 +76,32 @@ def atoms_of(clusters, n: int) -> tuple[np.ndarray, int]:
 def scorer_group(values: np.ndarray, kind: Kind, atoms: np.ndarray, n_atoms: int, rng: np.random.Generator,
                  alpha: float = PRIOR_ALPHA) -> Group:
     """One scorer's :class:`.weights.Group`: the columns are the k systems' values (items × k), and with two
-    systems the superiority; a discrete kind adds the joint table's cells as pseudo-observations."""
-    columns = values if values.shape[1] != 2 else np.column_stack(
-        [values, superiority(values[:, 0], values[:, 1], kind.greater_is_better)])
+    systems the superiority; the pseudo-observations are the cells of the joint table of :func:`scale`."""
+    k = values.shape[1]
+    columns = values if k != 2 else np.column_stack([values, superiority(values[:, 0], values[:, 1],
+                                                                         kind.greater_is_better)])
     sums, counts = atom_sums(columns, atoms, n_atoms)
     if not counts.any():
         raise InputError("no item has a value for every system")
-    return Group(sums, counts, _prior(kind, values.shape[1], rng, alpha) if kind.discrete else None)
+    return Group(sums, counts, _prior(kind, scale(kind, sums[:, :k], counts), k, rng, alpha))
 
 
-def _prior(kind: Kind, k: int, rng: np.random.Generator, alpha: float) -> Prior | None:
-    """The cells of the joint table of k systems' levels, mass 4α in all (α per cell of a 2×2 table); beyond
+def scale(kind: Kind, sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The levels whose joint table holds the pseudo-observations: a discrete kind's own; for a continuous kind the
+    two values c ± R/2, c the grand mean and R the largest difference between two systems' means on one atom, so
+    that the pseudo-observations' differences are 0 and ±R, the 2×2 table's prior on the continuous scale."""
+    if kind.discrete:
+        return kind.values
+    means = sums[counts > 0] / counts[counts > 0, None]
+    centre, reach = means.mean(), float((means.max(axis=1) - means.min(axis=1)).max())
+    return np.array([centre - reach / 2, centre + reach / 2])
+
+
+def _prior(kind: Kind, levels: np.ndarray, k: int, rng: np.random.Generator, alpha: float) -> Prior | None:
+    """The cells of the joint table of k systems' ``levels``, mass 4α in all (α per cell of a 2×2 table); beyond
     :data:`MAX_PRIOR_CELLS` cells, that many drawn uniformly."""
     if alpha == 0:
         return None
-    levels = kind.values
     total = len(levels) ** k
     if total <= MAX_PRIOR_CELLS:
         cells = np.array(list(itertools.product(levels, repeat=k)), dtype=float)

@@ -29,6 +29,7 @@ import pandas as pd
 
 from ...console import log
 from ...errors import InputError
+from ...result import counted
 from .kinds import Kind, as_numbers, detect
 
 __all__ = ["COLUMNS", "OPTIONAL", "MIN_OVERLAP", "MIN_ITEMS", "ScorerValues", "Aligned", "align", "listed"]
@@ -197,8 +198,10 @@ def _overlap(paired: int, counts: dict[str, int], unpaired: dict[str, list[str]]
     """Refuse too few paired items; a warning naming the unpaired ones per system."""
     smaller = min(counts.values())
     share = paired / smaller if smaller else 0.0
-    about = f"{paired} items are paired ({', '.join(f'{s} has {n}' for s, n in counts.items())})"
-    if paired < MIN_ITEMS or share < min_overlap:
+    about = f"{counted(paired, 'item')} paired ({', '.join(f'{s} has {n}' for s, n in counts.items())})"
+    if paired < MIN_ITEMS:
+        raise InputError(f"{about}: a comparison needs at least {MIN_ITEMS}", header=_HEADER)
+    if share < min_overlap:
         raise InputError(f"{about}: {share:.0%} of the smaller system's items, below {min_overlap:.0%}; were they "
                          "evaluated on the same dataset? (min_overlap sets the share)", header=_HEADER)
     if not any(unpaired.values()):

@@ -67,12 +67,14 @@ def atom_sums(values: np.ndarray, atoms: np.ndarray, n_atoms: int) -> tuple[np.n
     return sums, np.bincount(atoms[known], minlength=n_atoms).astype(float)
 
 
-def weighted_means(groups: Sequence[Group], draws: int, rng: np.random.Generator) -> list[np.ndarray]:
+def weighted_means(groups: Sequence[Group], draws: int, rng: np.random.Generator,
+                   chunk: int = CHUNK_ELEMENTS) -> list[np.ndarray]:
     """Per group, (draws, columns) posterior draws of its columns' means (module docstring), the atoms' weights
-    shared by every group in a draw."""
+    shared by every group in a draw; at most ``chunk`` weights held at once (without pseudo-observations the draws
+    do not depend on it: the weights are the same stream in any chunks)."""
     atoms = groups[0].sums.shape[0]
     out = [np.empty((draws, g.sums.shape[1])) for g in groups]
-    step = max(1, CHUNK_ELEMENTS // max(atoms, 1))
+    step = max(1, chunk // max(atoms, 1))
     for start in range(0, draws, step):
         size = min(step, draws - start)
         w = rng.standard_exponential((size, atoms))
