@@ -56,11 +56,12 @@ def simulate(rng: np.random.Generator, *, items: int, kind: str = "pass_fail", s
 def to_table(values: np.ndarray, clusters: np.ndarray, scorer: str = "score",
              systems: tuple[str, ...] | None = None) -> pd.DataFrame:
     """The evaluation comparisons' tidy table of :func:`simulate`'s values (systems named A, B, C, ... unless
-    given): one row per (system, item, repeat), with the scorer and the cluster."""
+    given): one row per (system, item, repeat), with the scorer and the cluster ("" when each item is its own)."""
     items, k, repeats = values.shape
     names = systems or tuple(chr(ord("A") + j) for j in range(k))
     item, system, repeat = np.meshgrid(np.arange(items), np.arange(k), np.arange(repeats), indexing="ij")
+    labels = np.char.add("c", clusters.astype(str)) if len(np.unique(clusters)) < items else np.full(items, "")
     return pd.DataFrame({"system": np.asarray(names, dtype=object)[system.ravel()],
                          "item": np.char.add("q", item.ravel().astype(str)).astype(object),
                          "repeat": repeat.ravel(), "scorer": scorer, "value": values.ravel(),
-                         "cluster": np.char.add("c", clusters[item.ravel()].astype(str)).astype(object)})
+                         "cluster": labels[item.ravel()].astype(object)})

@@ -88,7 +88,7 @@ class Kind:
         """What a difference of this kind is measured in."""
         return {"pass_fail": "pass rate", "ordinal": f"points of the {self.levels[0]}-{self.levels[-1]} scale"
                 if self.levels else "points", "continuous": "the scorer's units",
-                "log": "log units (the log of the ratio of geometric means)"}[self.name]
+                "log": "log units: the log of the ratio of geometric means"}[self.name]
 
     def to_dict(self) -> dict:
         return {"kind": self.name, "greater_is_better": self.greater_is_better,

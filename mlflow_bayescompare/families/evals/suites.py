@@ -42,13 +42,14 @@ def suite_inputs(table: pd.DataFrame, system_a: str, system_b: str, scorer: str,
     scores = aligned.scorers[scorer]
     complete = scores.complete
     x = scores.values[:, 0] - scores.values[:, 1]
-    units = aligned.clusters if cluster and aligned.clusters is not None else np.arange(len(x))
+    clustered = cluster and aligned.clusters is not None
+    units = aligned.clusters if clustered else np.arange(len(x))
     diffs, names, problems = [], [], []
     for suite in pd.unique(aligned.suites):
         mine = complete & (aligned.suites == suite)
         means = pd.Series(x[mine]).groupby(units[mine]).mean().to_numpy()
         if len(means) < MIN_UNITS:
-            problems.append(f"suite {suite!r} has {len(means)} paired {'clusters' if cluster else 'items'} with "
+            problems.append(f"suite {suite!r} has {len(means)} paired {'clusters' if clustered else 'items'} with "
                             f"values of scorer {scorer!r}; it needs {MIN_UNITS}")
         diffs.append(means)
         names.append(str(suite))
