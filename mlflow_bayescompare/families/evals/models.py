@@ -46,8 +46,9 @@ __all__ = ["PRIOR_ALPHA", "PRIOR_MASS", "MAX_PRIOR_CELLS", "DRAWS", "PairedDraws
 PRIOR_ALPHA = 1.0
 #: the prior's pseudo-observations in all: 4α
 PRIOR_MASS = 4 * PRIOR_ALPHA
-#: the cells of a joint table of k systems' levels used as pseudo-observations at most (beyond: a uniform sample)
-MAX_PRIOR_CELLS = 4096
+#: the cells of a joint table of k systems' levels used as pseudo-observations at most (beyond: a uniform sample;
+#: a 2×2 table, 0-10 ratings of 2 systems or pass/fail of 8 systems are whole)
+MAX_PRIOR_CELLS = 256
 #: posterior draws by default: the count the package's sampled tests summarise (4 chains × 1000)
 DRAWS = 4000
 

@@ -167,7 +167,7 @@ def _repeats(column: pd.Series) -> np.ndarray:
 
 def _scorers(frame: pd.DataFrame, systems: tuple[str, ...], asked) -> list[str]:
     """The scorers asked for, each held by every system; by default every scorer all systems hold."""
-    held = {s: set(frame.loc[frame["system"] == s, "scorer"]) for s in systems}
+    held = {s: set(frame.loc[frame["system"] == s, "scorer"].unique()) for s in systems}
     common = set.intersection(*held.values())
     if asked is None:
         if not common:

@@ -19,7 +19,8 @@ Dirichlet), and over clusters its counterpart with pseudo-clusters.
 A Dirichlet draw is a vector of Gamma draws divided by their sum, and the ratio needs no division: each draw takes
 w_j ~ Gamma(1) and u_p ~ Gamma(a_p).  Several groups of columns (the scorers) share the atoms' weights w in a draw,
 so that a statement about several scorers is read off the same draws, while each group has its own pseudo-
-observations.  At most :data:`CHUNK_ELEMENTS` weights are held at once.
+observations.  At most :data:`CHUNK_ELEMENTS` weights are held at once; atoms alike in every group are drawn as one
+(the sum of m Gamma(1) draws is a Gamma(m) draw), which makes a pass/fail table of any size four atoms.
 """
 
 from __future__ import annotations
@@ -71,18 +72,44 @@ def weighted_means(groups: Sequence[Group], draws: int, rng: np.random.Generator
                    chunk: int = CHUNK_ELEMENTS) -> list[np.ndarray]:
     """Per group, (draws, columns) posterior draws of its columns' means (module docstring), the atoms' weights
     shared by every group in a draw; at most ``chunk`` weights held at once (without pseudo-observations the draws
-    do not depend on it: the weights are the same stream in any chunks)."""
+    do not depend on it: the weights are the same stream in any chunks).  Atoms alike in every group (a pass/fail
+    table's items: four kinds) are drawn as one of weight Gamma(their number), the sum of their Gamma(1) weights."""
+    sizes = [g.atom_size for g in groups]
+    groups, multiplicity = _merged(groups)
     atoms = groups[0].sums.shape[0]
+    stacked = np.hstack([np.column_stack([g.sums, g.counts]) for g in groups])  # one pass over the weights
+    ends = np.cumsum([g.sums.shape[1] + 1 for g in groups])
     out = [np.empty((draws, g.sums.shape[1])) for g in groups]
     step = max(1, chunk // max(atoms, 1))
     for start in range(0, draws, step):
         size = min(step, draws - start)
-        w = rng.standard_exponential((size, atoms))
-        for group, means in zip(groups, out):
-            top, bottom = w @ group.sums, w @ group.counts
+        if multiplicity is None:
+            w = rng.standard_exponential((size, atoms))
+        else:
+            w = rng.standard_gamma(multiplicity, size=(size, atoms))
+        products = w @ stacked
+        for group, atom_size, means, end in zip(groups, sizes, out, ends):
+            top, bottom = products[:, end - group.sums.shape[1] - 1:end - 1], products[:, end - 1]
             if group.prior is not None:
                 u = rng.standard_gamma(group.prior.shapes, size=(size, len(group.prior.shapes)))
-                top += group.atom_size * (u @ group.prior.values)
-                bottom += group.atom_size * u.sum(axis=1)
+                top = top + atom_size * (u @ group.prior.values)
+                bottom = bottom + atom_size * u.sum(axis=1)
             means[start:start + size] = top / bottom[:, None]
     return out
+
+
+def _merged(groups: Sequence[Group]) -> tuple[list[Group], np.ndarray | None]:
+    """The groups with their alike atoms merged, and each merged atom's number; None (the groups as they are) when
+    fewer than half the atoms would go."""
+    rows = np.hstack([np.column_stack([g.sums, g.counts]) for g in groups])
+    if len(rows) < 64:
+        return list(groups), None
+    unique, multiplicity = np.unique(rows, axis=0, return_counts=True)
+    if 2 * len(unique) > len(rows):
+        return list(groups), None
+    merged, start = [], 0
+    for g in groups:
+        width = g.sums.shape[1]
+        merged.append(Group(unique[:, start:start + width], unique[:, start + width], g.prior))
+        start += width + 1
+    return merged, multiplicity.astype(float)
