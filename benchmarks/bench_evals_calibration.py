@@ -6,6 +6,9 @@ Sections (``--sections``, default all):
   probability q (half each way); the largest share over q (up to 0.5, and up to 1) of "B better" decisions at 0.95
   (rope → 0), for α = 0 (the Bayesian bootstrap of the items), 1/4, 1/2, 1, 2.  No simulation: a sum over the
   binomial counts.
+* ``continuous_prior``: the same question for continuous scores, by simulation: Rubin's Bayesian bootstrap
+  (α = 0) against the default pseudo-observations at differences 0, ±R (α = 1), on 10 to 200 items and on 5 and 20
+  clusters (ICC 0.7).
 * ``null``: two equal systems under the misspecification of real evaluations (``simulation/evals.py``): clusters
   of 10 items whose deviations correlate (ICC 0.3, 0.7), three repeats with their own judge noise; the share of
   replicates called "B better" at 0.95 (Clopper-Pearson 95% interval), "either better", "B better" with the
@@ -78,6 +81,25 @@ def section_prior(_args) -> None:
         for alpha in (0.0, 0.25, 0.5, 1.0, 2.0):
             worst = [max(false_alarms(n, q, alpha) for q in grid[grid <= most + 1e-9]) for n in sizes]
             print(f"{alpha:5.2f}  " + "".join(f"{w:9.4f}" for w in worst))
+
+
+def section_continuous_prior(args) -> None:
+    n = args.replicates
+    print(f"\n## continuous prior: equal systems, continuous scores, {n} replicates; 'B better' at {THRESHOLD}, rope "
+          f"{TINY_ROPE:g}; alpha 0 is Rubin's Bayesian bootstrap, alpha 1 adds the pseudo-observations at 0, +R, -R, 0")
+    print(f"{'items':>6}{'clusters':>10}{'alpha 0':>24}{'alpha 1':>24}")
+    for items, cluster_size in ((10, 1), (20, 1), (50, 1), (200, 1), (50, 10), (200, 10)):
+        rng, hits = np.random.default_rng(items + cluster_size), np.zeros(2, dtype=int)
+        for r in range(n):
+            values, clusters = simulate(rng, items=items, kind="continuous", cluster_size=cluster_size,
+                                        icc=0.7 if cluster_size > 1 else 0.0)
+            labels = clusters if cluster_size > 1 else None
+            for j, alpha in enumerate((0.0, 1.0)):
+                draws = paired_draws(values[:, 0, 0], values[:, 1, 0], KINDS["continuous"], labels, alpha=alpha,
+                                     seed=r).difference
+                hits[j] += three_way(draws, TINY_ROPE, True, "A", "B", THRESHOLD)["decision"] == "b_better"
+        count = "-" if cluster_size == 1 else str(items // cluster_size)
+        print(f"{items:>6}{count:>10}{interval(hits[0], n):>24}{interval(hits[1], n):>24}", flush=True)
 
 
 # --------------------------------------------------------------------------------------------------- null
@@ -197,8 +219,8 @@ def section_suites(args) -> None:
         print(f"{count:>6}{interval(hits[0], n):>28}{interval(hits[1], n):>26}", flush=True)
 
 
-SECTIONS = {"prior": section_prior, "null": section_null, "clusters": section_clusters, "power": section_power,
-            "suites": section_suites}
+SECTIONS = {"prior": section_prior, "continuous_prior": section_continuous_prior, "null": section_null,
+            "clusters": section_clusters, "power": section_power, "suites": section_suites}
 
 
 def main() -> None:

@@ -30,6 +30,8 @@ from mlflow_bayescompare.simulation.evals import simulate, to_table
 
 SCORERS = {"correct": "pass_fail", "rating": "ordinal", "relevance": "continuous", "rouge": "continuous",
            "latency": "latency"}
+#: the case that only imports the package: the peak memory every case starts from
+IMPORTS = "(imports only)"
 CASES = {"1k x 5": (1000, 5, 1, 2), "1k x 5, clusters of 10": (1000, 5, 10, 2),
          "1k x 5, 5 systems ranked": (1000, 5, 1, 5), "100k x 1": (100_000, 1, 1, 2), "100k x 5": (100_000, 5, 1, 2)}
 
@@ -57,6 +59,9 @@ def timed(function, repeat: int) -> tuple[float, float]:
 
 
 def run_case(name: str, repeat: int) -> dict:
+    if name == IMPORTS:
+        return {"case": name, "rows": 0, "table_mb": 0.0, "seconds": (0.0, 0.0),
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     items, scorers, cluster_size, systems = CASES[name]
     frame = table(items, scorers, cluster_size, systems)
     if systems > 2:
@@ -85,7 +90,7 @@ def main() -> None:
     print(f"{DRAWS} draws; median of {args.repeat} runs (1 at 100k items), each case in its own process; CPU seconds "
           "are this process's (steadier than wall time when the cores are shared)")
     print(f"{'case':<28}{'rows':>10}{'table MB':>10}{'wall s':>9}{'CPU s':>8}{'peak RSS MB':>13}")
-    for name in CASES:
+    for name in [IMPORTS, *CASES]:
         done = subprocess.run([sys.executable, __file__, "--case", name, "--repeat", str(args.repeat)],
                               capture_output=True, text=True, check=True)
         row = json.loads(done.stdout.strip().splitlines()[-1])

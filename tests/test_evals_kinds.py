@@ -31,6 +31,7 @@ def kind_of(values, scorer="score", declared=None, direction=None):
     (["4", " 2", 3], "ordinal", (2, 3, 4), [4, 2, 3]),
     ([0, 10, 7], "ordinal", tuple(range(11)), [0, 10, 7]),
     ([0, 11, 7], "continuous", None, [0, 11, 7]),
+    ([3, 3, 3], "continuous", None, [3, 3, 3]),
     ([0.25, 0.9, 1.0], "continuous", None, [0.25, 0.9, 1.0]),
 ])
 def test_kinds_are_detected_from_the_values(values, name, levels, numbers):
@@ -81,7 +82,8 @@ def test_the_pass_rule_agrees_with_mlflows_where_mlflow_decides():
     (["good", "bad", "awful"], ["bad", "good"], r"ordinal levels \['bad', 'good'\], but 'awful' at item 'q2'"),
     ([1, 7, 3], [1, 2, 3, 4, 5], r"but 7 at item 'q1' is not"),
     (["yes", "unsure"], "pass_fail", r"is pass/fail, but 'unsure' at item 'q1' is not"),
-    ([1.5, 2.5], "ordinal", r"not all integers: declare the levels in order"),
+    ([1.5, 2.5], "ordinal", r"not integers of at least two levels: declare the levels in order"),
+    ([3, 3], "ordinal", r"not integers of at least two levels: declare the levels in order"),
     ([1.5, -2.5], "log", r"is log-scale \(positive numbers\), but -2.5 at item 'q1' is not"),
     ([1, 2], "nominal", r"kind 'nominal' is none of pass_fail, ordinal, continuous, log"),
     ([1, 2], ["one"], r"a list of at least two distinct ordinal levels"),

@@ -210,7 +210,7 @@ def _numeric_kind(x: np.ndarray, scorer: str, greater: bool) -> Kind:
         low, high = int(x.min()), int(x.max())
         if low >= 0 and high <= 1:
             return Kind("pass_fail", greater, (0, 1), "detected: numbers 0 and 1")
-        if high - low <= MAX_ORDINAL_RANGE:
+        if 0 < high - low <= MAX_ORDINAL_RANGE:
             return Kind("ordinal", greater, tuple(range(low, high + 1)),
                         f"detected: integers {low}-{high} (declare the scale if it is wider)")
     return Kind("continuous", greater, None, "detected: numbers")
@@ -223,9 +223,10 @@ def _declared(declared, scorer: str, greater: bool, x: np.ndarray) -> Kind:
                              "ordinal levels in order)")
         if declared != "ordinal":
             return Kind(declared, greater, (0, 1) if declared == "pass_fail" else None, "declared")
-        if not (x.size and np.all(np.isfinite(x)) and np.all(x == np.round(x))):
-            raise InputError(f"scorer {scorer!r} is declared ordinal without levels, and its values are not all "
-                             f"integers: declare the levels in order, kinds={{{scorer!r}: [1, 2, 3, 4, 5]}}")
+        if not (x.size and np.all(np.isfinite(x)) and np.all(x == np.round(x)) and x.max() > x.min()):
+            raise InputError(f"scorer {scorer!r} is declared ordinal without levels, and its values are not "
+                             "integers of at least two levels: declare the levels in order, "
+                             f"kinds={{{scorer!r}: [1, 2, 3, 4, 5]}}")
         return Kind("ordinal", greater, tuple(range(int(x.min()), int(x.max()) + 1)), "declared (observed levels)")
     if isinstance(declared, Sequence) and len(set(declared)) == len(declared) >= 2:
         levels = tuple(v.item() if isinstance(v, np.generic) else v for v in declared)

@@ -10,18 +10,19 @@
 * continuous: the Bayesian bootstrap of the paired items (Rubin 1981) with the same prior on the score's scale: 4α
   pseudo-observations at the corners of the square of side R (R the largest difference between A and B on one
   item or cluster), i.e. at differences 0, +R, −R, 0, as the 2×2 table's cells are.  Measured: without them
-  (``alpha=0``, Rubin's own) equal systems were called different in 11% of 10-item and 13% of 5-cluster
-  replicates; with them in at most 3.3% (benchmarks/README.md).  On the log scale (``log`` kind) the difference is
-  the log of the ratio of the geometric means.
+  (``alpha=0``, Rubin's own) equal systems were called "B better" in 8.7% of 10-item and 11.3% of 5-cluster
+  replicates, with them in 1.9% and 0.8%; at 200 items the two agree (benchmarks/README.md).  On the log scale
+  (``log`` kind) the difference is the log of the ratio of the geometric means.
 * clusters: the atoms of the Dirichlet are the clusters, with the ratio estimator (:mod:`.weights`); the pseudo-
   observations are pseudo-clusters of the average size.
 
 Why these and not a normal approximation: Bowyer et al. (2025, "Position: Don't use the CLT in LLM evals with fewer
 than a few hundred datapoints") show CLT intervals under-cover at these sizes; pairing removes the items' shared
 difficulty from the difference (Miller 2024, "Adding error bars to evals", Sec. 4).  The prior α = 1 was chosen by
-exact enumeration of the false alarms of equal pass/fail systems (α = 1 keeps them at most 5% at every size and
-discordance; 1/2 reaches 6.4%, 1/4 10.8%, 0 90%) and by simulation: benchmarks/README.md, "Comparing evaluation
-runs".
+exact enumeration of the "B better" calls on equal pass/fail systems at the 0.95 rule: α = 1 keeps them at or
+below 5.0% at every size from 10 to 1,000 items when the systems disagree on at most half the items (5.95% at
+worst beyond), where α = 1/2 reaches 6.8%, 1/4 11.2% and 0 (the Bayesian bootstrap of the items) 25%; and by
+simulation under clusters, repeats and judge noise: benchmarks/README.md, "Comparing evaluation runs".
 
 Every function returns draws of B − A in the scorer's units (pass rate, scale points, units, log units).
 """
