@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -290,6 +291,16 @@ def test_an_editable_install_finds_every_stan_program():
     assert programs.STAN_DIR == ROOT / "stan"
     assert {p.name for p in programs.PROGRAMS.values()} == {p.name for p in (ROOT / "stan").glob("*.stan")}
     assert all(p.is_file() for p in programs.PROGRAMS.values())
+
+
+def test_every_package_folder_is_in_the_wheel():
+    """``pyproject.toml`` lists the packages by hand (the Stan programs' folder is mapped in as one): a folder missing
+    from the list would be missing from every non-editable install, which no editable run would notice."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")  # tomllib is Python 3.11+; the list is plain
+    listed = set(re.findall(r'"([\w.]+)"', text[text.index("\npackages = ["):].split("]", 1)[0]))
+    folders = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / PACKAGE).rglob("__init__.py")}
+    assert folders - listed == set(), f"add to pyproject.toml's packages: {sorted(folders - listed)}"
+    assert listed - folders == {f"{PACKAGE}.stan"}, f"not package folders: {sorted(listed - folders)}"
 
 
 @pytest.mark.slow
