@@ -5,7 +5,8 @@ The layers, from the bottom (docs/architecture.md draws the same picture in word
 
 0. vocabulary and plumbing: errors, options and the claims they name, progress and console, tags, keys built from
    names and UI routes, the shared result words;
-1. read and shape: MLflow reads (``tracking.collect``, ``fetch``, ``cvlog``, ``search``), the tensor (``scores``), the
+1. read and shape: MLflow reads (``tracking.collect``, ``fetch``, ``cvlog``, ``search``; ``reads``: evaluation runs,
+   ``reads.evaluations`` and its readers), the tensor (``scores``), the
    Stan layer (``sampling``), the summaries every test shares (``posterior_summary``, ``baselines``), figures and the
    report page;
 2. the test families, each a package that imports only itself and the layers below: ``hierarchical``,
@@ -39,7 +40,8 @@ LAYERS = [
          "scores.tidy_checks", "sampling.pools",
          "sampling.convergence")),
     (1, ("tracking.collect", "tracking.identify", "tracking.fetch", "tracking.cvlog", "tracking.reach",
-         "tracking.search", "scores", "sampling", "posterior_summary", "baselines", "figures", "report_html")),
+         "tracking.search", "reads", "scores", "sampling", "posterior_summary", "baselines", "figures",
+         "report_html")),
     (2, FAMILIES),
     (3, ("tracking.bundle", "tracking.several", "tracking.runlog", "tracking.paircache", "matrix")),
     (4, ("preflight", "pairfits", "compare")),

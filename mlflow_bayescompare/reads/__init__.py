@@ -1,0 +1,1 @@
+"""Reads from MLflow that are not per-fold runs: evaluation runs (:mod:`.evaluations`), one row per item."""
