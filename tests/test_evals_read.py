@@ -23,6 +23,7 @@ from mlflow.metrics import MetricValue, make_metric
 
 from mlflow_bayescompare.errors import InputError
 from mlflow_bayescompare.reads import eval_traces
+from mlflow_bayescompare.reads.evalitems import inputs_key
 from mlflow_bayescompare.reads.evaluations import EVAL_COLUMNS, read_evaluations
 
 HOSTILE_RUN = "<img src=x>](javascript:alert(1))\nprompt-B " + "b" * 300
@@ -31,6 +32,7 @@ HOSTILE_ITEMS = ["<img src=x>", "](javascript:alert(1))", "line\nbreak", "i" * 3
 TEST_NAME = "mlflow.test.name"  # the tag @mlflow.test sets on each trace (mlflow.pytest.session.TAG_TEST_NAME)
 A_ITEMS, B_ITEMS = list(range(12)), [*range(10), 20, 21]  # 10 items in common, 2 of each run alone
 REPEATED = (0, 1)  # evaluated twice in run A
+LONG = (8, 9)
 
 
 # ---------------------------------------------------------------------------------------------- the systems
@@ -44,12 +46,12 @@ def answer(i: int) -> str:
     return f"a{i % 3}"
 
 
-def predict_a(question, passage):
+def predict_a(context, question, passage):
     i = number(question)
     return answer(i) if i % 4 else "wrong"
 
 
-def predict_b(question, passage):
+def predict_b(context, question, passage):
     return f"a{number(question) % 2}"
 
 
@@ -82,7 +84,7 @@ def grade_again(outputs):
 
 def expected(i: int, predict) -> dict:
     """Each scorer's value on item ``i`` of the system ``predict``, from the definitions above."""
-    out = predict(f"question {i}", None)
+    out = predict("", f"question {i}", None)
     values = {"exact": out == answer(i), "polite": "yes" if out.startswith("a") else "no",
               "grade": 1 + (i + len(out)) % 5}
     if i % 7 != 3:
@@ -90,8 +92,16 @@ def expected(i: int, predict) -> dict:
     return values
 
 
+def inputs(i: int) -> dict:
+    """Item i's inputs, as its trace records them (the arguments of the predict function, in its order): items 8
+    and 9 open with one long context, told apart after MLflow's 1,000-character preview (and its 250-character
+    metadata copy) of a trace's inputs."""
+    return {"context": "c" * 1200 + str(i) if i in LONG else "short", "question": f"question {i}",
+            "passage": f"p{i // 5}"}
+
+
 def rows(numbers) -> list[dict]:
-    return [{"inputs": {"question": f"question {i}", "passage": f"p{i // 5}"}, "expectations": {"answer": answer(i)},
+    return [{"inputs": inputs(i), "expectations": {"answer": answer(i)},
              "tags": {"suite": "odd" if i % 2 else "even"}} for i in numbers]
 
 
@@ -107,7 +117,7 @@ def traces(run_id: str) -> list:
 
 
 def question_of(trace) -> int:
-    return number(json.loads(trace.info.request_preview)["question"])
+    return number(json.loads(MlflowClient().get_trace(trace.info.trace_id).data.request)["question"])
 
 
 # ---------------------------------------------------------------------------------------------- the store
@@ -146,7 +156,7 @@ def genai(store):
     a_traces = mlflow.search_traces(locations=[mlflow.get_run(ids["A"]).info.experiment_id], run_id=ids["A"])
     ids["D"] = evaluate("judged-again", a_traces, [grade_again])
     for name, prompt in (("E", "v1"), ("F", "v2")):
-        ids[name] = evaluate(f"case-{prompt}", [{"inputs": {"question": f"case {i}", "passage": prompt}}
+        ids[name] = evaluate(f"case-{prompt}", [{"inputs": {"context": prompt, "question": f"case {i}", "passage": ""}}
                                                 for i in range(3)], [polite], predict_b)
         for trace in traces(ids[name]):
             MlflowClient().set_trace_tag(trace.info.trace_id, TEST_NAME,
@@ -240,9 +250,11 @@ def test_genai_runs_pair_by_their_inputs_with_repeats_clusters_suites_and_errors
     assert list(table.columns) == EVAL_COLUMNS
     assert read.pairing == "inputs" and read.systems == ["prompt-A", HOSTILE_RUN]
     assert read.scorers == sorted(["exact", "grade", "overlap", "polite", HOSTILE_SCORER])
-    by_inputs = {text: item for item, text in read.inputs.items()}
-    item = {i: by_inputs[f'{{"passage":"p{i // 5}","question":"question {i}"}}'] for i in range(10)}
-    assert set(table["item"]) == set(item.values())
+    item = {i: inputs_key(inputs(i)) for i in range(10)}
+    assert set(table["item"]) == set(item.values()) and len(set(item.values())) == 10
+    assert read.inputs[item[4]] == '{"context":"short","passage":"p0","question":"question 4"}'
+    previews = {t.info.request_preview for t in traces(genai["A"]) if question_of(t) in LONG}
+    assert len(previews) == 1  # MLflow's preview cannot tell items 8 and 9 apart; their whole inputs do
     assert {s: len(v) for s, v in read.unpaired.items()} == {"prompt-A": 2, HOSTILE_RUN: 2}
     for system, predict in (("prompt-A", predict_a), (HOSTILE_RUN, predict_b)):
         for i in range(10):
@@ -292,6 +304,8 @@ def test_a_pair_key_and_a_cluster_tag_and_hostile_names_pass_through(genai):
     table, read = read_evaluations([genai["A"], genai["B"]], pair_key="inputs.question", cluster="tag:suite",
                                    scorers=[HOSTILE_SCORER])
     assert read.pairing == "pair-key" and read.pair_key == "inputs.question"
+    with pytest.raises(InputError, match="Cannot pair(.|\n)*'prompt-A'.*none of its 14 items carries tag:nope"):
+        read_evaluations([genai["A"], genai["B"]], pair_key="tag:nope")
     assert set(table["item"]) == {f"question {i}" for i in range(10)}
     assert set(table["system"]) == {"prompt-A", HOSTILE_RUN} and set(table["scorer"]) == {HOSTILE_SCORER}
     for _, row in table.iterrows():
@@ -398,9 +412,8 @@ def test_runs_read_through_a_tracking_server(mlflow_server):
         mlflow.set_tracking_uri(previous)
     table, read = read_evaluations(ids, tracking_uri=mlflow_server)
     assert read.pairing == "inputs" and read.systems == ["server-A", "server-B"] and len(table) == 24
-    by_inputs = {text: item for item, text in read.inputs.items()}
     for i in range(6):
-        item = by_inputs[f'{{"passage":"p{i // 5}","question":"question {i}"}}']
+        item = inputs_key(inputs(i))
         for system, predict in (("server-A", predict_a), ("server-B", predict_b)):
             for name in ("exact", "grade"):
                 assert value_of(table, system, item, name)["value"] == expected(i, predict)[name]

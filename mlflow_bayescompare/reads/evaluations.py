@@ -117,6 +117,7 @@ def read_evaluations(run_ids: Sequence[str], *, pair_key: str | None = None, clu
     _check_not_empty(runs, kinds, read)
     pairing = _pairing(kinds[0][0], fields["pair_key"], read)
     keyed = [_keyed(units, pairing, fields, system) for units, system in zip(read, systems)]
+    _check_keyed(runs, keyed, fields["pair_key"])
     table = pd.concat([_scored(units, k) for units, k in zip(read, keyed)], ignore_index=True)
     table, notes = _one_per_item(table, fields)
     scorers_read = _chosen_scorers(table, systems, wanted)
@@ -282,8 +283,16 @@ def _keyed(units: Units, pairing: str, fields: dict[str, ItemField | None], syst
         values = [spec.read(i, t) for i, t in zip(u["inputs"], u["tags"])] if spec else list(u[name])
         u[name] = [v or "" for v in values]
     u = u.iloc[sorted(range(len(u)), key=lambda i: u["order"].iat[i])]
-    u["repeat"] = u.groupby("item", sort=False).cumcount().astype("int64")
+    u["repeat"] = u.groupby("item", sort=False, dropna=False).cumcount().astype("int64")
     return u.assign(system=system)
+
+
+def _check_keyed(runs, keyed: list[pd.DataFrame], pair_key: ItemField | None) -> None:
+    """A run none of whose units has a pairing key is an error naming it and the key."""
+    problems = [f"run {_label(run)}: none of its {len(k)} items carries {pair_key or 'inputs'}"
+                for run, k in zip(runs, keyed) if k["item"].isna().all()]
+    if problems:
+        raise InputError(problems, header="Cannot pair the items:")
 
 
 def _scored(units: Units, keyed: pd.DataFrame) -> pd.DataFrame:
@@ -304,7 +313,8 @@ def _one_per_item(table: pd.DataFrame, fields) -> tuple[pd.DataFrame, list[str]]
             raise InputError([f"item {item!r}: {', '.join(map(repr, values))}"
                               for item, values in several.head(_SHOWN).items()],
                              header=f"Items with several values of {name} ({fields[name] or name}):")
-        table[name] = table["item"].map(named.map(lambda v: v[0])).fillna("").astype(str)
+        first = {item: str(values[0]) for item, values in named.items()}
+        table[name] = [first.get(item, "") for item in table["item"]]
         lacking = table.loc[table[name] == "", "item"].nunique()
         if fields[name] is not None and lacking:
             notes.append(f"{lacking} item(s) carry no {fields[name]}: their {name} is ''")
@@ -368,10 +378,12 @@ def _ordered(table: pd.DataFrame, systems: list[str], scorers: list[str]) -> pd.
 
 def _run_read(run, kind: tuple[str, str | None], system: str, units: Units, keyed: pd.DataFrame,
               table: pd.DataFrame) -> RunRead:
-    mine = table[table["system"] == system]
+    mine, lacking = table[table["system"] == system], int(keyed["item"].isna().sum())
+    notes = list(units.notes) + ([f"{lacking} of its {len(keyed)} {'traces' if kind[0] == 'genai' else 'rows'} "
+                                  "have no pairing key and are left out"] if lacking else [])
     return RunRead(run.info.run_id, run.info.run_name or "", run.info.experiment_id, kind[0], system, kind[1],
-                   len(keyed), dict(sorted(units.errored.items())), int(keyed["item"].isna().sum()),
-                   int(mine["item"].nunique()), list(dict.fromkeys(mine["scorer"])), list(units.notes))
+                   len(keyed), dict(sorted(units.errored.items())), lacking, int(mine["item"].nunique()),
+                   list(dict.fromkeys(mine["scorer"])), notes)
 
 
 def _inputs_preview(keyed: list[pd.DataFrame], items: set[str]) -> dict[str, str]:
