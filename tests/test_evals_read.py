@@ -138,9 +138,9 @@ def store(tmp_path_factory, _empty_sqlite_db):
 @pytest.fixture(scope="module")
 def genai(store):
     """The module's ``mlflow.genai.evaluate`` runs (ids by name): A and B (10 items in common, 2 of each alone;
-    items 0 and 1 twice in A; a human override in A; a reviewer's feedback under a hostile name on every trace of
-    both), D (A's traces judged again by another 'grade'), E and F (different inputs, the same @mlflow.test cases),
-    S (no trace: MLFLOW_GENAI_EVAL_SKIP_TRACE_VALIDATION)."""
+    items 0 and 1 twice in A; a human's override in A, a human's later feedback in B; a reviewer's feedback under a
+    hostile name on every trace of both), D (A's traces judged again by another 'grade'), E and F (different
+    inputs, the same @mlflow.test cases), S (no trace: MLFLOW_GENAI_EVAL_SKIP_TRACE_VALIDATION)."""
     scorers = [exact, polite, grade, overlap]
     ids = {"A": evaluate("prompt-A", rows([*A_ITEMS, *REPEATED]), scorers, predict_a),
            "B": evaluate(HOSTILE_RUN, rows(B_ITEMS), scorers, predict_b)}
@@ -149,6 +149,10 @@ def genai(store):
             judged = next(a for a in trace.info.assessments if a.name == "exact")
             mlflow.override_feedback(trace_id=trace.info.trace_id, assessment_id=judged.assessment_id,
                                      value=not judged.feedback.value, source=AssessmentSource("HUMAN", "reviewer"))
+    for trace in traces(ids["B"]):
+        if question_of(trace) == 4:  # a later feedback of the same name, valid beside the scorer's: the latest counts
+            mlflow.log_feedback(trace_id=trace.info.trace_id, name="exact", value=not expected(4, predict_b)["exact"],
+                                source=AssessmentSource("HUMAN", "reviewer"))
     for rid in (ids["A"], ids["B"]):
         for trace in traces(rid):
             mlflow.log_feedback(trace_id=trace.info.trace_id, name=HOSTILE_SCORER, value=question_of(trace),
@@ -261,7 +265,7 @@ def test_genai_runs_pair_by_their_inputs_with_repeats_clusters_suites_and_errors
             for repeat in (0, 1) if system == "prompt-A" and i in REPEATED else (0,):
                 for name, want in expected(i, predict).items():
                     row = value_of(table, system, item[i], name, repeat)
-                    overridden = system == "prompt-A" and i == 2 and name == "exact"
+                    overridden = name == "exact" and (system, i) in (("prompt-A", 2), (HOSTILE_RUN, 4))
                     assert row["value"] == (not want if overridden else want)
                     assert type(row["value"]) is type(want), (name, row["value"])  # as MLflow returned it
                     assert row["source"] == ("HUMAN" if overridden else "CODE")
