@@ -130,7 +130,7 @@ def store(tmp_path_factory, _empty_sqlite_db):
     shutil.copy(_empty_sqlite_db, folder / "mlflow.db")
     uri, previous = f"sqlite:///{folder / 'mlflow.db'}", mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(uri)
-    mlflow.set_experiment("evals")
+    mlflow.set_experiment(experiment_id=mlflow.create_experiment("evals", (folder / "artifacts").as_uri()))
     yield uri
     mlflow.set_tracking_uri(previous)
 
