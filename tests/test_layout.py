@@ -7,7 +7,8 @@ The layers, from the bottom, one folder each (:data:`LAYERS`; docs/architecture.
 0. ``vocabulary``: errors, options and the claims they name, progress and console, tags, keys built from names and
    UI routes, the outcome words, MLflow's private names;
 1. ``scores`` (the tensor) and ``sampling`` (the Stan layer);
-2. ``reads``: MLflow reads (``collect``, ``fetch``, ``identify``, ``search``, ``cvlog``);
+2. ``reads``: MLflow reads (``collect``, ``fetch``, ``identify``, ``search``, ``cvlog``; evaluation runs,
+   ``evaluations`` and its readers);
 3. ``shared``: what every family shares (posterior summaries, the Wilcoxon baseline, figures, the report page, a
    run's content);
 4. ``families``: the family table (``families/__init__.py``) and the test families, each a package that imports only

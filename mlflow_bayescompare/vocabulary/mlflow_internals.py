@@ -32,6 +32,10 @@ Used beyond MLflow's public API:
   ``MLFLOW_SERVER_CORS_ALLOWED_ORIGINS`` (read), ``MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT`` (set while the
   package ends a run: :func:`end_run`) and ``MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR`` (off while it downloads an
   artifact: :func:`download_artifact`), in 3.13 and 3.17 alike;
+* the names MLflow gives what an evaluation leaves (:data:`RUN_TYPE_TAG` and the others below, with where MLflow
+  defines each), the largest page of traces its server answers (:data:`TRACES_PAGE`), and the artifact
+  ``mlflow.models.evaluate`` writes (:data:`EVAL_TABLE`): read by :mod:`..reads.evaluations`, checked with MLflow
+  3.17.2 and, but for the ``@mlflow.test`` tag (3.17), 3.13.0;
 * how MLflow's client retries: a ``requests`` session over urllib3's ``Retry``, whose retries urllib3 reports on
   its logger ``urllib3.connectionpool`` (:data:`RETRY_LOGGER`, :func:`retry_notice`), a logger with no handler of
   its own but urllib3's ``NullHandler``, so that MLflow retries in silence unless someone listens there.
@@ -49,8 +53,10 @@ from collections.abc import Callable, Iterator
 __all__ = ["TRACKING_URI_ENV", "CREDENTIALS_ENV", "RETRY_LOGGER", "active_experiment_id", "as_user",
            "authenticated_user", "backend_store_uri", "cors_allowed_origins", "end_run", "experiment_permission",
            "filter_problem", "is_own_artifact_folder", "is_valid_key", "register_auth_validator", "retry_notice",
-           "run_artifact_location", "download_top_artifact", "download_artifact", "served_by_uvicorn",
-           "server_boot_id", "static_prefix", "own_artifact_folder", "tracking_store", "tracking_user"]
+           "run_artifact_location", "download_top_artifact", "download_artifact", "top_artifacts",
+           "RUN_TYPE_TAG", "EVALUATION_RUN_TYPES", "TEST_NAME_TAG", "SCORER_TRACE_TAG", "ASSESSMENT_RUN_KEY",
+           "TRACE_INPUTS_KEY", "TRACES_PAGE", "EVAL_TABLE", "served_by_uvicorn", "server_boot_id", "static_prefix",
+           "own_artifact_folder", "tracking_store", "tracking_user"]
 
 #: the environment variable of MLflow's tracking URI
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
@@ -63,6 +69,30 @@ _PROGRESS_BAR_ENV = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"  # "false": no "Downl
 _switches = {"lock": threading.Lock(), "held": {}, "saved": {}}
 #: the logger on which urllib3 reports each retry of MLflow's client
 RETRY_LOGGER = "urllib3.connectionpool"
+
+# what an evaluation leaves behind
+#: the run tag ``mlflow.genai.evaluate`` sets (``mlflow.utils.mlflow_tags.MLFLOW_RUN_TYPE``) and its values on runs
+#: whose traces are an evaluation's items: ``genai_evaluate``, and ``test``, the run of ``@mlflow.test``'s session
+RUN_TYPE_TAG = "mlflow.runType"
+EVALUATION_RUN_TYPES = ("genai_evaluate", "test")
+#: the trace tag ``@mlflow.test`` sets on each trace an evaluation makes inside a test: the pytest node id, which
+#: carries the case's id (``test_x.py::test_f[case]``; the case id alone, tag ``mlflow.test.case_id``, repeats across
+#: test functions): ``mlflow.pytest.session.TAG_TEST_NAME``, set by ``genai.evaluation.harness._tag_mlflow_test_traces``
+TEST_NAME_TAG = "mlflow.test.name"
+#: the tag of a trace a judge made while scoring (``tracing.constant.TraceTagKey.SOURCE_SCORER_NAME``): not an item
+SCORER_TRACE_TAG = "mlflow.trace.sourceScorer"
+#: the metadata key naming the run an assessment was made for (``AssessmentMetadataKey.SOURCE_RUN_ID``); a trace
+#: evaluated by several runs carries each run's assessments
+ASSESSMENT_RUN_KEY = "mlflow.assessment.sourceRunId"
+#: the trace metadata holding the trace's inputs as JSON, cut to 250 characters and ``...``
+#: (``TraceMetadataKey.INPUTS``, ``tracing.constant.MAX_CHARS_IN_TRACE_INFO_METADATA``)
+TRACE_INPUTS_KEY = "mlflow.traceInputs"
+#: the most traces one search answers on a tracking server (``server.handlers._search_traces_v3``)
+TRACES_PAGE = 500
+#: the per-example table ``mlflow.models.evaluate`` logs, after the ``metric_prefix`` of its evaluator config
+#: (``models.evaluation.default_evaluator._EVAL_TABLE_FILE_NAME``), written by ``MlflowClient.log_table``:
+#: ``{"columns": [...], "data": [[...], ...]}`` (pandas' ``orient="split"``)
+EVAL_TABLE = "eval_results_table.json"
 
 
 # --------------------------------------------------------------------------------------------------- client side
@@ -260,21 +290,32 @@ def run_artifact_location(run, path: str) -> tuple:
     return handlers._get_artifact_repo(run), path
 
 
+def top_artifacts(client, run) -> list[str]:
+    """The names of the run's top-level artifacts.  A client on a tracking server lists them through it; a client on
+    a server's own backend store (the plugin's pre-flight, inside the server) cannot resolve ``mlflow-artifacts:``
+    URIs, and lists where the server's ``/get-artifact`` does (:func:`run_artifact_location`)."""
+    if _through_client(client, run):
+        return [a.path for a in client.list_artifacts(run.info.run_id)]
+    repo, located = run_artifact_location(run, "")
+    return [a.path.rpartition("/")[2] for a in repo.list_artifacts(located.rstrip("/") or None)]
+
+
 def download_top_artifact(client, run, name: str, destination: str) -> str | None:
     """The local path of the run's top-level artifact ``name`` downloaded into ``destination``, None when the run
-    has none.  A client on a tracking server downloads through it; a client on a server's own backend store (the
-    plugin's pre-flight, inside the server) cannot resolve ``mlflow-artifacts:`` URIs, and reads where the server's
-    ``/get-artifact`` does (:func:`run_artifact_location`)."""
-    if urllib.parse.urlsplit(client.tracking_uri).scheme in ("http", "https") \
-            or not run.info.artifact_uri.startswith("mlflow-artifacts:"):
-        if name not in {a.path for a in client.list_artifacts(run.info.run_id)}:
-            return None
+    has none (found as :func:`top_artifacts` finds them)."""
+    if name not in top_artifacts(client, run):
+        return None
+    if _through_client(client, run):
         return download_artifact(client, name, destination, run_id=run.info.run_id)
     repo, located = run_artifact_location(run, name)
-    folder = located.rpartition("/")[0] or None
-    if name not in {a.path.rpartition("/")[2] for a in repo.list_artifacts(folder)}:
-        return None
     return download_artifact(repo, located, destination)
+
+
+def _through_client(client, run) -> bool:
+    """Does the client reach the run's artifacts itself (a tracking server's client, or artifacts outside the
+    server's proxied root)?"""
+    return urllib.parse.urlsplit(client.tracking_uri).scheme in ("http", "https") \
+        or not run.info.artifact_uri.startswith("mlflow-artifacts:")
 
 
 # --------------------------------------------------------------------------------------------------- basic-auth
