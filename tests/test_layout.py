@@ -10,7 +10,8 @@ The layers, from the bottom (docs/architecture.md draws the same picture in word
    report page;
 2. the test families, each a package that imports only itself and the layers below: ``hierarchical``,
    ``signed_rank``, ``correlated_t``, ``ranking`` (and any family added later);
-3. what a run holds and how it is written (``tracking.bundle``, ``tracking.runlog``), and the matrix summary;
+3. what a run holds and how it is written (``tracking.bundle``, ``tracking.runlog``), the matrix summary, and the
+   stop-when-decided designs (``sequential``: pure numpy/scipy, on the families' posteriors);
 4. the pipeline: ``preflight``, ``pairfits`` (a matrix's pairs), ``compare``;
 5. the entry points: ``cli``, ``demo``, ``client``, ``server``, ``simulation``; and the package's face
    (``__init__``) on top.
@@ -41,7 +42,7 @@ LAYERS = [
     (1, ("tracking.collect", "tracking.identify", "tracking.fetch", "tracking.cvlog", "tracking.reach",
          "tracking.search", "scores", "sampling", "posterior_summary", "baselines", "figures", "report_html")),
     (2, FAMILIES),
-    (3, ("tracking.bundle", "tracking.several", "tracking.runlog", "tracking.paircache", "matrix")),
+    (3, ("tracking.bundle", "tracking.several", "tracking.runlog", "tracking.paircache", "matrix", "sequential")),
     (4, ("preflight", "pairfits", "compare")),
     (5, ("cli", "demo", "client", "server", "simulation")),
     (6, ("",)),  # the package's face, mlflow_bayescompare/__init__.py
