@@ -57,13 +57,15 @@ class Cell:
 class FixedSize:
     """The fixed-size comparison of the same power, in one scenario: the sequential design's P("A better") at the
     clear difference (at ``threshold``: the one offered when the design's exceeds its level), the smallest fixed size
-    with at least that power at threshold 1 − nominal_error (None: not within the budget), and the sequential
-    design's expected sizes at the clear difference and at no difference."""
+    with at least that power (None: not within the budget) at ``fixed_threshold``, the one that keeps a single look
+    there within the same level in every scenario, and the sequential design's expected sizes at the clear
+    difference and at no difference."""
 
     scenario: str
     threshold: float
     power: float
     fixed_size: int | None
+    fixed_threshold: float | None
     mean_size_clear: float
     mean_size_none: float
 
@@ -85,6 +87,7 @@ class OperatingCharacteristics:
     false_decision: float
     exceeds: bool
     offered_threshold: float | None
+    offered_by_scenario: dict[str, float | None]
     cells_at_offered: tuple[Cell, ...]
     fixed_size: tuple[FixedSize, ...]
     seconds: float
@@ -116,21 +119,27 @@ def operating_characteristics(design: Design, *, replicates: int = 4000, seed: i
              for scenario in SCENARIOS[design.test] for truth, delta in truths.items()}
     cells = _cells(design, paths, truths, design.threshold)
     grid = _grid(design) if thresholds is None else np.sort(np.asarray(thresholds, dtype=float))
-    rates = _worst_rates(design, paths, truths, grid)
-    meets = rates <= design.nominal_error
-    # the smallest threshold from which every larger one of the grid keeps the rate within the level
-    keeps = np.flatnonzero(np.logical_and.accumulate(meets[::-1])[::-1])
-    offered = float(grid[keeps[0]]) if keeps.size else None
+    rates = _rates(design, paths, truths, grid)
+    offered = _offer(grid, np.max(list(rates.values()), axis=0), design.nominal_error)
     worst = max(c.false_decision for c in cells)
-    at_offered = () if offered in (None, design.threshold) else _cells(design, paths, truths, offered)
+    exceeds = worst > design.nominal_error
+    chosen = offered if exceeds and offered is not None else design.threshold
+    single = _single_look_thresholds(design, paths, truths, grid)
     return OperatingCharacteristics(
         fingerprint=design.fingerprint, test=design.test, unit=design.unit, threshold=design.threshold,
         nominal_error=design.nominal_error, replicates=replicates, seed=seed, clear=clear,
-        scenarios=SCENARIOS[design.test], cells=cells, false_decision=worst, exceeds=worst > design.nominal_error,
-        offered_threshold=offered, cells_at_offered=at_offered,
-        fixed_size=tuple(_fixed_size(design, paths, s, offered if worst > design.nominal_error and offered else
-                                     design.threshold) for s in SCENARIOS[design.test]),
+        scenarios=SCENARIOS[design.test], cells=cells, false_decision=worst, exceeds=exceeds,
+        offered_threshold=offered,
+        offered_by_scenario={s: _offer(grid, r, design.nominal_error) for s, r in rates.items()},
+        cells_at_offered=() if offered in (None, design.threshold) else _cells(design, paths, truths, offered),
+        fixed_size=tuple(_fixed_size(design, paths, s, chosen, single) for s in SCENARIOS[design.test]),
         seconds=time.perf_counter() - started)
+
+
+def _offer(grid: np.ndarray, rates: np.ndarray, level: float) -> float | None:
+    """The smallest threshold of ``grid`` from which every larger one keeps ``rates`` within ``level``."""
+    keeps = np.flatnonzero(np.logical_and.accumulate((rates <= level)[::-1])[::-1])
+    return float(grid[keeps[0]]) if keeps.size else None
 
 
 def _grid(design: Design) -> np.ndarray:
@@ -168,14 +177,28 @@ def _stops(masses: np.ndarray, thresholds: np.ndarray) -> tuple[np.ndarray, np.n
     return np.where(decided, index, looks - 1).T, np.where(decided, codes, rule.NONE).T
 
 
-def _worst_rates(design: Design, paths: dict, truths: dict, grid: np.ndarray) -> np.ndarray:
-    """The largest false-decision rate over scenarios and truths, at each threshold of ``grid``."""
-    worst = np.zeros(len(grid))
-    for (_, truth), p in paths.items():
+def _rates(design: Design, paths: dict, truths: dict, grid: np.ndarray) -> dict[str, np.ndarray]:
+    """Each scenario's largest false-decision rate over its truths, at each threshold of ``grid``."""
+    worst = {}
+    for (scenario, truth), p in paths.items():
         _, sides = _stops(_gated_masses(design, p), grid)
         wrong = np.isin(sides, _false_sides(truths[truth], design.rope, design.greater_is_better)).mean(axis=1)
-        worst = np.maximum(worst, wrong)
+        worst[scenario] = np.maximum(worst.get(scenario, 0), wrong)
     return worst
+
+
+def _single_look_thresholds(design: Design, paths: dict, truths: dict, grid: np.ndarray) -> np.ndarray:
+    """For a single look at each of the design's sizes, the threshold of ``grid`` it needs to keep every simulated
+    false-decision rate within the nominal error (:func:`_offer`; NaN where none does)."""
+    worst = np.zeros((len(design.looks), len(grid)))
+    for (_, truth), p in paths.items():
+        masses = _gated_masses(design, p)
+        wrong = np.zeros(masses.shape[1:] + grid.shape, dtype=bool)  # (replicates, looks, thresholds)
+        for side in _false_sides(truths[truth], design.rope, design.greater_is_better):
+            wrong |= masses[side - 1][..., None] >= grid
+        worst = np.maximum(worst, wrong.mean(axis=0))
+    offers = [_offer(grid, row, design.nominal_error) for row in worst]
+    return np.array([np.nan if t is None else t for t in offers])
 
 
 def _cells(design: Design, paths: dict, truths: dict, threshold: float) -> tuple[Cell, ...]:
@@ -191,8 +214,10 @@ def _cell(design: Design, p: Paths, scenario: str, truth: str, difference: float
         _, cs_sides = rule.first_decision(cs_decision(p.cs_low, p.cs_high, design.rope))
         cs_coverage, cs_answers = float(p.covered.mean()), _shares(cs_sides, design.greater_is_better)
     return Cell(scenario, truth, difference, _shares(sides, design.greater_is_better), float(wrong),
-                float(np.sqrt(wrong * (1 - wrong) / len(sides))), float(sizes.mean()), float(np.median(sizes)),
-                float(np.quantile(sizes, 0.9)), float((sizes == design.max_size).mean()), cs_coverage, cs_answers)
+                float(np.sqrt(wrong * (1 - wrong) / len(sides))), float(sizes.mean()),
+                float(np.quantile(sizes, 0.5, method="inverted_cdf")),
+                float(np.quantile(sizes, 0.9, method="inverted_cdf")), float((sizes == design.max_size).mean()),
+                cs_coverage, cs_answers)
 
 
 def _shares(sides: np.ndarray, greater_is_better: bool) -> dict[str, float]:
@@ -203,17 +228,18 @@ def _shares(sides: np.ndarray, greater_is_better: bool) -> dict[str, float]:
     return {word: float((sides == code).mean()) for code, word in sorted(words.items(), key=lambda kv: kv[1])}
 
 
-def _fixed_size(design: Design, paths: dict, scenario: str, threshold: float) -> FixedSize:
-    """The smallest single look, at threshold 1 − nominal_error, that decides "A better" at the clear difference at
-    least as often as the sequential design at ``threshold`` (see the module)."""
+def _fixed_size(design: Design, paths: dict, scenario: str, threshold: float, single: np.ndarray) -> FixedSize:
+    """The smallest single look, at the threshold that keeps its own false decisions within the nominal error in
+    every scenario (``single``, by size), that decides "A better" at the clear difference at least as often as the
+    sequential design at ``threshold`` (see the module)."""
     masses = _gated_masses(design, paths[(scenario, "clear")])
     favoured = rule.RIGHT if design.greater_is_better else rule.LEFT
     index, sides = (v[0] for v in _stops(masses, np.array([threshold])))
     power = float((sides == favoured).mean())
-    single = (masses[favoured - 1] >= 1 - design.nominal_error).mean(axis=0)  # one look at each size
-    enough = np.flatnonzero(single >= power)
+    enough = np.flatnonzero((masses[favoured - 1] >= single).mean(axis=0) >= power)  # NaN thresholds never decide
     sizes = np.asarray(design.looks)
     none_index, _ = (v[0] for v in _stops(_gated_masses(design, paths[(scenario, "no difference")]),
                                          np.array([threshold])))
     return FixedSize(scenario, threshold, power, int(sizes[enough[0]]) if enough.size else None,
-                     float(sizes[index].mean()), float(sizes[none_index].mean()))
+                     float(single[enough[0]]) if enough.size else None, float(sizes[index].mean()),
+                     float(sizes[none_index].mean()))

@@ -21,7 +21,8 @@ def oc_lines(oc) -> list[str]:
                      f"{c.mean_size:.1f} {oc.unit} on average (median {c.median_size:g}, 90% by {c.p90_size:g}), "
                      f"{c.at_budget:.0%} at the budget.")
     for f in oc.fixed_size:
-        fixed = (f"a single look at {1 - oc.nominal_error:g} needs {f.fixed_size} {oc.unit} for the same power"
+        fixed = (f"a single look needs {f.fixed_size} {oc.unit} for the same power (at threshold "
+                 f"{f.fixed_threshold:.4g}, which keeps its own false decisions within {oc.nominal_error:g})"
                  if f.fixed_size is not None else "no single look within the budget has the same power")
         lines.append(f"{f.scenario}, at threshold {f.threshold:.4g}: P(A better) = {f.power:.3f} at a difference of "
                      f"{oc.clear:g} after {f.mean_size_clear:.1f} {oc.unit} on average ({f.mean_size_none:.1f} with "
@@ -42,5 +43,7 @@ def _offer(oc) -> list[str]:
         return []
     at = max(c.false_decision for c in oc.cells_at_offered) if oc.cells_at_offered else oc.false_decision
     verb = "keeps" if oc.exceeds else "would keep"
+    each = ", ".join(f"{s} {'none' if t is None else f'{t:.4g}'}" for s, t in oc.offered_by_scenario.items())
     return [f"Threshold {oc.offered_threshold:.4g} {verb} every simulated false-decision rate within "
-            f"{oc.nominal_error:g} (at most {at:.3f})" + (": register the design with it." if oc.exceeds else ".")]
+            f"{oc.nominal_error:g} (at most {at:.3f})" + (": register the design with it" if oc.exceeds else "")
+            + f"; each scenario alone would need: {each}."]
