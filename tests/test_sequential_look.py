@@ -70,6 +70,9 @@ def test_the_confidence_sequence_is_shown_beside_and_gate_both_needs_it_to_agree
     low, high = confidence_sequence(a - b, 0.05, 1.0, bayes.looks[: len(gated.rows)])
     assert (row.cs_low, row.cs_high) == pytest.approx((low[-1], high[-1]))
     assert all(r.cs_answer != "a_better" for r in gated.rows[:-1])
+    saved = gated.to_dict()
+    assert saved["row"]["size"] == gated.size and len(saved["rows"]) == len(gated.rows)
+    assert saved["fingerprint"] == both.fingerprint != bayes.fingerprint
 
 
 def test_another_posterior_can_be_plugged_in_as_the_evaluation_family_will_be():

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy import integrate, optimize, stats
 
+from mlflow_bayescompare.errors import InputError
 from mlflow_bayescompare.sequential.design import Design
 from mlflow_bayescompare.sequential.operating import operating_characteristics
 
@@ -94,3 +95,17 @@ def test_the_report_names_sizes_savings_and_the_sequences_coverage():
         assert cell.cs_coverage >= 0.95
     summary = oc.to_dict()
     assert summary["fingerprint"] == design.fingerprint and len(summary["cells"]) == 9
+
+
+def test_a_simulation_that_cannot_hold_its_truth_is_refused():
+    """Pass rates cannot differ by more than the share of items on which the models disagree (the default clear
+    difference, twice the rope, would exceed it here); a clear difference must exceed the rope."""
+    design = Design(test="eval-binary", min_size=100, max_size=500, look_every=100, planning_sd=0.2, rope=0.03)
+    with pytest.raises(InputError, match="clear must lie between the rope 0.03 and the share of items on which the "
+                                         "models disagree, planning_sd² = 0.04; got 0.06"):
+        operating_characteristics(design)
+    with pytest.raises(InputError) as caught:
+        operating_characteristics(design, clear=0.01, replicates=10)
+    assert caught.value.problems == ["replicates must be a whole number of at least 100; got 10",
+                                     "clear must lie between the rope 0.03 and the share of items on which the models "
+                                     "disagree, planning_sd² = 0.04; got 0.01"]

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..errors import InputError
 from ..result import Orientation, json_ready
 from . import rule
 from .confseq import cs_decision
@@ -111,7 +112,7 @@ def operating_characteristics(design: Design, *, replicates: int = 4000, seed: i
     ``thresholds``: the grid searched for the threshold offered (default: the nominal error down to 1/50 of it,
     in 35 steps even in log(1 − threshold), and the design's own threshold)."""
     started = time.perf_counter()
-    clear = 2 * design.rope if clear is None else float(clear)
+    clear = _checked(design, 2 * design.rope if clear is None else clear, replicates)
     rng = np.random.default_rng(seed)
     sign = 1.0 if design.greater_is_better else -1.0  # A's favour on the paper's axis of a − b
     truths = dict(zip(TRUTHS, (0.0, design.rope, clear)))
@@ -140,6 +141,25 @@ def _offer(grid: np.ndarray, rates: np.ndarray, level: float) -> float | None:
     """The smallest threshold of ``grid`` from which every larger one keeps ``rates`` within ``level``."""
     keeps = np.flatnonzero(np.logical_and.accumulate((rates <= level)[::-1])[::-1])
     return float(grid[keeps[0]]) if keeps.size else None
+
+
+def _checked(design: Design, clear, replicates) -> float:
+    """The clear difference, once it and the replicates are known to make sense for the design."""
+    problems = []
+    if isinstance(replicates, bool) or not isinstance(replicates, (int, np.integer)) or replicates < 100:
+        problems.append(f"replicates must be a whole number of at least 100; got {replicates!r}")
+    try:
+        clear = float(clear)
+    except (TypeError, ValueError):
+        clear = float("nan")
+    widest = design.planning_sd**2 if design.test == "eval-binary" else design.half_range
+    if not design.rope < clear < widest:
+        limit = (f"the share of items on which the models disagree, planning_sd² = {widest:.4g}"
+                 if design.test == "eval-binary" else f"the widest difference of two scores, {widest:g}")
+        problems.append(f"clear must lie between the rope {design.rope:g} and {limit}; got {clear!r}")
+    if problems:
+        raise InputError(problems, header="Cannot simulate the design:")
+    return clear
 
 
 def _grid(design: Design) -> np.ndarray:
