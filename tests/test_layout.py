@@ -14,9 +14,10 @@ The layers, from the bottom, one folder each (:data:`LAYERS`; docs/architecture.
 4. ``families``: the family table (``families/__init__.py``) and the test families, each a package that imports only
    itself, the table and the layers below (:data:`FAMILIES`; the rooms of the ranking apart from each other, over the
    ranking's shared modules), with the borrowings declared in :data:`BORROWED`;
-5. ``runs``: a matrix's runs, writing a run, the pair cache;
-6. ``pipeline``: ``preflight``, ``pairfits`` (a matrix's pairs), ``compare``;
-7. the entry points: ``cli``, ``demo``, ``client``, ``server``, ``simulation``; and the package's face
+5. ``sequential``: the stop-when-decided designs (pure numpy/scipy, on the families' posteriors);
+6. ``runs``: a matrix's runs, writing a run, the pair cache;
+7. ``pipeline``: ``preflight``, ``pairfits`` (a matrix's pairs), ``compare``;
+8. the entry points: ``cli``, ``demo``, ``client``, ``server``, ``simulation``; and the package's face
    (``__init__``) on top.
 """
 
@@ -47,10 +48,11 @@ LAYERS = [
     (2, ("reads",)),
     (3, ("shared",)),
     (4, ("families",)),
-    (5, ("runs",)),
-    (6, ("pipeline",)),
-    (7, ("cli", "cli_text", "demo", "client", "server", "simulation")),
-    (8, ("",)),  # the package's face, mlflow_bayescompare/__init__.py
+    (5, ("sequential",)),
+    (6, ("runs",)),
+    (7, ("pipeline",)),
+    (8, ("cli", "cli_text", "demo", "client", "server", "simulation")),
+    (9, ("",)),  # the package's face, mlflow_bayescompare/__init__.py
 ]
 #: a family's module that others read, by who may: the correlated t-test's formula (the posterior of one dataset's
 #: mean difference and its ρ) is each dataset's own evidence in the hierarchical test and each pair's posterior in the

@@ -14,7 +14,7 @@ is this test's).
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from ...vocabulary.errors import InputError
 
@@ -28,18 +28,28 @@ def correlated_t_posterior(x: np.ndarray, rho: float) -> tuple[int, float, float
     n = len(x)
     if np.all(x == x[0]):  # constant: exactly a point mass (the variance would keep the mean's rounding error)
         return n - 1, float(x[0]), 0.0
-    return n - 1, float(np.mean(x)), float(np.sqrt((1 / n + rho / (1 - rho)) * np.var(x, ddof=1)))
+    return n - 1, float(np.mean(x)), float(correlated_t_scale(n, np.var(x, ddof=1), rho))
 
 
-def correlated_t_masses(df: int, loc: float, scale: float, rope: float) -> tuple[float, float, float]:
-    """The posterior masses of μ < −rope, inside the rope, and μ > rope; a point mass at ``loc`` when the scale is 0
-    (constant differences)."""
-    if scale == 0:
-        left, right = float(loc < -rope), float(loc > rope)
-    else:
-        # not a frozen distribution: freezing costs more than both calls (the joint model calls this per pair)
-        left = float(stats.t.cdf(-rope, df, loc=loc, scale=scale))
-        right = float(stats.t.sf(rope, df, loc=loc, scale=scale))
+def correlated_t_scale(n, variance, rho):
+    """The posterior's scale √((1/n + ρ/(1 − ρ)) s²) from the number of differences n and their variance s²
+    (ddof=1) (Corani & Benavoli 2015, after Nadeau & Bengio's correction); arrays broadcast, one posterior per
+    element (the stop-when-decided simulation evaluates thousands at once)."""
+    return np.sqrt((1 / np.asarray(n, dtype=float) + rho / (1 - rho)) * variance)
+
+
+def correlated_t_masses(df, loc, scale, rope: float):
+    """The posterior masses of μ < −rope, inside the rope, and μ > rope; a point mass at ``loc`` where the scale is
+    0 (constant differences).  Floats for one posterior; for arrays (which broadcast) arrays, one posterior per
+    element."""
+    loc, scale = np.asarray(loc, dtype=float), np.asarray(scale, dtype=float)
+    point = scale == 0
+    unit = np.where(point, 1.0, scale)
+    # Student-t's cdf itself (scipy.stats' checks and frozen distributions cost more than the cdf)
+    left = np.where(point, loc < -rope, special.stdtr(df, (-rope - loc) / unit))
+    right = np.where(point, loc > rope, special.stdtr(df, (loc - rope) / unit))
+    if left.ndim == 0:
+        left, right = float(left), float(right)
     return left, 1 - left - right, right
 
 
