@@ -33,7 +33,7 @@ from proc_cpu import cpu_now
 
 from mlflow_bayescompare.families.hierarchical.engine import hierarchical_test
 from mlflow_bayescompare.families.ranking.engine import Scores, rank_models
-from mlflow_bayescompare.families.ranking.hierarchical_k import rank_hierarchical
+from mlflow_bayescompare.families.ranking.hierarchical_k.engine import rank_hierarchical
 from mlflow_bayescompare.sampling import sampler
 from mlflow_bayescompare.simulation import rankings, sbc
 from mlflow_bayescompare.vocabulary.options import RankOptions

@@ -215,9 +215,10 @@ def cpu_seconds(run, *args, **kwargs):
     return out, used / os.sysconf("SC_CLK_TCK")
 
 
-def report(posterior: sampler.Fit, cpu: float, rope_scaled: float) -> dict:
-    diag = summary.diagnostics(posterior)
-    probs = posterior_summary.winner_fractions(summary.next_dataset_areas(posterior.draws, rope_scaled))
+def report(posterior: sampler.Fit, cpu: float, prepared: prepare.Prepared) -> dict:
+    diag = posterior_summary.diagnostics(posterior)
+    draws = summary.score_units(posterior.draws, prepared.scale)
+    probs = posterior_summary.winner_fractions(summary.next_dataset_areas(draws, prepared.scale * prepared.rope_scaled))
     return {
         "seconds": posterior.seconds,
         "cpu": cpu,
@@ -303,7 +304,7 @@ def main(argv=None) -> int:
     for p, seed, prepared, x in jobs:
         mcmc = {"chains": args.chains, "seed": seed}
         ours = report(*cpu_seconds(sampler.sample, prepared.stan_data, draws=args.draws, warmup=args.warmup,
-                                   backend="pystan", **mcmc), prepared.rope_scaled)
+                                   backend="pystan", **mcmc), prepared)
         runs.append({"pair": p, "model": "ours", **ours})
         sd = prepared.stan_data
         row(p, seed, "ours", ours, iters_ours, note=f"{len(prepared.perturbed)} patched, delta_i {sd['q_nc']} "
@@ -311,7 +312,7 @@ def main(argv=None) -> int:
         for name in references:
             ref = REFERENCES[name]
             r = report(*cpu_seconds(ref.sample, ref.data(x, prepared), draws=ref_draws, warmup=ref_warmup, **mcmc),
-                       prepared.rope_scaled)
+                       prepared)
             runs.append({"pair": p, "model": name, **r, "dprob": max(abs(u - v) for u, v in zip(ours["probs"],
                                                                                                r["probs"]))})
             ratio = (r["seconds"] / iters_ref) / (ours["seconds"] / iters_ours)

@@ -6,7 +6,7 @@ invariance to an unrelated model.
   ragged grid (30% of the (model, dataset) cells missing, sd 0.02), and with one erratic model among steady ones
   (0.005 × 4 and 0.03; 0.003 × 4 and 0.02): every credible pair is false.  Per scenario: the share of pairs called
   credible by the hierarchical model of k models and by Bradley-Terry, under the rankings' rule (P(better) ≥ 0.975,
-  :mod:`mlflow_bayescompare.families.ranking.decision`) and under the one-sided reading (P(better) ≥ 0.95) it
+  :func:`mlflow_bayescompare.families.ranking.common.credible`) and under the one-sided reading (P(better) ≥ 0.95) it
   replaces; and, on two pairs per replicate (m1 vs m2, m4 vs m5), the two-model test's verdict (``compare``: a
   decision for either model at 0.95) and the claim ``--require a-better`` chosen before seeing the data (m1 better
   than m2, m4 better than m5); with ``--models isotropic``, issue 27's program (one spread for every pair) beside.
@@ -43,11 +43,13 @@ import pandas as pd
 from scipy import stats
 
 from mlflow_bayescompare.families.hierarchical.engine import hierarchical_test
-from mlflow_bayescompare.families.ranking import hierarchical_k
-from mlflow_bayescompare.families.ranking.engine import rank_models, read_scores
-from mlflow_bayescompare.families.ranking.hierarchical_k_result import summarise
+from mlflow_bayescompare.families.ranking.engine import rank_models
+from mlflow_bayescompare.families.ranking.hierarchical_k import engine as hierarchical_k
+from mlflow_bayescompare.families.ranking.hierarchical_k.result import summarise
+from mlflow_bayescompare.families.ranking.scores import read_scores
 from mlflow_bayescompare.sampling import convergence, programs, sampler
-from mlflow_bayescompare.simulation import rankings, sbc
+from mlflow_bayescompare.simulation import rankings
+from mlflow_bayescompare.simulation import sbc_models as sbc
 from mlflow_bayescompare.vocabulary.options import RankOptions
 
 HERE = Path(__file__).resolve().parent

@@ -35,9 +35,7 @@ from mlflow import MlflowClient
 
 from mlflow_bayescompare.pipeline.compare import compare_matrix
 from mlflow_bayescompare.reads.cvlog import log_cv_scores
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from ray_cluster import RayCluster  # noqa: E402  (the tests' cluster: two `ray start` sessions, stopped by pid)
+from mlflow_bayescompare.simulation.ray_cluster import RayCluster  # two `ray start` sessions, stopped by pid
 
 
 def log_experiment(client, eid: str, models: list[str], datasets: int, seed: int = 2017) -> None:

@@ -1,16 +1,30 @@
 """mlflow-bayescompare: is model A really better than model B across datasets, or practically the same?
 
 The Bayesian hierarchical correlated t-test of Corani, Benavoli, Demšar, Mangili & Zaffalon (Machine Learning,
-2017), run on per-fold cross-validation scores read from MLflow and logged back as a comparison run.
+2017), run on per-fold cross-validation scores read from MLflow and logged back as a comparison run; the Bayesian
+correlated t-test on one dataset, the Bayesian signed-rank test on per-dataset means, and rankings of many models.
 
-The names below are imported on first use, so that importing a part of the package (the command line, above all)
-does not import MLflow, ArviZ, SciPy and matplotlib before it needs them.
+The public face: the names of :data:`__all__`, and nothing else (a module's own names may move between releases).
+The pipelines on MLflow runs (``compare_runs``, ``compare_matrix``, ``rank_runs``, ``require``) and the outcomes they
+return; the tests and the ranking on scores in hand (``hierarchical_test``, ``correlated_t_test``,
+``signed_rank_test``, ``rank_models``, ``rank_wins``) and every result class they return; the options; the errors;
+``log_cv_scores``.  They are imported on first use, so that importing a part of the package (the command line, above
+all) does not import MLflow, ArviZ, SciPy and matplotlib before it needs them.
 """
 
 from importlib import import_module
 
-#: each public name and the module that defines it
+#: each public name and the module that defines it: the pipelines on MLflow runs and what they return, the tests and
+#: the ranking on scores in hand and their results, the options, the errors, and the helper that logs scores
 _HOMES = {
+    "compare_runs": ".pipeline.compare",
+    "compare_matrix": ".pipeline.compare",
+    "rank_runs": ".pipeline.compare",
+    "require": ".pipeline.compare",
+    "ComparisonOutcome": ".pipeline.compare",
+    "MatrixOutcome": ".pipeline.compare",
+    "RankingOutcome": ".pipeline.compare",
+    "MetricsOutcome": ".pipeline.compare",
     "hierarchical_test": ".families.hierarchical.engine",
     "HierarchicalResult": ".families.hierarchical.result",
     "signed_rank_test": ".families.signed_rank.engine",
@@ -18,13 +32,17 @@ _HOMES = {
     "correlated_t_test": ".families.correlated_t.engine",
     "CorrelatedTTestResult": ".families.correlated_t.result",
     "rank_models": ".families.ranking.engine",
-    "RankingResult": ".families.ranking.result",
+    "rank_wins": ".families.ranking.bbt.engine",
+    "HierarchicalRankingResult": ".families.ranking.hierarchical_k.result",
+    "JointRankingResult": ".families.ranking.joint.result",
+    "RankingResult": ".families.ranking.bbt.result",
     "log_cv_scores": ".reads.cvlog",
     "FitOptions": ".vocabulary.options",
     "RankOptions": ".vocabulary.options",
     "SourceOptions": ".vocabulary.options",
     "PairOptions": ".vocabulary.options",
     "ModelsOptions": ".vocabulary.options",
+    "MatrixOptions": ".vocabulary.options",
     "BayesCompareError": ".vocabulary.errors",
     "InputError": ".vocabulary.errors",
     "SamplingError": ".vocabulary.errors",

@@ -18,11 +18,11 @@ import threading
 
 import click
 
+from . import cli_text
 from .demo import SETTINGS
 from .sampling.programs import PROGRAMS
-from .shared.report_html import format_differences, format_numbers, format_probability
 from .vocabulary import claims, mlflow_internals
-from .vocabulary.console import install_cli_handler, redact_uri, ui_address
+from .vocabulary.console import install_cli_handler, redact_uri
 from .vocabulary.errors import BayesCompareError, InputError
 from .vocabulary.options import (
     FitOptions,
@@ -36,7 +36,7 @@ from .vocabulary.options import (
     click_options,
     parse_fields,
 )
-from .vocabulary.outcomes import TEST_NAMES, counted, json_safe, tests_named
+from .vocabulary.outcomes import json_safe
 from .vocabulary.progress import TerminalProgress, notify
 
 __all__ = ["main"]
@@ -78,6 +78,7 @@ def _stop_on_sigterm() -> None:
     """SIGTERM (``kill``, ``timeout``, a CI runner or a scheduler stopping the command) ends it as Ctrl-C does
     instead of at once: Stan's sampler processes are killed, a matrix's workers are stopped (:mod:`.workers`) and a
     run being logged ends FAILED, none of which happens when Python dies of the signal.  Exit status 128 + 15."""
+    _SIGTERM["stopped"] = None
     if threading.current_thread() is not threading.main_thread():
         return
 
@@ -85,11 +86,28 @@ def _stop_on_sigterm() -> None:
         from .sampling.pystan_backend import stop_samplers
 
         stop_samplers()
-        stopped = StoppedBySigterm(128 + signum)
+        stopped = _SIGTERM["stopped"] = StoppedBySigterm(128 + signum)
         click.echo(f"Error: {stopped}.", err=True)
         raise stopped
 
     signal.signal(signal.SIGTERM, stop)
+
+
+_SIGTERM: dict[str, StoppedBySigterm | None] = {"stopped": None}  # the stop of this command, once SIGTERM came
+
+
+@contextlib.contextmanager
+def _stopped_wins():
+    """Once SIGTERM has stopped the command, it ends with the stop's status whatever the stop became on its way
+    out: raised inside a library's call, it may come out as that library's own exit (Ray's ``ray.wait`` turns it into
+    ``SystemExit(1)``) or error."""
+    try:
+        yield
+    except BaseException as exc:
+        stopped = _SIGTERM["stopped"]
+        if stopped is not None and exc is not stopped:
+            raise stopped from None
+        raise
 
 
 def _run_options(fn):
@@ -114,7 +132,7 @@ def compare(tracking_uri, no_log, as_json, strict, **fields) -> None:
         source, fit, pair = parse_fields(fields, [SourceOptions, FitOptions, PairOptions], origin="cli")
         with _progress() as progress:
             from .pipeline import compare as api
-            from .runs.bundle import diagnostics_problem
+            from .shared.run_content import diagnostics_problem
             from .vocabulary.tags import STRICT
 
             outcome = api.compare_runs(model_a=pair.model_a, model_b=pair.model_b, source=source, fit=fit,
@@ -128,7 +146,7 @@ def compare(tracking_uri, no_log, as_json, strict, **fields) -> None:
             failures.append(f"--strict: sampler problems: {problem}")
             if outcome.run_id:
                 _client(tracking_uri).set_tag(outcome.run_id, STRICT, f"failed: {problem}")
-        out(report, _comparison_text(outcome, claim, tracking_uri))
+        out(report, cli_text.comparison_text(outcome, claim, tracking_uri))
     if failures:
         raise CliError("; ".join(failures), exit_code=1)
 
@@ -151,7 +169,7 @@ def matrix(tracking_uri, no_log, as_json, jobs, **fields) -> None:
             outcome = api.compare_matrix(models=models.models, pair_reports=models.pair_reports, source=source,
                                          fit=fit, log=not no_log, tracking_uri=tracking_uri, jobs=jobs,
                                          matrix_options=how, progress=progress)
-        out(outcome.to_dict(), _matrix_text(outcome, tracking_uri))
+        out(outcome.to_dict(), cli_text.matrix_text(outcome, tracking_uri))
 
 
 @main.command(epilog=EXIT_CODES)
@@ -178,7 +196,7 @@ def rank(tracking_uri, no_log, as_json, require_best, **fields) -> None:
         report = outcome.to_dict()
         claim = claims.reports(outcome, wanted, options.threshold) if wanted else {}
         failures = _claimed(report, claim)
-        out(report, _ranking_text(outcome, claim, tracking_uri))
+        out(report, cli_text.ranking_text(outcome, claim, tracking_uri))
     if failures:
         raise CliError("; ".join(failures), exit_code=1)
 
@@ -254,9 +272,11 @@ def _progress():
 
 @contextlib.contextmanager
 def _errors():
-    """This package's errors (and MLflow's) → ``Error: …`` with exit code 2 for bad input, 1 otherwise."""
+    """This package's errors (and MLflow's) → ``Error: …`` with exit code 2 for bad input, 1 otherwise; a command
+    stopped by SIGTERM exits 143 (:func:`_stopped_wins`)."""
     try:
-        yield
+        with _stopped_wins():
+            yield
     except InputError as exc:
         raise CliError(str(exc), exit_code=2) from exc
     except BayesCompareError as exc:
@@ -324,204 +344,6 @@ def _claimed(report: dict, checked: dict[str | None, claims.Report]) -> list[str
         return []
     report["require"] = claims.reports_dict(checked)
     return [f"{'on ' + m + ': ' if m else ''}{c.failure()}" for m, c in checked.items() if not c.supported]
-
-
-def _claim_lines(checked: dict[str | None, claims.Report]) -> list[str]:
-    return [(f"{m}: " if m else "") + c.line() for m, c in checked.items()]
-
-
-def _table(rows: list[tuple[str, str]], indent: str = "  ") -> list[str]:
-    """Label/value rows with the values aligned in one column."""
-    width = max(len(label) for label, _ in rows)
-    return [f"{indent}{label.ljust(width)}  {value}" for label, value in rows]
-
-
-def _where(tracking_uri, kind: str, run_id: str, experiment_id: str) -> list[str]:
-    address, serve = ui_address(tracking_uri, experiment_id, run_id)
-    lines = [f"{kind} {run_id} in experiment {experiment_id}: {address}"]
-    if serve:
-        lines.append(f"  (serve it with: {serve})")
-    return lines
-
-
-def _comparison_text(outcome, checked: dict[str | None, claims.Report], tracking_uri) -> str:
-    """A comparison's result; on several metrics each metric's, then the decision
-    (:func:`~.vocabulary.outcomes.combined_line`)."""
-    if not hasattr(outcome, "by_metric"):
-        lines = _comparison_lines(outcome, tracking_uri)
-    else:
-        lines = [line for one in outcome.by_metric.values() for line in _comparison_lines(one, tracking_uri)]
-        lines.append(f"Decision: {outcome.verdict}")
-    lines += _claim_lines(checked)
-    if outcome.run_id:
-        lines += _where(tracking_uri, "Comparison run", outcome.run_id, outcome.experiment_id)
-    return "\n".join(lines)
-
-
-def _comparison_lines(outcome, tracking_uri) -> list[str]:
-    a, b = outcome.model_a, outcome.model_b
-    test = TEST_NAMES[outcome.result.test]
-    if outcome.result.test == "correlated-t":  # which ρ, and why
-        test += f" ({outcome.n} folds, ρ = {outcome.rho:.4g}: {outcome.rho_reason})"
-    datasets = counted(len(outcome.tensor.datasets), "dataset")
-    lines = [f"{a} vs {b} · {outcome.metric}: {datasets} ({outcome.layout} layout), "
-             f"rope ±{outcome.rope:g}, {redact_uri(tracking_uri) or 'sqlite:///mlflow.db'}", f"  {test}"]
-    lines += _table([(f"P({a} better)", f"{outcome.p_a_better:.3f}"), ("P(rope)", f"{outcome.p_rope:.3f}"),
-                     (f"P({b} better)", f"{outcome.p_b_better:.3f}")])
-    lines.append(f"Verdict: {outcome.verdict}")
-    lines += _left_out_lines(outcome)
-    if getattr(outcome.result, "sensitivity", None) is not None:
-        lines += ["Sensitivity (other priors and ropes):", f"  {outcome.sensitivity_note}",
-                  *("  " + line for line in outcome.sensitivity.to_string(
-                      index=False, float_format=lambda v: f"{v:.3f}").splitlines())]
-    return lines
-
-
-def _left_out_lines(outcome) -> list[str]:
-    """``Left out: 'x' (no scores of 'b'), …``: the datasets a pair did not compare, when there are any."""
-    left_out = outcome.tensor.left_out
-    return [f"Left out: {', '.join(f'{d!r} ({why})' for d, why in left_out.items())}"] if left_out else []
-
-
-def _matrix_text(outcome, tracking_uri) -> str:
-    from .families.ranking.report import JOINT_DIFFERS
-
-    metric = outcome.summary.metric
-    if outcome.bbt is not None:  # three models or more: ranked at once, as `rank` prints it
-        lines = _ranking_lines(outcome.bbt, metric)
-    else:
-        lines = [f"Ranking of {len(outcome.models)} models · {metric}:",
-                 outcome.ranking.to_string(index=False, float_format=lambda v: f"{v:.3f}")]
-    ranked = outcome.bbt is not None and outcome.bbt.model == "hierarchical"
-    lines.append(f"Pairs: {tests_named(outcome.summary.tests)} (the more probably better model first)"
-                 + ("; beside each, the ranking's P(first better) and whether it is credible" if ranked else ""))
-    width = max(len(f"{a} vs {b}") for a, b in outcome.pairs)
-    for o in outcome.pairs.values():
-        (first, p_first), (second, p_second) = sorted(((o.model_a, o.p_a_better), (o.model_b, o.p_b_better)),
-                                                      key=lambda side: -side[1])
-        lines.append(f"  {f'{first} vs {second}'.ljust(width)}  P(first) {p_first:.3f} · rope {o.p_rope:.3f} · "
-                     f"P(second) {p_second:.3f}  {o.verdict}" + (_ranked_pair(outcome.bbt, first, second)
-                                                                if ranked else ""))
-        lines += ["  " + line for line in _left_out_lines(o)]
-    if outcome.bbt is not None and outcome.bbt.model == "hierarchical":
-        lines.append(JOINT_DIFFERS)
-    if outcome.run_id:
-        lines += _where(tracking_uri, "Parent run", outcome.run_id, outcome.experiment_id)
-    return "\n".join(lines)
-
-
-def _ranked_pair(ranking, first: str, second: str) -> str:
-    """`` | ranking 0.962 credible``: the hierarchical ranking's P(first better) for a pair of a matrix, and its
-    rule's word (:mod:`.families.ranking.decision`)."""
-    row = ranking.pairs[ranking.pairs["better"].isin((first, second)) & ranking.pairs["worse"].isin((first, second))]
-    if row.empty:
-        return ""
-    r = row.iloc[0]
-    p_first = r.p_better if r.better == first else r.p_worse
-    credible = r.credible if r.better == first else False
-    return f" | ranking {p_first:.3f}{' credible' if credible else ''}"
-
-
-#: The columns of a ranking's table in the text output, by the ranking's model.
-RANKING_COLUMNS = {"bbt": ["model", "p_best", "mean_rank", "rank_low", "rank_high", "strength"],
-                   "hierarchical": ["model", "p_best", "p_best_next", "mean_rank", "rank_low", "rank_high", "effect",
-                                    "diff_to_leader", "diff_low", "diff_high"],
-                   "joint-t": ["model", "p_best", "mean_rank", "rank_low", "rank_high", "mean", "diff_to_leader",
-                               "diff_low", "diff_high"]}
-
-
-def _hierarchical_text(result) -> list[str]:
-    """The hierarchical ranking's pairs (and ``--vs`` table), in the better-first orientation."""
-    from .families.ranking.decision import rule_words
-
-    s = result.settings
-    lines = [f"Pairs (rope ±{s['metric_rope']:g}; P(better / rope / worse) on the next dataset, compare's question "
-             f"answered by the joint model of every model; credible: {rule_words(s['threshold'])}):"]
-    width = max(len(f"{r.better} > {r.worse}") for r in result.pairs.itertuples())
-    p, shown = format_probability, _differences(result.pairs)
-    lines += [f"  {f'{r.better} > {r.worse}'.ljust(width)}  {shown[i][0]}  P(better) {p(r.p_better)} · "
-              f"rope {p(r.p_rope)} · P(worse) {p(r.p_worse)}{'  credible' if r.credible else ''}"
-              for i, r in enumerate(result.pairs.itertuples())]
-    if s.get("vs"):
-        lines.append(f"Against {s['vs_reference']} (next dataset; verdict at {s['threshold']:g}):")
-        width, shown = max(len(str(m)) for m in result.versus["model"]), _differences(result.versus)
-        lines += [f"  {str(r.model).ljust(width)}  P(better) {p(r.p_better)} · equivalent {p(r.p_rope)} · "
-                  f"P(worse) {p(r.p_worse)}  {shown[i][0]} [{shown[i][1]}, {shown[i][2]}]  {r.verdict}"
-                  for i, r in enumerate(result.versus.itertuples())]
-    return lines
-
-
-def _differences(table) -> list[tuple[str, str, str]]:
-    """Each row's difference and HDI ends, all with one number of decimals, right-aligned in a column."""
-    texts = format_differences([*table["difference"], *table["hdi_low"], *table["hdi_high"]])
-    width = max(map(len, texts))
-    n = len(table)
-    return [(texts[i].rjust(width), texts[n + i], texts[2 * n + i]) for i in range(n)]
-
-
-def _ranking_table(ranking, columns: list[str]) -> str:
-    """A ranking's table as the reports write its numbers: probabilities by their rule, each column in the metric's
-    units with one number of decimals (:mod:`.shared.report_html`)."""
-    shown, n = ranking[columns].astype(object), len(ranking)
-    gaps = [c for c in columns if c in _GAP]  # one quantity: shown with one number of decimals
-    texts = format_numbers([v for c in gaps for v in ranking[c]])
-    for column in columns[1:]:
-        values = ranking[column].tolist()
-        shown[column] = [format_probability(v) for v in values] if column.startswith("p_") else \
-            [f"{v:.2f}" for v in values] if column == "mean_rank" else \
-            [f"{v:g}" for v in values] if column.startswith("rank_") else \
-            texts[gaps.index(column) * n:][:n] if column in gaps else format_numbers(values)
-    return shown.to_string(index=False)
-
-
-#: a ranking's gap to the leader and its interval
-_GAP = ("diff_to_leader", "diff_low", "diff_high")
-
-
-def _ranking_lines(result, metric: str) -> list[str]:
-    """A ranking of three models or more as ``rank`` and ``matrix`` print it: the header naming the model that
-    ranked them, the table, the headline and, on one dataset, ρ and the rope."""
-    from .families.ranking.report import BBT_DIFFERS, MODEL_NAMES, headline
-
-    ranking, model = result.ranking, result.model
-    lines = [f"Ranking of {len(ranking)} models · {metric} ({MODEL_NAMES[model]}):",
-             _ranking_table(ranking, RANKING_COLUMNS[model]),
-             headline(result)]
-    if model == "joint-t":
-        settings = result.settings
-        lines.append(f"ρ = {settings['rho']:.4g} ({settings['rho_reason']}), rope ±{settings['metric_rope']:g}; "
-                     "each pair's probabilities are its correlated t-test's (pairs.csv, --json)")
-    if model == "hierarchical":
-        lines += _hierarchical_text(result)
-    if model == "bbt":
-        lines.append(BBT_DIFFERS)
-    return lines
-
-
-def _ranking_text(outcome, checked: dict[str | None, claims.Report], tracking_uri) -> str:
-    """A ranking; on several metrics, each metric's, then the models side by side (:func:`_side_by_side`)."""
-    if not hasattr(outcome, "by_metric"):
-        lines = _ranking_lines(outcome.result, outcome.metric)
-    else:
-        lines = [line for m, one in outcome.by_metric.items() for line in _ranking_lines(one.result, m)]
-        lines += _side_by_side(outcome)
-    lines += _claim_lines(checked)
-    if outcome.run_id:
-        lines += _where(tracking_uri, "Ranking run", outcome.run_id, outcome.experiment_id)
-    return "\n".join(lines)
-
-
-def _side_by_side(outcome) -> list[str]:
-    """The rankings of several metrics side by side: per model, its P(best) and mean rank on each metric."""
-    import pandas as pd
-
-    table = pd.concat({m: o.ranking.set_index("model")[["p_best", "mean_rank"]]
-                       for m, o in outcome.by_metric.items()}, axis=1)
-    table.columns = [f"{name} {m}" for m, name in table.columns]
-    return ["Side by side (P(best), mean rank):",
-            table.reset_index().to_string(index=False, formatters={  # as each metric's ranking shows them
-                c: format_probability if c.startswith("p_best") else "{:.2f}".format for c in table.columns}),
-            outcome.verdict]
 
 
 if __name__ == "__main__":

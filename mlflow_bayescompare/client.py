@@ -30,10 +30,12 @@ import requests
 from .vocabulary.console import redact_uri
 from .vocabulary.errors import BayesCompareError
 
-__all__ = ["BayesCompareClient", "RequestRefused", "JobFailed", "JobTimeout", "KINDS"]
+__all__ = ["BayesCompareClient", "RequestRefused", "JobFailed", "JobTimeout", "KINDS", "MAX_WAIT"]
 
 #: the route that starts each kind of job, under ``…/bayescompare/api``
 KINDS = {"comparison": "comparisons", "matrix": "matrix", "ranking": "rankings"}
+#: the longest a status request may wait on the server for the job's change (``?wait=``; the server cuts more to it)
+MAX_WAIT = 30.0
 
 
 class RequestRefused(BayesCompareError):
@@ -80,17 +82,25 @@ class BayesCompareClient:
             raise ValueError(f"unknown kind of job {kind!r}: one of {', '.join(KINDS)}")
         return self._call("POST", KINDS[kind], f"start a {kind}", 202, json=body)["run_id"]
 
-    def status(self, run_id: str) -> dict[str, Any]:
-        """The job's status now: ``status`` (RUNNING, FINISHED or FAILED), ``stage``, ``kind``, the probabilities,
-        ``verdict``, ``error``, ``run_url``, ``report_url`` …"""
-        return self._call("GET", "comparisons/get", f"status of run {run_id}", 200, params={"run_id": run_id})
+    def status(self, run_id: str, wait: float = 0) -> dict[str, Any]:
+        """The job's status: ``status`` (RUNNING, FINISHED or FAILED), ``stage``, ``kind``, the probabilities,
+        ``verdict``, ``error``, ``run_url``, ``report_url`` …; with ``wait`` (seconds, at most
+        :data:`MAX_WAIT`), once its status or stage has changed, or after ``wait`` seconds (the server's long
+        poll), and at once when it is not RUNNING."""
+        params = {"run_id": run_id, **({"wait": f"{min(wait, MAX_WAIT):.3f}"} if wait > 0 else {})}
+        return self._call("GET", "comparisons/get", f"status of run {run_id}", 200, params=params,
+                          timeout=self.timeout + max(0.0, wait))
 
     def wait(self, run_id: str, timeout: float = 600, poll: float = 1.0) -> dict[str, Any]:
-        """Poll every ``poll`` seconds until the job has FINISHED and return its status; raises :class:`JobFailed`
-        when it FAILED, :class:`JobTimeout` when it is still RUNNING after ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
+        """Follow the job until it has FINISHED and return its status; raises :class:`JobFailed` when it FAILED,
+        :class:`JobTimeout` when it is still RUNNING after ``timeout`` seconds.  Each status request waits on the
+        server for the next change (:meth:`status`'s ``wait``), so the end is seen as it is written; a server that
+        answers at once with nothing changed (one without the long poll, or gunicorn's sync workers) is asked again
+        every ``poll`` seconds."""
+        deadline, seen = time.monotonic() + timeout, None
         while True:
-            state = self.status(run_id)
+            asked, wait = time.monotonic(), max(0.0, min(MAX_WAIT, deadline - time.monotonic()))
+            state = self.status(run_id, wait=wait)
             kind = state.get("kind") or "job"
             if state["status"] == "FINISHED":
                 return state
@@ -100,13 +110,17 @@ class BayesCompareClient:
             if left <= 0:
                 raise JobTimeout(f"{kind} {run_id} still RUNNING (stage {state.get('stage')}) after {timeout:g} s",
                                  state)
-            time.sleep(min(poll, left))
+            now = (state["status"], state.get("stage"))
+            if now == seen and time.monotonic() - asked < wait / 2:  # not held: the server has no long poll
+                time.sleep(min(poll, left))
+            seen = now
 
-    def _call(self, method: str, route: str, what: str, expected: int, **kwargs) -> dict[str, Any]:
+    def _call(self, method: str, route: str, what: str, expected: int, timeout: float | None = None,
+              **kwargs) -> dict[str, Any]:
         """One request to ``…/bayescompare/api/<route>``; its JSON when the status is ``expected``."""
         url = f"{self.url}/bayescompare/api/{route}"
         try:
-            resp = self.session.request(method, url, timeout=self.timeout, **kwargs)
+            resp = self.session.request(method, url, timeout=timeout or self.timeout, **kwargs)
         except requests.RequestException as exc:
             raise RequestRefused(f"{what}: cannot reach {redact_uri(self.url)}: {redact_uri(str(exc))}") from None
         try:

@@ -57,14 +57,16 @@ def run_demo(
     """Generate, cross-validate and log; rank the three models, then compare LDA with CART (the paper's pair).
     Returns the :class:`ComparisonOutcome` of the pair.  Both Stan programs compile (once per machine) while the
     models are cross-validated; the first line is printed before MLflow is imported."""
+    from .families import RANKING_MODELS, ranking_model, taking
     from .sampling.sampler import Compiles
 
     uri = tracking_uri or default_tracking_uri()
     echo(f"Demo: {', '.join(MODELS)} on {n_settings} Friedman settings, {repeats}x{folds} cross-validation "
          f"(seed {seed})\n  tracking URI: {redact_uri(uri)}")
-    with Compiles(("hierarchical_k", "hierarchical")) as compiles:
+    across = (taking("folds", RANKING_MODELS), taking("folds"))  # what ranks and compares on folds across datasets
+    with Compiles(family.program for family in across) as compiles:
         experiment_id = _log_settings(uri, SETTINGS[:n_settings], repeats=repeats, folds=folds, seed=seed, echo=echo)
-        from .families.ranking.report import DIFFERS, MODEL_NAMES, headline
+        from .families.ranking.report import headline
         from .pipeline.compare import compare_runs, rank_runs
 
         common = dict(experiment_ids=[experiment_id], metric=METRIC, seed=seed, tracking_uri=uri,
@@ -78,9 +80,9 @@ def run_demo(
     rows = ranking.ranking[["model", "p_best", "mean_rank"]].to_string(index=False, float_format=lambda v: f"{v:.3f}")
     a, b = MODELS[:2]
     address, serve = ui_address(shown, outcome.experiment_id, outcome.run_id)
-    model = ranking.result.model  # the ranking and the pair test beside it: why they can differ
-    differs = f"{DIFFERS[model]}\n" if model in DIFFERS else ""
-    echo(f"\nRanking of {len(MODELS)} models ({MODEL_NAMES[model]}):\n{rows}\n{headline(ranking.result)}\n"
+    family = ranking_model(ranking.result.model)  # the ranking and the pair test beside it: why they can differ
+    differs = f"{family.part('differs')}\n" if family.differs else ""
+    echo(f"\nRanking of {len(MODELS)} models ({family.title}):\n{rows}\n{headline(ranking.result)}\n"
          f"  ranking run: {ui_address(shown, ranking.experiment_id, ranking.run_id)[0]}\n"
          f"\nVerdict ({a} vs {b}): {outcome.verdict}\n"
          f"  P({a} better) = {outcome.p_a_better:.3f}   P(rope) = {outcome.p_rope:.3f}   "

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -22,17 +23,55 @@ from pathlib import Path
 from typing import NoReturn
 
 import requests
+from skip_policy import REQUIRE_ENV
 
 from mlflow_bayescompare.client import BayesCompareClient
 
 PG_ENV = "MLFLOW_BAYESCOMPARE_PG_URI"
-REQUIRE_ENV = "MLFLOW_BAYESCOMPARE_REQUIRE_SERVICES"
+
+
+#: the ports :func:`free_port` hands out: below Linux's ephemeral range (32768-60999), from which the kernel gives
+#: every client socket its port, so no connection of any process takes one between its reservation and its use
+PORTS = range(20000, 30000)
+_PORT_LOCKS = Path(tempfile.gettempdir()) / "mlflow-bayescompare-test-ports"
+_reserved: dict[int, object] = {}  # port -> its lock file, held open (so locked) until this process ends
 
 
 def free_port() -> int:
+    """A port on 127.0.0.1 that is free now and that no other test process will take: one of :data:`PORTS`,
+    reserved by an exclusive ``flock`` on a file of its own, held until this process ends (the kernel drops the lock
+    of a process that dies).  The workers of one run (pytest-xdist), and other runs on the machine, skip a reserved
+    port, so a server can stop and start again on its port, and an address meant to be unreachable stays so; the
+    kernel's ``bind((host, 0))`` gave every worker the same few ports, and a port between its choice and its use
+    could go to anyone's client socket.  The search starts at a place drawn from the process id."""
+    import fcntl
+
+    _PORT_LOCKS.mkdir(exist_ok=True)
+    start = (os.getpid() * 7919) % len(PORTS)
+    for offset in range(len(PORTS)):
+        port = PORTS[(start + offset) % len(PORTS)]
+        if port in _reserved:
+            continue
+        lock = open(_PORT_LOCKS / f"{port}.lock", "w")  # held open: the reservation
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            continue
+        if _bindable(port):
+            _reserved[port] = lock
+            return port
+        lock.close()
+    raise RuntimeError(f"no free port on 127.0.0.1 in {PORTS.start}-{PORTS.stop - 1}")
+
+
+def _bindable(port: int) -> bool:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 # ------------------------------------------------------------------------------------------------ missing services
@@ -245,6 +284,45 @@ def gateway(status: int, health: int = 200) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextlib.contextmanager
+def trickling(part: str, total: float = 8.0, every: float = 1.0) -> Iterator[str]:
+    """A loopback listener that answers every request ``200 OK`` a byte at a time, one each ``every`` seconds, for
+    about ``total`` seconds, then the rest at once: its status line and headers (``part="head"``), or only its body
+    (``part="body"``).  A thread per connection; yields its address."""
+    body = b"x" * int(total / every)
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
+    slow, fast = (head, body) if part == "head" else (body, b"")
+    stop = threading.Event()
+
+    def answer(conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError):
+            conn.recv(65536)
+            if part == "body":
+                conn.sendall(head)
+            steps = int(total / every)
+            for i in range(min(steps, len(slow))):
+                if stop.wait(every):
+                    return
+                conn.sendall(slow[i:i + 1])
+            conn.sendall(slow[steps:] + fast)
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+
+    def serve() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError, OSError):
+                conn, _ = listener.accept()
+                threading.Thread(target=answer, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        listener.close()
 
 
 # ------------------------------------------------------------------------------------------------ browser

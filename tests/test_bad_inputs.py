@@ -495,6 +495,17 @@ def test_filter_injection_is_refused_and_harmless(tracking_uri, client, experime
     assert len(client.search_runs([experiment_id])) == len(grid)  # every table intact
 
 
+@pytest.mark.parametrize("command", ["compare", "rank", "matrix"])
+def test_an_invalid_filter_is_refused_by_every_kind(tracking_uri, client, experiment_id, grid, command):
+    """A matrix and a ranking find every model by a search under the filter: MLflow's parser refuses it before,
+    as for a comparison (exit 2, MLflow's words), not the search at the store (exit 1, "MLflow … failed")."""
+    models = ["--model-a", "rf", "--model-b", "svm"] if command == "compare" else []
+    result = CliRunner().invoke(main, [command, "--tracking-uri", tracking_uri, "--experiment-id", experiment_id,
+                                       "--metric", "accuracy", *models, *FAST, "--filter", "1=1"])
+    assert_refused(result, client, experiment_id, 2, "Error: invalid filter string '1=1': Invalid comparison clause")
+    assert "MLflow at" not in result.output and len(client.search_runs([experiment_id])) == len(grid)
+
+
 def test_filter_with_quotes_is_applied_or_matches_nothing(tracking_uri, client, experiment_id, grid):
     # a well-formed filter with both quote kinds narrows the runs as MLflow defines it
     result = cli(tracking_uri, experiment_id, "--filter", "tags.dataset != \"it's\" AND tags.dataset != 'yeast'",

@@ -14,7 +14,7 @@ import pytest
 from scipy import integrate, special, stats
 
 from mlflow_bayescompare.families.hierarchical import prepare
-from mlflow_bayescompare.simulation import sbc
+from mlflow_bayescompare.simulation import sbc, sbc_models
 
 REPLICATES = 30
 SAMPLER = dict(chains=2, warmup=300, draws=300, kept=49)  # 600 draws, every 12th kept: ranks 0..49
@@ -44,7 +44,7 @@ def _log_marginal_stan(xbar, ssd, n, rho, delta, upper):
 def test_sigma_bound_of_the_simulation_matters_and_the_likelihood_is_exact():
     # σ_i ~ U(0, 1) makes the incomplete-gamma factor matter, so the program must keep it (exact_sigma_bound = 1)
     rng = np.random.default_rng(3)
-    truth, data = sbc.simulate_hierarchical(rng, 10)
+    truth, data = sbc_models.simulate_hierarchical(rng, 10)
     assert data["exact_sigma_bound"] == 1 and data["sigma_high"] == 1.0
     arrays = [np.asarray(data[k], dtype=float) for k in ("xbar", "ssd", "n", "rho")]
     assert prepare.sigma_bound_matters(*arrays, delta_bound=1.0, sigma_high=1.0)
@@ -67,13 +67,13 @@ def test_sigma_bound_of_the_simulation_matters_and_the_likelihood_is_exact():
 def test_prior_draws_follow_the_programs_prior():
     # the simulation's prior, checked against the distributions the .stan files write (KS, 2000 draws each)
     rng = np.random.default_rng(11)
-    draws = [sbc.simulate_hierarchical(rng, 2)[0] for _ in range(2000)]
+    draws = [sbc_models.simulate_hierarchical(rng, 2)[0] for _ in range(2000)]
     nu_minus_one = np.array([d["nu"] - 1 for d in draws])
     alpha, beta = np.array([d["alpha"] for d in draws]), np.array([d["beta"] for d in draws])
     assert stats.kstest(stats.gamma.cdf(nu_minus_one, alpha, scale=1 / beta), "uniform").pvalue > 0.001
     assert stats.kstest([d["delta0"] for d in draws], stats.uniform(-1, 2).cdf).pvalue > 0.001
     assert stats.kstest([d["sigma0"] for d in draws], stats.uniform(0, 1).cdf).pvalue > 0.001
-    bbt = [sbc.simulate_bbt(rng, 5, 20) for _ in range(500)]
+    bbt = [sbc_models.simulate_bbt(rng, 5, 20) for _ in range(500)]
     assert stats.kstest([t["sigma"] for t, _ in bbt], stats.lognorm(0.5).cdf).pvalue > 0.001
     t, data = bbt[0]
     assert data["K"] == 5 and data["N"] == 10 and not data["davidson"] and data["hyper_scale"] == 0.5
@@ -87,7 +87,7 @@ def test_ranks_are_uniform(program, tmp_path):
     # the hierarchical program in the form the package picks from the data (forced non-centred on data that pin
     # the δ_i down, a fit takes up to a minute); BBT in both forms by turns (each form is calibrated, so is the
     # mixture); the program of k models (4 models) with each τ_i's form as the package picks it.  Simulations whose
-    # mean(x̄) falls outside δ0's bounds are drawn again (sbc.inside)
+    # mean(x̄) falls outside δ0's bounds are drawn again (sbc_models.inside)
     form = {"hierarchical": "auto", "bbt": "alternate"}.get(program, "integrated")
     config = sbc.Config(program, form, q=10, models=4 if program == "hierarchical_k" else 5, games=20)
     result = sbc.calibrate(config, REPLICATES, seed=2024, **SAMPLER)
@@ -112,10 +112,10 @@ def test_delta0_samples_when_the_mean_of_the_datasets_lies_beyond_its_bounds():
     # slope it derived made δ0's coordinate ~1e5 times too narrow: step size ~0.001, ~950 leapfrog steps per draw,
     # chains stuck apart (ν 61.3 and 3.3).  Keeping the centre inside the bounds samples it like any other data.
     config = sbc.Config("hierarchical", "centred", q=10)
-    truth, data = sbc.simulate_hierarchical(np.random.default_rng(sbc.replicate_seed(2024, config, 0)), 10)
-    assert np.mean(data["xbar"]) == pytest.approx(-1.008, abs=5e-4) and not sbc.inside(data)
-    draws, posterior = sbc.hierarchical_posterior(sbc.hierarchical_data(data, "centred"), chains=2, warmup=300,
-                                                  draws=300, seed=7)
+    truth, data = sbc_models.simulate_hierarchical(np.random.default_rng(sbc.replicate_seed(2024, config, 0)), 10)
+    assert np.mean(data["xbar"]) == pytest.approx(-1.008, abs=5e-4) and not sbc_models.inside(data)
+    draws, posterior = sbc_models.hierarchical_posterior(sbc_models.hierarchical_data(data, "centred"), chains=2,
+                                                         warmup=300, draws=300, seed=7)
     assert posterior.sampler["n_leapfrog__"].mean() < 60
     assert posterior.sampler["stepsize__"].min() > 0.05
     nu_by_chain = draws["nu"].mean(axis=1)

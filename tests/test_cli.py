@@ -18,8 +18,8 @@ from mlflow import MlflowClient
 from uci_runs import artifact_paths, log_uci, uci_scores
 
 from mlflow_bayescompare.cli import main
-from mlflow_bayescompare.families.ranking.report import JOINT_DIFFERS
-from mlflow_bayescompare.runs.bundle import COMPARISON_ARTIFACTS
+from mlflow_bayescompare.families.hierarchical.run import COMPARISON_ARTIFACTS
+from mlflow_bayescompare.families.ranking.hierarchical_k.report import DIFFERS as JOINT_DIFFERS
 
 FAST = ["--chains", "2", "--draws", "500", "--seed", "1"]
 

@@ -6,18 +6,22 @@ too; the 401 of wrong credentials is in ``test_security.py``, next to its basic-
 
 from __future__ import annotations
 
+import os
 import subprocess
+import threading
+import time
 
 import numpy as np
 import pytest
 from mlflow import MlflowClient
 from servers import Server, free_port
 
-from mlflow_bayescompare.client import BayesCompareClient, JobFailed, JobTimeout, RequestRefused
+from mlflow_bayescompare.client import MAX_WAIT, BayesCompareClient, JobFailed, JobTimeout, RequestRefused
 from mlflow_bayescompare.pipeline.compare import compare_runs
 from mlflow_bayescompare.reads.cvlog import log_cv_scores
 from mlflow_bayescompare.server.owners import owner_tags
 from mlflow_bayescompare.vocabulary import tags as T
+from mlflow_bayescompare.vocabulary.progress import STAGES
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]  # slow: each test needs the server this module starts
 
@@ -62,6 +66,37 @@ def test_a_comparison_started_and_waited_for_gives_the_python_api_result(server)
         (direct.p_a_better, direct.p_rope, direct.p_b_better, direct.verdict)
     assert api.status(run_id) == state
     assert api.session.get(server.root + state["report_url"], timeout=30).status_code == 200
+
+
+def test_a_status_asked_to_wait_answers_when_the_job_changes(server):
+    """The long poll (``?wait=``): a RUNNING job's status is held until its stage or status changes and answered
+    then, not at the end of the wait; held as long as asked when nothing changes; at once once the run has ended.
+    The job: a run owned by this (live) process, its stage moved in the store by hand.  ``wait`` then follows a real
+    job with one request per step it takes, where polling asked every 0.2 s."""
+    store, api = MlflowClient(server.url), server.api()
+    run_id = store.create_run(server.experiment_id, tags={T.KIND: "comparison", T.STAGE: "fetching",
+                                                          **owner_tags(os.getpid())}).info.run_id
+    soon = MAX_WAIT / 2  # well before the wait's end, even on a loaded machine
+    started = time.monotonic()
+    assert (api.status(run_id, wait=3)["stage"], api.status(run_id)["status"]) == ("fetching", "RUNNING")
+    assert 3 <= time.monotonic() - started < 3 + soon
+    threading.Timer(2.0, store.set_tag, (run_id, T.STAGE, "sampling")).start()
+    started = time.monotonic()
+    assert api.status(run_id, wait=MAX_WAIT)["stage"] == "sampling"
+    assert 2.0 <= time.monotonic() - started < soon
+    store.set_terminated(run_id)
+    started = time.monotonic()
+    assert api.status(run_id, wait=MAX_WAIT)["status"] == "FINISHED" and time.monotonic() - started < soon
+    refused = api.session.get(f"{server.url}/bayescompare/api/comparisons/get",
+                              params={"run_id": run_id, "wait": "soon"}, timeout=30)
+    assert (refused.status_code, refused.json()["error"]) == \
+        (400, f"query parameter 'wait' must be a number of seconds (at most {MAX_WAIT:g})")
+
+    asked = []
+    api.session.hooks["response"].append(lambda response, *args, **kwargs: asked.append(response.url))
+    job = api.start("comparison", _fields(server, seed=5))
+    assert api.wait(job, timeout=300, poll=0.2)["status"] == "FINISHED"
+    assert 1 <= len(asked) - 1 <= len(STAGES) - 1, asked  # the start, then one status per stage at most
 
 
 def test_a_refused_request_raises_with_the_servers_reasons(server):

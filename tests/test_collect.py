@@ -68,11 +68,13 @@ def log_keys(client, eid, df):
 
 
 def log_children(client, eid, df, split_repeat=False, folds=FOLDS):
+    """One parent run per (model, dataset), with the param cv_folds (none when ``folds`` is None), and one child run
+    per fold (tagged with its repeat too when ``split_repeat``)."""
     for (model, dataset), g in groups(df):
         parent = client.create_run(eid, tags={"model": model, "dataset": dataset})
         pid = parent.info.run_id
         client.log_batch(pid, metrics=[Metric("accuracy", g.score.mean(), 0, 0)],
-                         params=[Param("cv_folds", str(folds))])
+                         params=[Param("cv_folds", str(folds))] if folds is not None else [])
         for i, v in zip(g.g, g.score):
             tags = {"mlflow.parentRunId": pid, "model": model, "dataset": dataset}
             tags.update({"repeat": str(i // FOLDS), "fold": str(i % FOLDS)} if split_repeat else {"fold": str(i)})
@@ -142,6 +144,20 @@ def test_layouts_on_sqlite(client, experiment_id, paper, layout, writer, method)
 def test_children_with_repeat_tags(client, experiment_id, paper):
     log_children(client, experiment_id, paper[paper.dataset == "uci1"], split_repeat=True)
     result = collect_scores(client, [experiment_id], "accuracy")
+    np.testing.assert_allclose(result.tensor("nbc", "aode").diffs[0], expected_diffs(paper)["uci1"])
+
+
+def test_folds_given_for_runs_that_tag_their_repeats_must_be_their_folds_per_repeat(client, experiment_id, paper):
+    """Child runs tagged with their repeat (10 folds each) and no cv_folds param: --folds 5 is refused before anything
+    is paired, naming each dataset and what it holds; --folds 10, what they hold, reads them."""
+    log_children(client, experiment_id, paper[paper.dataset.isin(["uci1", "uci2"])], split_repeat=True, folds=None)
+    with pytest.raises(InputError, match="Cannot tell the cross-validation folds") as e:
+        collect_scores(client, [experiment_id], "accuracy", folds=5)
+    assert len(e.value.problems) == 2 and all("holds 10 folds per repeat, not --folds 5 (folds=5)" in p
+                                              for p in e.value.problems)
+    assert {p.partition(" (model")[0] for p in e.value.problems} == {"dataset 'uci1'", "dataset 'uci2'"}
+    result = collect_scores(client, [experiment_id], "accuracy", folds=FOLDS)
+    assert result.folds == {"uci1": FOLDS, "uci2": FOLDS}
     np.testing.assert_allclose(result.tensor("nbc", "aode").diffs[0], expected_diffs(paper)["uci1"])
 
 

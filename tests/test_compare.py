@@ -9,11 +9,12 @@ import pytest
 from uci_runs import DATASETS, artifact_paths, log_uci, uci_scores
 
 from mlflow_bayescompare import InputError
-from mlflow_bayescompare.families.ranking.report import JOINT_DIFFERS
+from mlflow_bayescompare.families.hierarchical.run import PAIR_SUMMARY_ARTIFACTS
+from mlflow_bayescompare.families.ranking.hierarchical_k.report import DIFFERS as JOINT_DIFFERS
 from mlflow_bayescompare.pipeline.compare import compare_matrix, compare_runs, require
 from mlflow_bayescompare.reads.cvlog import log_cv_scores
 from mlflow_bayescompare.runs import runlog
-from mlflow_bayescompare.runs.bundle import NO_REPORT_NOTE, PAIR_SUMMARY_ARTIFACTS
+from mlflow_bayescompare.shared.run_content import NO_REPORT_NOTE
 
 FAST = dict(chains=2, draws=500, seed=1)
 

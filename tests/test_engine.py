@@ -14,9 +14,9 @@ import pytest
 from scipy import optimize, special, stats
 
 from mlflow_bayescompare import InputError, hierarchical_test
-from mlflow_bayescompare.families.hierarchical import prepare
+from mlflow_bayescompare.families.hierarchical import prepare, summary
 from mlflow_bayescompare.sampling import programs, pystan_backend, sampler
-from mlflow_bayescompare.shared import baselines, posterior_summary
+from mlflow_bayescompare.shared import posterior_summary
 
 FAST = dict(chains=2, draws=500, warmup=500)
 
@@ -185,7 +185,7 @@ def test_nadeau_bengio_and_correlated_t_test_columns_against_scipy(rho):
     rng = np.random.default_rng(12)
     diffs = [rng.normal(0.012, 0.02, 30), rng.normal(-0.02, 0.03, 100), rng.normal(0.002, 0.01, 10),
              rng.normal(0.05, 0.01, 20)]
-    table = baselines.per_dataset(diffs, np.full(len(diffs), rho), 0.01)
+    table = summary.per_dataset(diffs, np.full(len(diffs), rho), 0.01)
     for x, row in zip(diffs, table.to_dict(orient="records")):
         expected = _t_test_columns(x, rho, 0.01)
         for column, value in expected.items():
@@ -284,10 +284,9 @@ def test_a_divergent_form_is_retried_in_the_other_form(monkeypatch):
 
 def test_compiled_models_of_earlier_programs_go_once_unused(tmp_path, monkeypatch):
     import httpstan.cache
-    import httpstan.models
 
     monkeypatch.setenv("MLFLOW_BAYESCOMPARE_CACHE", str(tmp_path))
-    current = httpstan.models.calculate_model_name(programs.program_code())
+    current = pystan_backend.model_name(programs.program_code())
     stale, recent, foreign = (f"models/zz{uuid.uuid4().hex[:6]}" for _ in range(3))
     month_ago = time.time() - 30 * 86400
     try:
@@ -347,14 +346,13 @@ def test_two_programs_compile_at_once_and_leave_only_the_loaded_model(tmp_path, 
     is left: no setuptools ``build/`` folder or object file (in the working directory, the cache or the temporary
     folder), and no debug information in the extension module.  Both models then sample like any program."""
     import httpstan.cache
-    import httpstan.models
 
     for name in ("tiny", "tiny2"):
         monkeypatch.setitem(programs.PROGRAMS, name, _tiny_program(tmp_path / f"{name}.stan"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # httpstan's cache and ours
     monkeypatch.delenv("MLFLOW_BAYESCOMPARE_CACHE", raising=False)
-    (tmp_path / "tmp").mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    scratch = Path(tempfile.mkdtemp(prefix="bc-"))  # short: a chain's Unix socket lives there (107 bytes at most)
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
@@ -369,13 +367,14 @@ def test_two_programs_compile_at_once_and_leave_only_the_loaded_model(tmp_path, 
     finally:
         pystan_backend.stop_samplers()  # ... and again after it
     assert stages == ["compiling", "sampling"] and raw.compile_seconds > 1 and raw.seconds < raw.compile_seconds
-    folders = [httpstan.cache.model_directory(httpstan.models.calculate_model_name(programs.program_code(name)))
+    folders = [httpstan.cache.model_directory(pystan_backend.model_name(programs.program_code(name)))
                for name in ("tiny", "tiny2")]
     assert all(folder.is_relative_to(tmp_path / "cache") for folder in folders)
     modules = [next(p for p in folder.iterdir() if p.name.endswith(".so")) for folder in folders]
     started = [(folder / f"model_{folder.name}.cpp").stat().st_mtime for folder in folders]
     assert max(started) < min(module.stat().st_mtime for module in modules)  # the two compiles overlapped
-    assert os.listdir(work) == [] and os.listdir(tmp_path / "tmp") == []
+    assert os.listdir(work) == [] and os.listdir(scratch) == []
+    scratch.rmdir()
     assert not list(tmp_path.rglob("build")) and not list(tmp_path.rglob("*.o"))
     for module in modules:
         binary = module.read_bytes()
@@ -427,11 +426,10 @@ def test_pystan_chains_are_pystans_own_draws_and_leave_no_fit_on_disk():
     """Our chains run through httpstan's sampler processes directly: the same draws as pystan's own one-chain
     ``sample`` with the chain's seed, and nothing stored in httpstan's cache."""
     import httpstan.cache
-    import httpstan.models
 
     stan_data = prepare.prepare([str(i) for i in range(4)], list(simulate([0.0, 0.01, 0.02, 0.03], seed=4)),
                                 rope=0.01, rho=np.full(4, 0.1), prior_code=0, rng=np.random.default_rng(0)).stan_data
-    fits = httpstan.cache.model_directory(httpstan.models.calculate_model_name(programs.program_code())) / "fits"
+    fits = httpstan.cache.model_directory(pystan_backend.model_name(programs.program_code())) / "fits"
     before = set(fits.glob("*"))  # nothing when the folder does not exist
     ours = sampler.sample(stan_data, chains=2, draws=60, warmup=60, seed=41, backend="pystan")
     assert set(fits.glob("*")) == before

@@ -21,10 +21,11 @@ import pytest
 from click.testing import CliRunner
 from mlflow import MlflowClient
 from mlflow.entities import RunStatus
-from servers import Server, free_port, gateway, group_alive
+from servers import Server, free_port, gateway, group_alive, trickling
 
 from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.client import JobFailed
+from mlflow_bayescompare.reads import reach
 from mlflow_bayescompare.reads.cvlog import log_cv_scores
 from mlflow_bayescompare.sampling import sampler
 from mlflow_bayescompare.server.owners import owner
@@ -104,6 +105,28 @@ def test_an_unreachable_server_is_told_at_once(command, where, down):
     assert out == ""  # nothing claims a result on stdout
     assert f"Error: the MLflow tracking server at http://{host} is unreachable: {cause}" in err
     assert "pre@" not in err and "TAIL-1" not in err and "Traceback" not in err
+
+
+def test_a_health_answer_that_trickles_is_no_answer(monkeypatch):
+    """A ``/health`` whose status line comes a byte a second (for 8 s, then whole): the look is bounded as a whole
+    (here 2 s, as :data:`~mlflow_bayescompare.reads.reach.DEADLINE` bounds it at 15 s), not per read, so the
+    command ends with exit 2 within the bound, naming the URI and the bound; a body that trickles is not waited
+    for, its status line having answered."""
+    monkeypatch.setattr(reach, "DEADLINE", 2.0, raising=False)
+    import mlflow_bayescompare.pipeline.compare  # noqa: F401  (imported ahead: the bound is the look's, not an import's)
+
+    with trickling("head") as host:
+        started = time.monotonic()
+        result = CliRunner().invoke(main, ["rank", "--tracking-uri", f"http://ci:pre@TAIL-1@{host}",
+                                           "--experiment-name", "cv", "--metric", "accuracy"])
+        took = time.monotonic() - started
+    assert result.exit_code == 2 and took < 3.5, (took, result.output)
+    assert f"Error: the MLflow tracking server at http://{host} is unreachable: no answer within 2 s" \
+        in result.output and "pre@" not in result.output and "Traceback" not in result.output
+    with trickling("body") as host:
+        started = time.monotonic()
+        reach.check_reachable(f"http://{host}")
+        assert time.monotonic() - started < 1.5
 
 
 # ------------------------------------------------------------------------------------------------ restart
@@ -467,9 +490,8 @@ def _sampling_job(srv, api, **fields) -> tuple[str, int]:
     run_id = api.start("comparison", {"experiment_id": [srv.experiment_id], "metric": "accuracy", "model_a": "rf",
                                       "model_b": "svm", **LONG, **fields})
     deadline = time.monotonic() + 300
-    while api.status(run_id)["stage"] != "sampling":
+    while api.status(run_id, wait=30)["stage"] != "sampling":  # each answer at the job's next step
         assert time.monotonic() < deadline, api.status(run_id)
-        time.sleep(0.2)
     time.sleep(1)
     return run_id, owner(srv.client.get_run(run_id))["pid"]
 

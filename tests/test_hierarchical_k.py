@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 from scipy import integrate, linalg, special, stats
 
-from mlflow_bayescompare.families.ranking import hierarchical_k
-from mlflow_bayescompare.families.ranking.engine import rank_models, read_scores
+from mlflow_bayescompare.families.ranking.engine import rank_models
+from mlflow_bayescompare.families.ranking.hierarchical_k import engine as hierarchical_k
+from mlflow_bayescompare.families.ranking.scores import read_scores
 from mlflow_bayescompare.sampling import programs, sampler
 from mlflow_bayescompare.simulation import rankings
 from mlflow_bayescompare.vocabulary.errors import InputError
@@ -286,8 +287,8 @@ def test_ordered_scenario_recovers_the_order_and_the_best():
 @pytest.mark.slow
 def test_two_models_agree_with_the_two_model_hierarchical_test():
     from mlflow_bayescompare.families.hierarchical.engine import hierarchical_test
-    from mlflow_bayescompare.families.ranking.engine import Scores
-    from mlflow_bayescompare.families.ranking.hierarchical_k import rank_hierarchical
+    from mlflow_bayescompare.families.ranking.hierarchical_k.engine import rank_hierarchical
+    from mlflow_bayescompare.families.ranking.scores import Scores
 
     scenario = rankings.Scenario(means=(0.008, 0.0), interaction=0.008, datasets=15)
     frame = rankings.scores(scenario, np.random.default_rng(11))

@@ -22,8 +22,8 @@ from uci_runs import artifact_paths, log_uci, uci_scores
 
 from mlflow_bayescompare import correlated_t_test, rank_models
 from mlflow_bayescompare.cli import main
-from mlflow_bayescompare.families.ranking.engine import Scores
-from mlflow_bayescompare.families.ranking.joint import posterior_draws, rank_one_dataset
+from mlflow_bayescompare.families.ranking.joint.engine import posterior_draws, rank_one_dataset
+from mlflow_bayescompare.families.ranking.scores import Scores
 from mlflow_bayescompare.pipeline.compare import compare_matrix, rank_runs
 from mlflow_bayescompare.vocabulary import tags as T
 from mlflow_bayescompare.vocabulary.errors import InputError

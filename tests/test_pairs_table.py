@@ -3,15 +3,18 @@ the cache of pair results that later matrices read back from those tables in the
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pandas as pd
 import pytest
+from mlflow.entities import RunStatus
 from uci_runs import log_uci, uci_scores
 
 from mlflow_bayescompare.pipeline.compare import compare_matrix
 from mlflow_bayescompare.reads.cvlog import log_cv_scores
 from mlflow_bayescompare.runs.matrix import DIAGNOSTIC_COLUMNS
+from mlflow_bayescompare.vocabulary import tags as T
 
 pytestmark = pytest.mark.slow
 
@@ -27,8 +30,25 @@ def _numbers(matrix, pairs) -> list:
     return [(matrix.pairs[p].p_a_better, matrix.pairs[p].p_rope, matrix.pairs[p].p_b_better) for p in pairs]
 
 
+def _planted(client, experiment_id: str, run_id: str, tmp_path) -> str:
+    """A newer run made to look like the matrix ``run_id`` (its tags, the cache's fingerprint among them, and its
+    pairs table with their signatures), as anyone who may write to the experiment can log one, but its first row
+    saying the other model is better."""
+    table = _table(client, run_id, tmp_path)
+    table.loc[0, ["p_a_better", "p_b_better"]] = table.loc[0, ["p_b_better", "p_a_better"]].to_numpy()
+    table.loc[0, "verdict"] = f"{table.loc[0, 'model_b']} is practically better (strong evidence)"
+    table.loc[0, "decision"] = "b_better"
+    (tmp_path / "planted").mkdir()
+    table.to_parquet(tmp_path / "planted" / "pairs.parquet", index=False)
+    tags = {k: v for k, v in client.get_run(run_id).data.tags.items() if not k.startswith("mlflow.")}
+    planted = client.create_run(experiment_id, tags=tags).info.run_id
+    client.log_artifact(planted, str(tmp_path / "planted" / "pairs.parquet"))
+    client.set_terminated(planted, RunStatus.to_string(RunStatus.FINISHED))
+    return planted
+
+
 def test_above_the_threshold_one_run_holds_the_pairs_and_a_rerun_fits_only_what_changed(
-        client, tracking_uri, experiment_id, tmp_path):
+        client, tracking_uri, experiment_id, tmp_path, caplog):
     log_uci(client, experiment_id, models=("nbc", "hnb", "j48"), datasets=DATASETS)
     common = dict(experiment_ids=[experiment_id], metric="accuracy", tracking_uri=tracking_uri,
                   child_runs_up_to=2, **FAST)
@@ -43,10 +63,17 @@ def test_above_the_threshold_one_run_holds_the_pairs_and_a_rerun_fits_only_what_
     assert set(table["test"]) == {"hierarchical"} and not table["cached"].any()
     assert table[list(DIAGNOSTIC_COLUMNS)].notna().all().all() and table["run_id"].isna().all()
     assert "pairs.parquet" in client.get_run(first.run_id).data.tags["mlflow.note.content"]
+    assert table["signature"].str.fullmatch("[0-9a-f]{64}").all() and T.CACHE_FOR in client.get_run(
+        first.run_id).data.tags
 
-    # a fourth model: only its three pairs are fitted, the others are the first matrix's
+    # a fourth model: only its three pairs are fitted, the others are the first matrix's, not those of a newer run
+    # planted to look like it with a row altered (its other rows are the first matrix's own, and read)
+    planted = _planted(client, experiment_id, first.run_id, tmp_path)
     log_uci(client, experiment_id, models=("aode",), datasets=DATASETS)
-    second = compare_matrix(models=["nbc", "hnb", "j48", "aode"], **common)
+    with caplog.at_level(logging.WARNING, logger="mlflow_bayescompare"):
+        second = compare_matrix(models=["nbc", "hnb", "j48", "aode"], **common)
+    assert f"matrix run {planted} is tagged as holding your pair cache, but 1 of its 3 rows are not taken (1 not " \
+           "signed for you: forged, or altered since): not read from it" in caplog.text
 
     assert second.cached == 3 and second.to_dict()["pairs_cached"] == 3
     assert _numbers(second, first.pairs) == _numbers(first, first.pairs)

@@ -23,11 +23,12 @@ from servers import Server, create_pg_database, drop_pg_database, require_pg
 
 from mlflow_bayescompare import hierarchical_test
 from mlflow_bayescompare.client import RequestRefused
+from mlflow_bayescompare.families.hierarchical.run import COMPARISON_ARTIFACTS
 from mlflow_bayescompare.pipeline.compare import compare_runs
 from mlflow_bayescompare.reads.collect import collect_scores
 from mlflow_bayescompare.reads.cvlog import log_cv_scores
-from mlflow_bayescompare.runs.bundle import COMPARISON_ARTIFACTS, run_name
 from mlflow_bayescompare.runs.runlog import RUN_NAME_LENGTH, start_run
+from mlflow_bayescompare.shared.run_content import run_name
 
 pytestmark = [pytest.mark.postgres, pytest.mark.server, pytest.mark.slow]
 

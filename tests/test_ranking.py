@@ -19,8 +19,11 @@ from scipy import stats
 from scipy.special import expit
 
 from mlflow_bayescompare.families.ranking import plots as ranking_plots
-from mlflow_bayescompare.families.ranking.engine import rank_models, rank_wins, read_scores, win_table
-from mlflow_bayescompare.families.ranking.result import pair_table
+from mlflow_bayescompare.families.ranking.bbt import plots as bbt_plots
+from mlflow_bayescompare.families.ranking.bbt.engine import rank_wins, win_table
+from mlflow_bayescompare.families.ranking.bbt.result import pair_table
+from mlflow_bayescompare.families.ranking.engine import rank_models
+from mlflow_bayescompare.families.ranking.scores import read_scores
 from mlflow_bayescompare.sampling import programs, pystan_backend
 from mlflow_bayescompare.shared.figures import figure_png
 from mlflow_bayescompare.vocabulary.errors import InputError
@@ -122,7 +125,7 @@ def test_result_exports_and_plots(worked):
     assert list(idata.posterior["beta"].coords["model"].values) == worked.models
     assert idata.sample_stats["diverging"].dtype == bool
     assert idata.posterior["p_win"].shape[-1] == len(worked.wins)
-    figures = ranking_plots.all_figures(worked)
+    figures = bbt_plots.all_figures(worked)
     assert all(isinstance(f, Figure) for f in figures.values())
     assert figure_png(figures["critical_difference"])[:4] == b"\x89PNG"
 
@@ -140,7 +143,7 @@ def _drawn_ticks(locations, labels, limits) -> list:
 def test_plots_stay_readable_with_sixteen_models(ll):
     """All of Wainer's 16 classifiers: on every figure the tick labels of each axis, and the P(win) matrix's cell
     texts, overlap none of their neighbours and stay inside the figure."""
-    figures = ranking_plots.all_figures(rank_models(ll, dataset="db", seed=2, skip_missing=True, model="bbt"))
+    figures = bbt_plots.all_figures(rank_models(ll, dataset="db", seed=2, skip_missing=True, model="bbt"))
     for name, fig in figures.items():
         canvas = FigureCanvasAgg(fig)
         canvas.draw()  # lays the figure out

@@ -1,24 +1,28 @@
 """``--engine ray`` on a real two-node Ray cluster started on this machine (``ray start --head`` and ``ray start
---address``, :mod:`ray_cluster`): the local engine's numbers, a killed worker survived, and the bad inputs refused."""
+--address``, :mod:`mlflow_bayescompare.simulation.ray_cluster`): the local engine's numbers, a killed worker survived,
+and the bad inputs refused."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import signal
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
-from ray_cluster import RayCluster
 from servers import Server, free_port, require_module
 from uci_runs import log_uci
 
 from mlflow_bayescompare import InputError
 from mlflow_bayescompare.pipeline.compare import compare_matrix
 from mlflow_bayescompare.sampling import ray_engine
+from mlflow_bayescompare.simulation.ray_cluster import RayCluster
 from mlflow_bayescompare.vocabulary.errors import SamplingError
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
@@ -195,6 +199,132 @@ def test_ctrl_c_cancels_the_clusters_work(cluster, tracking_uri, scores):
     while cluster.workers("_PairWorker") and time.monotonic() < end:
         time.sleep(0.5)
     assert cluster.workers("_PairWorker") == []
+
+
+def _cli(*args: str, env: dict | None = None) -> subprocess.Popen:
+    """The CLI as a real process of its own (in its own session: a signal sent to it reaches it alone)."""
+    full = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "RAY_ADDRESS")}
+    full.update(env or {})
+    return subprocess.Popen([sys.executable, "-m", "mlflow_bayescompare.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=full, start_new_session=True)
+
+
+def test_sigterm_stops_a_matrix_on_a_cluster_with_143(cluster, client, tracking_uri, scores):
+    """SIGTERM to ``matrix --engine ray --ray-address …`` while its pairs fit: the command kills its actors, says it
+    was stopped, logs nothing and exits 143.  Ray's core worker had put its own SIGTERM handler in place (which
+    aborted the process: exit 134, a C++ stack dump), and Ray's ``ray.wait`` turned the stop into its own exit 1."""
+    proc = _cli("matrix", "--tracking-uri", tracking_uri, "--experiment-id", scores, "--metric", "accuracy",
+                "--engine", "ray", "--ray-address", cluster.address, "--chains", "2", "--draws", "100000",
+                "--seed", "7")
+    try:
+        end = time.monotonic() + 180
+        while not cluster.workers("_PairWorker.call") and proc.poll() is None and time.monotonic() < end:
+            time.sleep(0.3)
+        assert proc.poll() is None and cluster.workers("_PairWorker.call"), "no pair started fitting"
+        time.sleep(1)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err[-2000:]
+    assert err.count("Error: stopped by SIGTERM.") == 1 and "SIGTERM received" not in err, err[-2000:]
+    assert client.search_runs([scores], "tags.`bayescompare.kind` IS NOT NULL") == []
+    end = time.monotonic() + 60
+    while cluster.workers("_PairWorker") and time.monotonic() < end:
+        time.sleep(0.5)
+    assert cluster.workers("_PairWorker") == []
+
+
+def test_workers_killed_while_starting_are_a_failure_at_run_time(cluster):
+    """Each worker killed while it starts (importing the package), again and again past its restarts: the matrix
+    fails at run time (:class:`SamplingError`, exit 1) saying so, not as a bad input with an install hint."""
+    from mlflow_bayescompare.pipeline.pairfits import _warm_up
+
+    stop, killed = threading.Event(), []
+
+    def killer():
+        while not stop.is_set():
+            for pid in set(cluster.workers("_PairWorker")) - set(cluster.workers("_PairWorker.call")):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+            time.sleep(0.1)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(SamplingError) as failed:
+            with ray_engine.started(2, 3, _warm_up, address=cluster.address):
+                pass
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    assert not isinstance(failed.value, InputError) and len(killed) > ray_engine.RETRIES
+    assert str(failed.value).startswith(f"the Ray cluster at {cluster.address} could not start its workers: one "
+                                        f"died while starting, {ray_engine.RETRIES + 1} times"), failed.value
+    assert "installed" not in str(failed.value)
+
+
+def test_a_node_without_the_package_is_named_with_the_install_hint(tmp_path_factory):
+    """A node whose Python cannot import the package (a ``sitecustomize`` hides it, as if it were not installed):
+    refused as a bad setup (:class:`InputError`, exit 2) naming the package to install, unlike workers that die."""
+    from mlflow_bayescompare.pipeline.pairfits import _warm_up
+
+    tmp = tmp_path_factory.mktemp("bare")  # short: Ray's socket paths under it must fit in 107 bytes
+    (tmp / "hidden").mkdir()
+    (tmp / "hidden" / "sitecustomize.py").write_text("import sys\nsys.modules['mlflow_bayescompare'] = None\n")
+    bare = RayCluster(tmp / "ray", nodes=1, env={"PYTHONPATH": str(tmp / "hidden")})
+    try:
+        with pytest.raises(InputError) as refused:
+            with ray_engine.started(1, 2, _warm_up, address=bare.address):
+                pass
+    finally:
+        bare.stop()
+    assert str(refused.value).startswith(
+        f"the Ray cluster at {bare.address} could not start a worker: mlflow-bayescompare "
+        f"{ray_engine.worker_versions()['mlflow-bayescompare']} (or one of its dependencies) is not installed on "
+        "every node: "), refused.value
+    assert "No module named" in str(refused.value) and "\x1b[" not in str(refused.value)
+
+
+def test_a_cluster_with_token_authentication_takes_the_token_from_the_environment_only(tmp_path_factory, client,
+                                                                                          tracking_uri, scores,
+                                                                                          monkeypatch):
+    """A cluster started with Ray's token authentication on (``RAY_AUTH_MODE=token``, the token in a file named by
+    ``RAY_AUTH_TOKEN_PATH``).  A driver without the token is refused naming the variables to set (an
+    :class:`InputError`: exit 2); the command with them in its environment fits on the cluster.  The token reaches
+    no output, run, or command line of any process of the cluster, and nothing is written into ``~/.ray``."""
+    tmp = tmp_path_factory.mktemp("tok")
+    (tmp / "token").write_text(secrets.token_hex(32))
+    (tmp / "token").chmod(0o600)
+    token, auth = (tmp / "token").read_text(), {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(tmp / "token")}
+    home = Path.home() / ".ray" / "auth_token"
+    had_home_token = home.exists()
+    guarded = RayCluster(tmp / "ray", env={**auth, "RAY_AUTH_TOKEN": None}, nodes=1)
+    try:
+        for name in [name for name in os.environ if name.startswith("RAY_AUTH_")]:
+            monkeypatch.delenv(name)
+        monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # this process: a driver without the token
+        with pytest.raises(InputError) as refused:
+            with ray_engine.started(1, 2, int, address=guarded.address):
+                pass
+        allowed = _cli("matrix", "--tracking-uri", tracking_uri, "--experiment-id", scores, "--metric", "accuracy",
+                       "--engine", "ray", "--ray-address", guarded.address, "--chains", "2", "--draws", "200",
+                       "--seed", "7", env=auth)
+        out, err = allowed.communicate(timeout=600)
+        commands = guarded.processes().values()
+    finally:
+        guarded.stop()
+    assert str(refused.value).startswith(f"could not connect to the Ray cluster at {guarded.address}: ")
+    assert str(refused.value).endswith(ray_engine.TOKEN_HINT), refused.value
+    assert allowed.returncode == 0, err[-2000:]
+    assert f"fitting on the Ray cluster at {guarded.address}" in err
+    run = client.search_runs([scores], "tags.`bayescompare.kind` = 'matrix'")[0]
+    assert run.data.params["engine"] == "ray"
+    for text in (out, err, repr(run.data.params), repr(run.data.tags), *commands):
+        assert token not in text
+    assert home.exists() == had_home_token
 
 
 def test_with_no_address_ray_starts_here_for_the_matrix_and_ends_with_it(tracking_uri, scores, monkeypatch):

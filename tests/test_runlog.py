@@ -13,9 +13,10 @@ from servers import gateway
 from uci_runs import artifact_paths, uci_scores
 
 from mlflow_bayescompare import hierarchical_test
-from mlflow_bayescompare.runs import bundle as bundles
+from mlflow_bayescompare.families.hierarchical import run as hierarchical_run
 from mlflow_bayescompare.runs import runlog
 from mlflow_bayescompare.scores.tensor import from_tidy
+from mlflow_bayescompare.shared import run_content
 from mlflow_bayescompare.vocabulary.errors import InputError
 
 TAGS = {
@@ -45,13 +46,13 @@ def fitted():
 
 def _log(client, experiment_id, fitted, run_id=None):
     result, tensor = fitted
-    with bundles.comparison_bundle(result, tensor, metric="accuracy", experiment_ids=[experiment_id],
+    with hierarchical_run.bundle(result, tensor, metric="accuracy", experiment_ids=[experiment_id],
                                    layout="steps", run_id=run_id) as bundle:
         return runlog.log_bundle(client, bundle, experiment_id=experiment_id, run_id=run_id)
 
 
 def _start(client, experiment_id, model_a, model_b, metric):
-    return runlog.start_run(client, experiment_id, name=bundles.run_name(model_a, model_b, metric),
+    return runlog.start_run(client, experiment_id, name=run_content.run_name(model_a, model_b, metric),
                             tags={"bayescompare.kind": "comparison", "bayescompare.model_a": model_a,
                                   "bayescompare.model_b": model_b, "bayescompare.metric": metric})
 
@@ -89,7 +90,7 @@ def test_comparison_run_holds_everything(client, experiment_id, fitted, tmp_path
     assert metrics["p_a_better"] + metrics["p_rope"] + metrics["p_b_better"] == pytest.approx(1)
     assert metrics["n_datasets"] == 6
 
-    assert artifact_paths(client, run.info.run_id) == sorted(bundles.COMPARISON_ARTIFACTS)
+    assert artifact_paths(client, run.info.run_id) == sorted(hierarchical_run.COMPARISON_ARTIFACTS)
     local = tmp_path / "download"
     local.mkdir()
     client.download_artifacts(run.info.run_id, "", str(local))
@@ -144,7 +145,7 @@ def test_prestarted_run_is_filled_and_staged(client, experiment_id, fitted):
     run = client.get_run(run_id)
     assert (run.info.status, run.data.tags["bayescompare.stage"]) == ("FINISHED", "done")
     assert len(client.search_runs([experiment_id])) == 1
-    assert artifact_paths(client, run_id) == sorted(bundles.COMPARISON_ARTIFACTS)
+    assert artifact_paths(client, run_id) == sorted(hierarchical_run.COMPARISON_ARTIFACTS)
 
 
 def test_the_run_says_which_stages_the_work_went_past_without_doing(client, experiment_id):
@@ -193,7 +194,7 @@ def test_sigterm_while_logging_leaves_a_failed_run_saying_so(client, experiment_
     previous = signal.getsignal(signal.SIGTERM)
     try:
         cli._stop_on_sigterm()
-        with bundles.comparison_bundle(result, tensor, metric="accuracy", experiment_ids=[experiment_id]) as bundle:
+        with hierarchical_run.bundle(result, tensor, metric="accuracy", experiment_ids=[experiment_id]) as bundle:
             with pytest.raises(SystemExit) as stopped:
                 runlog.log_bundle(client, bundle, experiment_id=experiment_id,
                                   progress=lambda stage, detail=None: os.kill(os.getpid(), signal.SIGTERM))
@@ -229,7 +230,7 @@ def test_a_target_number_is_an_id_and_never_a_new_name(client, experiment_id):
 
 def test_long_description_is_cut_at_a_line():
     text = "\n".join(f"| row {i} | {'x' * 50} |" for i in range(400))
-    cut = bundles.fit_tag(text)
+    cut = run_content.fit_tag(text)
     assert len(cut) <= 8000 and cut.endswith("report.md)") and "| row 0 |" in cut
 
 
@@ -239,7 +240,7 @@ def test_comparison_run_on_a_server(server_client, server_experiment_id, fitted)
     run_id = _log(server_client, server_experiment_id, fitted)
     run = MlflowClient(server_client.tracking_uri).get_run(run_id)
     assert run.info.status == "FINISHED"
-    assert artifact_paths(server_client, run_id) == sorted(bundles.COMPARISON_ARTIFACTS)
+    assert artifact_paths(server_client, run_id) == sorted(hierarchical_run.COMPARISON_ARTIFACTS)
 
 
 @pytest.mark.slow
@@ -252,7 +253,7 @@ def test_a_bundle_beyond_one_batch_is_logged_whole(server_client, server_experim
     tags = {f"t{i:03d}": str(i) for i in range(230)}
     params = {f"p{i:03d}": str(i) for i in range(150)}
     metrics = {f"m{i:04d}": float(i) for i in range(1700)}
-    bundle = bundles.Bundle("big", tags, params, metrics, tmp_path / "content")
+    bundle = run_content.Bundle("big", tags, params, metrics, tmp_path / "content")
     run_id = runlog.log_bundle(client, bundle, experiment_id=experiment_id)
     run = client.get_run(run_id)
     assert run.info.status == "FINISHED"

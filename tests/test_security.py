@@ -14,6 +14,7 @@ import urllib.parse
 import uuid
 
 import numpy as np
+import pandas as pd
 import pytest
 import requests
 from click.testing import CliRunner
@@ -221,6 +222,20 @@ def test_filter_injection_is_refused_and_creates_nothing(server, extra, words):
     assert _job_runs(server.client, [server.experiment_id]) == before
 
 
+@pytest.mark.parametrize("path", ["/api/comparisons", "/api/matrix", "/api/rankings"])
+def test_an_invalid_filter_is_a_bad_request_for_every_kind(server, path):
+    """A matrix and a ranking of every model find them by a search under the filter: parsed before (400), not
+    failed at the store (502)."""
+    before = _job_runs(server.client, [server.experiment_id])
+    body = _body(server, filter="1=1")
+    if path != "/api/comparisons":
+        body = {k: v for k, v in body.items() if not k.startswith("model")}
+    resp = _post(server, path, json=body)
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["error"].startswith("invalid filter string '1=1': Invalid comparison clause"), resp.text
+    assert _job_runs(server.client, [server.experiment_id]) == before
+
+
 # ------------------------------------------------------------------------------------------------ basic-auth
 
 ADMIN = ("admin", "bayescompare-Admin-pw-1")
@@ -302,11 +317,11 @@ def auth_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module", params=["unset", "true", "false"])
-def fail_closed_server(request, tmp_path_factory):
+def fail_closed_server(request, tmp_path_factory, auth_server):
     """A basic-auth server under each ``MLFLOW_BASIC_AUTH_FAIL_CLOSED`` setting, one at a time: unset is
     :func:`auth_server`; under the others the jobs reach the server by a URI carrying a password."""
     if request.param == "unset":
-        yield request.getfixturevalue("auth_server")
+        yield auth_server
         return
     srv = _auth_server(tmp_path_factory.mktemp(f"auth-{request.param}"), request.param, logged=("e-read",),
                        job_uri_credentials=True)
@@ -383,6 +398,18 @@ def _same(first: requests.Response, second: requests.Response, first_word: str, 
     """The two answers are the same, but for the name or id each request gave."""
     assert first.status_code == second.status_code
     assert first.text.replace(first_word, "?") == second.text.replace(second_word, "?"), (first.text, second.text)
+
+
+def test_a_non_admin_is_refused_another_users_report(auth_server):
+    """The admin's comparison in ``e-none``, which Alice may not read, has a report the admin reads; Alice asking for
+    it is refused with the one answer of a run that does not exist: a 404 whose JSON names no such run, not the
+    report, not a server error."""
+    url, run = auth_server.url, auth_server.hidden_run
+    own = auth_server.api(ADMIN).session.get(f"{url}/bayescompare/report", params={"run_id": run}, timeout=30)
+    assert own.status_code == 200 and "secretmodelX" in own.text  # the report is there, holding the hidden model
+    refused = auth_server.api(ALICE).session.get(f"{url}/bayescompare/report", params={"run_id": run}, timeout=30)
+    assert refused.status_code == 404 and refused.headers["Content-Type"].startswith("application/json")
+    assert refused.json()["error"] == f"no comparison run {run!r}" and "secretmodelX" not in refused.text
 
 
 def test_forbidden_and_absent_get_the_same_answer_and_create_nothing(auth_server):
@@ -578,8 +605,108 @@ def test_a_job_writes_only_into_the_servers_artifact_store(auth_server, tmp_path
         resp = alice.post(f"{auth_server.url}/bayescompare/api/{path}", json={"metric": "accuracy", **FAST, **fields},
                           timeout=60)
         assert resp.status_code == 403, resp.text
-        assert f"keeps its artifacts at {elsewhere.as_uri()}, outside this server's artifact store" in resp.text
+        assert f"keeps its artifacts at {elsewhere.as_uri()}, not in its own folder of this server's artifact store" \
+            in resp.text
     assert _snapshot(auth_server) == before and not elsewhere.exists()
+
+
+def _stored(srv) -> set[str]:
+    """Every file of the server's artifact store."""
+    return {str(p.relative_to(srv.tmp)) for p in (srv.tmp / "artifacts").rglob("*")}
+
+
+def test_a_job_writes_only_into_its_experiments_own_artifact_folder(auth_server):
+    """Every ``mlflow-artifacts:`` location but the experiment's own folder is refused (403, before any work, nothing
+    written): another experiment's folder, the root, and paths leaving the artifact route by ``..``, escaped once or
+    twice (a job would upload there with alice's credentials).  Alice's experiment with MLflow's default location
+    takes the job, its artifacts in its own folder."""
+    alice, ids = auth_server.api(ALICE), auth_server.ids
+    body = {"experiment_id": [ids["e-read"]], "metric": "accuracy", "model_a": "lda", "model_b": "cart", **FAST}
+    with _as(ALICE):
+        made = {location: MlflowClient(auth_server.url).create_experiment(f"alice-{uuid.uuid4().hex[:6]}",
+                                                                           artifact_location=location)
+                for location in (f"mlflow-artifacts:/{ids['e-edit']}", "mlflow-artifacts:/",
+                                 "mlflow-artifacts:/../../../api/2.0/mlflow/x", "mlflow-artifacts:/%2e%2e/x",
+                                 "mlflow-artifacts:/%252e%252e/x", f"mlflow-artifacts:/{ids['e-edit']}/../x")}
+        own = MlflowClient(auth_server.url).create_experiment(f"alice-{uuid.uuid4().hex[:6]}")
+    before, stored = _snapshot(auth_server), _stored(auth_server)
+    for location, eid in made.items():
+        resp = alice.session.post(f"{auth_server.url}/bayescompare/api/comparisons",
+                                  json={**body, "target_experiment": eid}, timeout=60)
+        assert resp.status_code == 403, (location, resp.text)
+        assert resp.json()["error"] == (
+            f"experiment '{eid}' keeps its artifacts at {location}, not in its own folder of this server's artifact "
+            f"store (mlflow-artifacts:/{eid}), where the server's jobs write; choose a 'target_experiment' created "
+            "with the server's default artifact location"), resp.text
+    assert _snapshot(auth_server) == before and _stored(auth_server) == stored
+    state = alice.wait(alice.start("comparison", {**body, "target_experiment": own}))
+    assert (state["status"], state["experiment_id"]) == ("FINISHED", own), state
+    assert f"artifacts/{own}/{state['run_id']}/artifacts/report.html" in _stored(auth_server)
+
+
+def _forged(srv, run_id: str, folder, *, claimed: bool) -> str:
+    """Carol (who may edit ``e-edit``, as alice may) plants there a FINISHED run made to look like alice's matrix
+    ``run_id``: its pairs table with every verdict turned round, the rows' signatures kept, or made with a key of
+    Carol's own; with the tags of alice's run (``claimed``: the cache's fingerprint among them), or only those
+    saying it is a matrix holding a pairs table (the issue's attack)."""
+    from mlflow_bayescompare.runs.cachekey import Signer
+    from mlflow_bayescompare.runs.matrix import PairRow
+
+    with _as(CAROL):
+        carol = MlflowClient(srv.url)
+        run = carol.get_run(run_id)
+        folder.mkdir()
+        table = pd.read_parquet(carol.download_artifacts(run_id, "pairs.parquet", str(folder)))
+        for i in table.index:  # A practically better, consistently (by the decision rule)
+            table.loc[i, ["p_a_better", "p_rope", "p_b_better"]] = [0.98, 0.01, 0.01]
+            table.loc[i, ["decision", "verdict"]] = ["a_better", f"{table.loc[i, 'model_a']} is practically better "
+                                                                 "(strong evidence)"]
+            if i % 2:
+                row = PairRow.from_record(table.loc[i].to_dict())
+                table.loc[i, "signature"] = Signer(b"carol's own key", "alice").sign(row)
+        table.to_parquet(folder / "pairs.parquet", index=False)
+        tags = {k: v for k, v in run.data.tags.items() if k.startswith("bayescompare.")
+                and (claimed or k in (T.KIND, T.PAIRS_TABLE))}
+        planted = carol.create_run(run.info.experiment_id, tags=tags).info.run_id
+        carol.log_artifact(planted, str(folder / "pairs.parquet"))
+        carol.set_terminated(planted, RunStatus.to_string(RunStatus.FINISHED))
+    return planted
+
+
+def test_a_forged_matrix_in_a_shared_experiment_is_not_taken_from_the_cache(auth_server, tmp_path):
+    """Alice's matrix into ``e-edit``, which carol may edit too.  Carol then plants two runs there made to look like
+    newer matrices holding alice's pairs, every verdict turned round: one with only the tags of a matrix, one with
+    every tag of alice's run.  Alice's next matrix takes every pair from her own earlier matrix (the same numbers,
+    its child runs named), none from carol's; the server's log names the run claiming her cache whose rows are not
+    hers.  With ``refresh`` (the JSON API's, as the CLI's ``--refresh``) it reads no cache at all."""
+    alice, ids = auth_server.api(ALICE), auth_server.ids
+    body = {"experiment_id": [ids["e-read"]], "metric": "accuracy", "target_experiment": "e-edit", "chains": 2,
+            "draws": 200, "seed": 41}
+    first = alice.wait(alice.start("matrix", body))
+    assert first["status"] == "FINISHED" and len(first["pairs"]) == 3, first
+    _forged(auth_server, first["run_id"], tmp_path / "plain", claimed=False)
+    claiming = _forged(auth_server, first["run_id"], tmp_path / "claiming", claimed=True)
+
+    second = alice.wait(alice.start("matrix", body))
+    assert second["status"] == "FINISHED", second
+
+    def numbers(state):
+        return {(p["model_a"], p["model_b"]): (p["p_a_better"], p["p_rope"], p["p_b_better"], p["verdict"])
+                for p in state["pairs"]}
+
+    assert numbers(second) == numbers(first)
+    with _as(ADMIN):
+        run = auth_server.admin.get_run(second["run_id"])
+        origins = {auth_server.admin.get_run(p["run_id"]).data.tags.get(T.CACHED_FROM) for p in second["pairs"]}
+    assert run.data.metrics["n_pairs_cached"] == 3 and origins == {p["run_id"] for p in first["pairs"]}
+    assert f"matrix run {claiming} is tagged as holding your pair cache, but 3 of its 3 rows are not taken (3 not " \
+           "signed for you: forged, or altered since): not read from it" in auth_server.log.read_text(errors="replace")
+
+    refreshed = alice.wait(alice.start("matrix", {**body, "refresh": True}))
+    with _as(ADMIN):
+        again = auth_server.admin.get_run(refreshed["run_id"])
+    assert again.data.metrics["n_pairs_cached"] == 0 and numbers(refreshed) == numbers(first)
+    assert json.loads(again.data.tags[T.JOB_REQUEST])["refresh"] is True
 
 
 def _autologged_search(srv, experiment: str) -> str:

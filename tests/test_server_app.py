@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -27,9 +28,10 @@ from servers import Server, chromium_page, create_pg_database, drop_pg_database,
 from uci_runs import log_uci_with_time
 
 from mlflow_bayescompare.client import JobFailed
-from mlflow_bayescompare.families.ranking.report import JOINT_DIFFERS
+from mlflow_bayescompare.families.ranking.hierarchical_k.report import DIFFERS as JOINT_DIFFERS
 from mlflow_bayescompare.pipeline.compare import compare_matrix, compare_runs, rank_runs, require
 from mlflow_bayescompare.reads.cvlog import log_cv_scores
+from mlflow_bayescompare.sampling import programs, pystan_backend
 from mlflow_bayescompare.server.owners import owner_tags
 from mlflow_bayescompare.shared.report_html import format_differences, format_probability
 from mlflow_bayescompare.vocabulary import claims
@@ -591,14 +593,17 @@ def test_page_compare_all_models(server):
     pairs, and the ranking report (critical-difference diagram, P(better) matrix, P(best), leader gaps) inline, the
     link naming the matrix run; in Past comparisons, with its experiment's name, the matrix holds its pairs folded
     under it, each in its own orientation with its own probabilities once unfolded; the list filters by
-    experiment."""
+    experiment.  Asked to fit every pair again, it reads no cache."""
     with _browser() as (page, dialogs):
         page.goto(f"{server.url}/bayescompare/")
         _fill_form(page, server, seed=1, draws=200)
+        page.check("#refresh")
         page.click("#matrix-btn")
         page.wait_for_selector("#pairs:not([hidden])", timeout=600_000)
         run_id = _run_id(page)
         state = server.api().status(run_id)
+        run = server.client.get_run(run_id)
+        assert (run.data.params["refresh"], run.data.metrics["n_pairs_cached"]) == ("True", 0)
         rows = page.eval_on_selector_all("#pairs tbody tr",
                                          "rs => rs.map(r => Array.from(r.cells).map(c => c.textContent))")
         assert rows == [_better_first(p) for p in state["pairs"]] and len(rows) == 3
@@ -982,6 +987,19 @@ def test_stale_running_runs_are_marked_failed_at_startup(tmp_path):
         srv.stop()
 
 
+def _copy_compiled(names, cache: Path) -> None:
+    """Put the compiled programs ``names`` (from this machine's cache) into the httpstan cache under ``cache``
+    (``XDG_CACHE_HOME``), as a compile there would leave them: a test of a cold compile then pays for the one program
+    it watches (a compile is ~45 CPU-seconds), not for every program."""
+    import httpstan
+    import httpstan.cache
+
+    for name in names:
+        model = pystan_backend.model_name(programs.program_code(name))
+        target = cache / "httpstan" / httpstan.__version__ / "models" / model.split("/")[1]
+        shutil.copytree(httpstan.cache.model_directory(model), target)
+
+
 def _wait_for_log(srv, pattern: str, timeout: float) -> str:
     """The server's log once a line matches ``pattern`` (an assertion with its tail after ``timeout`` seconds)."""
     deadline = time.monotonic() + timeout
@@ -994,10 +1012,12 @@ def _wait_for_log(srv, pattern: str, timeout: float) -> str:
 @pytest.mark.browser
 @pytest.mark.timeout(1800)  # its own waits add up to about 900 s
 def test_stan_programs_compile_at_startup_and_a_job_waits_for_it(tmp_path):
-    """A server on a machine where nothing is compiled yet (a fresh cache): it compiles the Stan programs in the
-    background as it starts; a comparison asked for meanwhile shows the stage "compiling" on the page, waits for that
-    compile instead of compiling again, and finishes."""
+    """A server on a machine where the hierarchical program is not compiled yet (a fresh cache, holding only the
+    two other programs): it compiles the Stan programs in the background as it starts; a comparison asked for
+    meanwhile shows the stage "compiling" on the page, waits for that compile instead of compiling again, and
+    finishes."""
     cache = tmp_path / "cache"
+    _copy_compiled(["bbt", "hierarchical_k"], cache)  # compiled already: the server compiles hierarchical alone
     srv = Server(tmp_path, f"sqlite:///{tmp_path / 'mlflow.db'}", extra=["--workers", "2"],
                  env={"XDG_CACHE_HOME": str(cache), "MLFLOW_BAYESCOMPARE_CACHE": str(cache / "bayescompare")})
     try:

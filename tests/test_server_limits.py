@@ -102,6 +102,9 @@ REFUSED = [  # (path, body or raw JSON text, HTTP status, words of the answer)
     ("/api/matrix", {"models": ["lda"]}, 400, "models"),
     ("/api/matrix", {"models": ["lda", "lda"]}, 400, "listed more than once: lda"),
     ("/api/matrix", {"sensitivity": True}, 400, "unknown field 'sensitivity'"),
+    ("/api/matrix", {"engine": "ray"}, 400, "unknown field 'engine'"),  # the server's: MLFLOW_BAYESCOMPARE_ENGINE
+    ("/api/matrix", {"refresh": "yes"}, 400, "'refresh' must be true or false"),
+    ("/api/rankings", {"refresh": True}, 400, "unknown field 'refresh'"),
     ("/api/rankings", {"models": ["lda", "cart"]}, 400, "a ranking needs at least 3 models; got 2 (lda, cart): "
                                                        "compare two models"),
     ("/api/rankings", {"models": ["lda", "cart", "knn"]}, 400, "model 'knn' is in no run tagged 'model'"),
@@ -184,9 +187,8 @@ def test_jobs_wait_for_a_slot_and_a_full_queue_gets_503_with_no_run(server):
     slow = api.start("comparison", _comparison(server, draws=20000))
     waiting = api.start("comparison", _comparison(server, model_b="svm"))
     deadline = time.monotonic() + 300
-    while api.status(slow)["stage"] != "sampling":
+    while api.status(slow, wait=30)["stage"] != "sampling":  # each answer at the job's next step
         assert time.monotonic() < deadline
-        time.sleep(0.2)
     assert api.status(waiting)["stage"] == "queued"
     before = _snapshot(server)
     with pytest.raises(RequestRefused) as refused:

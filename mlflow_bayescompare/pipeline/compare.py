@@ -4,8 +4,8 @@
 :func:`compare_runs` compares two models, :func:`compare_matrix` every pair of several, :func:`rank_runs` ranks
 them, :func:`require` turns an outcome into a yes/no for gating a model's promotion (:mod:`..vocabulary.claims`).  A
 comparison or a ranking on several metrics (``metric="accuracy,fit_time"``) is one decision: a
-:class:`MetricsOutcome` of one outcome per metric, logged as one run (:mod:`..runs.several`).  The command
-line and the server's jobs call these.
+:class:`~.outcomes.MetricsOutcome` of one outcome per metric, logged as one run (:mod:`..runs.several`); what they
+return is in :mod:`.outcomes`.  The command line and the server's jobs call these.
 Options are given as :mod:`..vocabulary.options` objects (``source=``, ``fit=``) or as keywords naming their fields.
 """
 
@@ -15,20 +15,19 @@ import contextlib
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from mlflow import MlflowClient
 
+from ..families import pair_test, ranking_model
 from ..families.ranking.engine import rank_scores
 from ..reads import reach
-from ..runs import runlog
-from ..runs.bundle import matrix_bundle, models_run_name, ranking_bundle, run_name
-from ..runs.matrix import MatrixSummary, summarise
+from ..runs import cachekey, runlog
+from ..runs.bundle import matrix_bundle
+from ..runs.matrix import summarise
 from ..runs.several import several_metrics_bundle
 from ..sampling import sampler
-from ..shared.report_html import format_probability
+from ..shared.run_content import models_run_name, run_name
 from ..vocabulary import claims
 from ..vocabulary.console import about, redact_uri
 from ..vocabulary.keys import metric_folder
@@ -39,146 +38,15 @@ from ..vocabulary.options import (
     PairOptions,
     RankOptions,
     SourceOptions,
-    direction_word,
     from_keywords,
 )
-from ..vocabulary.outcomes import TEST_NAMES, combined_line, counted
+from ..vocabulary.outcomes import counted
 from ..vocabulary.progress import Progress, notify
 from . import pairfits, preflight
+from .outcomes import ComparisonOutcome, MatrixOutcome, MetricsOutcome, Outcome, RankingOutcome
 
-__all__ = ["compare_runs", "compare_matrix", "rank_runs", "require", "Outcome",
-           "ComparisonOutcome", "MatrixOutcome", "RankingOutcome", "MetricsOutcome"]
-
-
-@dataclass
-class Outcome:
-    """A result read from MLflow runs plus where it was logged: the engine's result (``result``) and its
-    attributes (``verdict``, ``ranking`` …), readable on the outcome directly."""
-
-    result: Any
-    metric: str
-    experiment_ids: list[str]
-    layout: str | None = None
-    run_id: str | None = None
-    experiment_id: str | None = None
-
-    def __getattr__(self, name: str):
-        if name.startswith("__") or name == "result":
-            raise AttributeError(name)
-        return getattr(self.result, name)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The result's JSON summary plus ``metric``, ``layout``, ``source_experiment_ids`` and where it was logged."""
-        return {**self.result.to_dict(), "metric": self.metric, "layout": self.layout,
-                "source_experiment_ids": self.experiment_ids, "run_id": self.run_id,
-                "experiment_id": self.experiment_id}
-
-
-@dataclass
-class RankingOutcome(Outcome):
-    """A :class:`~..families.ranking.result.RankingResult` (``ranking``, ``pairs``, ``wins`` …) and its ranking run."""
-
-
-@dataclass
-class ComparisonOutcome(Outcome):
-    """A two-model test's result (:class:`HierarchicalResult`, :class:`SignedRankResult` or
-    :class:`CorrelatedTTestResult`), the data it was fitted on (``tensor``: the paired folds, or the per-dataset
-    means) and where it was logged."""
-
-    tensor: Any = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "n_datasets": len(self.tensor.datasets),
-                "datasets_left_out": dict(self.tensor.left_out)}
-
-
-@dataclass
-class MetricsOutcome:
-    """One decision on several metrics: each metric's :class:`ComparisonOutcome` or :class:`RankingOutcome`
-    (``by_metric``, in the order asked), the line that sums them up (``verdict``) and the one run that holds them."""
-
-    by_metric: dict[str, ComparisonOutcome | RankingOutcome]
-    run_id: str | None = None
-    experiment_id: str | None = None
-
-    @property
-    def ranked(self) -> bool:
-        return isinstance(next(iter(self.by_metric.values())), RankingOutcome)
-
-    @property
-    def verdict(self) -> str:
-        """A comparison's :func:`~..vocabulary.outcomes.combined_line`; a ranking's best model on each metric."""
-        if self.ranked:
-            return "Best: " + "; ".join(f"{o.ranking['model'].iloc[0]} on {m} (P(best) "
-                                        f"{format_probability(o.ranking['p_best'].iloc[0])})"
-                                        for m, o in self.by_metric.items()) + "."
-        first = next(iter(self.by_metric.values()))
-        return combined_line(first.model_a, first.model_b, {m: o.decision for m, o in self.by_metric.items()})
-
-    def summary_rows(self) -> tuple[list[str], list[list[str]]]:
-        """The table of the metrics that opens the run's reports: header and one row per metric."""
-        if self.ranked:
-            header = ["metric", "better", "rope", "ranking model", "best", "P(best)", "second", "P(best) of second"]
-            return header, [[m, direction_word(o.settings["greater_is_better"]),
-                             f"±{o.settings['metric_rope']:g}", o.model, *_leaders(o.ranking)]
-                            for m, o in self.by_metric.items()]
-        first = next(iter(self.by_metric.values()))
-        header = ["metric", "better", "rope", "test", f"P({first.model_a} better)", "P(rope)",
-                  f"P({first.model_b} better)", "verdict"]
-        return header, [[m, direction_word(o.greater_is_better), f"±{o.rope:g}", o.test,
-                         *map(format_probability, (o.p_a_better, o.p_rope, o.p_b_better)), o.verdict]
-                        for m, o in self.by_metric.items()]
-
-    def to_dict(self) -> dict[str, Any]:
-        """``metrics``: each metric's JSON (as a one-metric outcome's), with the verdict and where it was logged."""
-        return {"metric": ",".join(self.by_metric), "verdict": self.verdict,
-                "metrics": {m: o.to_dict() for m, o in self.by_metric.items()},
-                "run_id": self.run_id, "experiment_id": self.experiment_id}
-
-
-def _leaders(ranking) -> list[str]:
-    """The first two models of a ranking table and their P(best)."""
-    top = ranking.head(2)
-    cells = [[str(r.model), format_probability(r.p_best)] for r in top.itertuples()]
-    return [*cells[0], *(cells[1] if len(cells) > 1 else ["", ""])]
-
-
-@dataclass
-class MatrixOutcome:
-    """Every pair's :class:`ComparisonOutcome` (keyed ``(a, b)`` in the order of ``models``), the summary
-    (``better``/``rope`` matrices, ``ranking``) and the parent run."""
-
-    models: list[str]
-    pairs: dict[tuple[str, str], ComparisonOutcome]
-    summary: MatrixSummary
-    bbt: Any = None  # the ranking of all models at once (three or more): BBT, or the joint model on one dataset
-    run_id: str | None = None
-    experiment_id: str | None = None
-    cached: int = 0  # the pairs read from the cache of earlier matrices
-
-    @property
-    def ranking(self):
-        """The ranking of all models (P(best), mean rank …) with three or more models, else the pair's summary."""
-        return self.bbt.ranking if self.bbt is not None else self.summary.ranking
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "models": self.models,
-            "metric": self.summary.metric,
-            "test": ",".join(self.summary.tests),  # the tests that compared the pairs (one, as a rule)
-            "pairs_cached": self.cached,
-            "run_id": self.run_id,
-            "experiment_id": self.experiment_id,
-            "ranking": self.ranking.to_dict(orient="records"),
-            "p_better": _nested(self.summary.better),  # p_better[row][column] = P(row better than column)
-            "p_rope": _nested(self.summary.rope),
-            "pairs": [
-                {"model_a": a, "model_b": b, "test": o.test, "p_a_better": o.p_a_better, "p_rope": o.p_rope,
-                 "p_b_better": o.p_b_better, "verdict": o.verdict, "decision": o.decision, "run_id": o.run_id,
-                 "datasets_left_out": dict(o.tensor.left_out)}
-                for (a, b), o in self.pairs.items()
-            ],
-        }
+__all__ = ["compare_runs", "compare_matrix", "rank_runs", "require", "Outcome", "ComparisonOutcome", "MatrixOutcome",
+           "RankingOutcome", "MetricsOutcome"]
 
 
 def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str] = (), *, model_a: str,
@@ -244,7 +112,8 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
     spawned, so a script calling this with several jobs needs the ``if __name__ == "__main__":`` guard), or with
     ``engine="ray"`` by up to ``jobs`` Ray workers of the cluster at ``ray_address`` (default: one per CPU of the
     cluster).  A pair whose data, options, Stan program and package version match a row of an earlier matrix's
-    pairs table in the target experiment is read from there instead (``refresh=True``: fit them all again).
+    pairs table in the target experiment, signed for the same requester (:mod:`..runs.cachekey`), is read from
+    there instead (``refresh=True``: fit them all again).
     ``run_id`` names a RUNNING parent run to fill (the server's job record).  Other arguments as
     :func:`compare_runs`; ``matrix_options`` (or its fields as keywords) a :class:`~..vocabulary.options.MatrixOptions`.
     """
@@ -260,7 +129,9 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
         children = how.logs_child_runs(len(pairs))
         with pairfits.engine(how, jobs, len(pairs), progress) as run_all:  # they start up during the pre-flight
             checked = preflight.check(client, planned, progress, streamed=True)
-            cache = pairfits.cached_rows(client, _cache_target(client, run_id, source, ids) if log else None, how)
+            signer = cachekey.signer(client.tracking_uri) if log else None
+            cache = pairfits.cached_rows(client, _cache_target(client, run_id, source, ids) if log else None, how,
+                                         signer)
             _announce(checked, planned, fit, progress)
             work = pairfits.PairWork(fit, source.metric, tuple(ids), checked.layout, chosen.pair_reports,
                                      slim=not children, shipped=how.engine == "ray" and len(pairs) > 1)
@@ -277,7 +148,7 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
                                    layout=checked.layout, directory=Path(folder) / "parent", child_runs=children,
                                    run_params=_matrix_params(how))
             target = _target(client, run_id, source, ids)
-            matrix.run_id = pairfits.log_family(client, bundle, fitted, target, run_id, started, progress)
+            matrix.run_id = pairfits.log_family(client, bundle, fitted, target, run_id, started, progress, signer)
             matrix.experiment_id = target
             for p, row in fitted.rows.items():
                 matrix.pairs[p].run_id, matrix.pairs[p].experiment_id = row.run_id, target
@@ -318,8 +189,9 @@ def rank_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str
         if log or run_id is not None:
             notify(progress, "reporting")
             target = _target(client, run_id, source, next(iter(checked.values())).plan.experiment_ids)
-            return _logged(client, outcomes, target, run_id, started, progress, lambda o, folder: ranking_bundle(
-                o.result, metric=o.metric, experiment_ids=o.experiment_ids, layout=o.layout, directory=folder))
+            return _logged(client, outcomes, target, run_id, started, progress, lambda o, folder: ranking_model(
+                o.result.model).part("run")(o.result, metric=o.metric, experiment_ids=o.experiment_ids,
+                                            layout=o.layout, directory=folder))
     return _one_or_several(outcomes)
 
 
@@ -361,12 +233,7 @@ def _two_model_test(checked: preflight.Checked, fit: FitOptions, progress, metri
     Returns the result and the data it was fitted on.  ``metric`` names the metric of several in the progress."""
     (a, b), data = next(iter(checked.data.items()))
     test = checked.tests[a, b]
-    if test == "signed-rank":
-        what = f"{a} vs {b} on {len(data.datasets)} dataset means (signed-rank test)"
-    elif test == "correlated-t":
-        what = f"{a} vs {b} on the {len(data.diffs[0])} folds of one dataset (correlated t-test, closed form)"
-    else:
-        what = f"{a} vs {b} on {counted(len(data.datasets), 'dataset')} ({fit.chains} chains × {fit.draws} draws)"
+    what = f"{a} vs {b} {pair_test(test).part('describe')(data, fit)}"
     notify(progress, "sampling", f"{metric}: {what}" if metric else what)
     return pairfits.pair_test(data, test, fit, progress), data
 
@@ -410,15 +277,14 @@ def _logged(client, outcomes: dict[str, Outcome], target: str, run_id: str | Non
 def _announce(checked: preflight.Checked, planned: preflight.Plan, fit: FitOptions, progress) -> None:
     """Compile the pairs' program and the ranking's at once, before the workers load them, and say what is to be
     fitted."""
-    ahead = checked.test_ahead()
-    programs = (["hierarchical"] if ahead == "hierarchical" else []) + \
-        ([checked.ranking_program()] if planned.ranked else [])
-    sampler.compile_programs(programs, fit.backend, progress)
+    ahead = pair_test(checked.test_ahead())
+    ranked = [checked.ranking_program()] if planned.ranked else []
+    sampler.compile_programs([p for p in [ahead.program, *ranked] if p], fit.backend, progress)
     pairs = counted(len(planned.pairs), "pair")
-    if ahead == "hierarchical":
+    if ahead.program:  # sampled by Stan
         notify(progress, "sampling", f"{pairs} ({fit.chains} chains × {fit.draws} draws each)")
     else:
-        notify(progress, "sampling", f"{pairs} ({TEST_NAMES[ahead]})")
+        notify(progress, "sampling", f"{pairs} ({ahead.title})")
 
 
 def _matrix_params(how: MatrixOptions) -> dict[str, str]:
@@ -460,9 +326,3 @@ def _failing_run(client, run_id: str | None):
         if run_id is not None:
             runlog.fail_if_running(client, run_id, str(exc) or type(exc).__name__)
         raise
-
-
-def _nested(frame) -> dict:
-    """``{row: {column: value}}`` with ``None`` on the diagonal."""
-    return frame.astype(object).where(frame.notna(), None).to_dict(orient="index")
-

@@ -15,24 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..families.correlated_t.engine import correlated_t_test
-from ..families.hierarchical.engine import hierarchical_test
-from ..families.signed_rank.engine import signed_rank_test
+from ..families import PAIR_TESTS
+from ..families import pair_test as family
 from ..runs import paircache, runlog
-from ..runs.bundle import (
-    cached_pair_bundle,
-    comparison_bundle,
-    correlated_t_bundle,
-    signed_rank_bundle,
-    write_pairs_table,
-)
+from ..runs.bundle import cached_pair_bundle, write_pairs_table
+from ..runs.cachekey import Signer
 from ..runs.matrix import PairRow
 from ..sampling import ray_engine, workers
 from ..scores.tensor import left_out_note
 from ..vocabulary.console import log
-from ..vocabulary.options import MATRIX_PAIR_WARMUP, WARMUP, FitOptions, MatrixOptions
+from ..vocabulary.options import FitOptions, MatrixOptions
 from ..vocabulary.outcomes import counted
 from ..vocabulary.progress import Progress, notify
+from ..vocabulary.tags import CACHE_FOR
 
 __all__ = ["PairWork", "Fitted", "pair_test", "pair_bundle", "engine", "fit_all", "cached_rows", "log_family"]
 
@@ -68,17 +63,10 @@ class Fitted:
 
 def pair_test(data, test: str, fit: FitOptions, progress: Progress | None = None, *, matrix_pair: bool = False,
               model_check: bool = True):
-    """Fit step of a pair by ``test`` (the pre-flight's choice): the signed-rank test on its means, the correlated
-    t-test on the folds of its one dataset (closed form, no Stan), else the hierarchical test on its paired folds
-    (with its PSIS-LOO model check unless ``model_check=False``; as a ``matrix_pair``, after the matrix's warm-up
-    when none is given)."""
-    if test == "signed-rank":
-        result = signed_rank_test(data, options=fit)
-    elif test == "correlated-t":
-        result = correlated_t_test(data, options=fit)
-    else:
-        result = hierarchical_test(data, options=fit, progress=progress, model_check=model_check,
-                                   default_warmup=MATRIX_PAIR_WARMUP if matrix_pair else WARMUP)
+    """Fit step of a pair by ``test`` (the pre-flight's choice): its family's fit step (its row of the family table)
+    on the data the pre-flight built for it, with the model check of a test that has one unless
+    ``model_check=False``, and a ``matrix_pair``'s warm-up."""
+    result = family(test).part("fit")(data, fit, progress, matrix_pair=matrix_pair, model_check=model_check)
     return _noting_left_out(result, data)
 
 
@@ -93,17 +81,12 @@ def _noting_left_out(result, data):
 
 def pair_bundle(result, data, metric: str, ids, layout: str, *, run_id: str | None = None,
                 experiment_id: str | None = None, directory: Path | None = None, figures: bool = True):
-    """Report step of a comparison: the run of whichever test answered, to be logged in ``experiment_id`` (as
-    ``run_id`` when that run exists), its artifacts written into ``directory`` (default: a temporary one);
-    ``figures=False`` for a matrix's pair run without figures and HTML report."""
-    if result.test == "signed-rank":
-        return signed_rank_bundle(result, data, metric=metric, experiment_ids=ids, layout=layout,
-                                  directory=directory, figures=figures)
-    if result.test == "correlated-t":
-        return correlated_t_bundle(result, metric=metric, experiment_ids=ids, layout=layout, directory=directory,
-                                   figures=figures)
-    return comparison_bundle(result, data, metric=metric, experiment_ids=ids, layout=layout, run_id=run_id,
-                             experiment_id=experiment_id, directory=directory, figures=figures)
+    """Report step of a comparison: the run of whichever test answered (its family's run writer), to be logged in
+    ``experiment_id`` (as ``run_id`` when that run exists), its artifacts written into ``directory`` (default: a
+    temporary one); ``figures=False`` for a matrix's pair run without figures and HTML report."""
+    return family(result.test).part("run")(result, data, metric=metric, experiment_ids=ids, layout=layout,
+                                           run_id=run_id, experiment_id=experiment_id, directory=directory,
+                                           figures=figures)
 
 
 @contextlib.contextmanager
@@ -121,11 +104,12 @@ def engine(how: MatrixOptions, jobs: int | None, pairs: int, progress: Progress 
         yield functools.partial(workers.run_all, pool=pool)
 
 
-def cached_rows(client, target: str | None, how: MatrixOptions) -> dict[str, PairRow]:
-    """The rows of the cache (earlier matrices' pairs tables in ``target``), none with ``refresh`` or no target."""
-    if how.refresh or target is None:
+def cached_rows(client, target: str | None, how: MatrixOptions, signer: Signer | None) -> dict[str, PairRow]:
+    """The rows of the cache (earlier matrices' pairs tables in ``target`` signed by ``signer``), none with
+    ``refresh``, no target or no signer."""
+    if how.refresh or target is None or signer is None:
         return {}
-    return paircache.read(client, target)
+    return paircache.read(client, target, signer)
 
 
 def fit_all(run_all: Callable, checked, work: PairWork, cache: dict[str, PairRow], folder: Path | None,
@@ -136,19 +120,26 @@ def fit_all(run_all: Callable, checked, work: PairWork, cache: dict[str, PairRow
     count what is left to fit."""
     keys: dict = {}
     hits: dict = {}
+    refused: list[str] = []
 
     def tasks(built):
         for i, (pair, data) in enumerate(built):
             keys[pair] = paircache.pair_key(data, checked.tests[pair], work.fit)
-            if keys[pair] in cache:
-                hits[pair] = cache[keys[pair]]
+            row = cache.get(keys[pair])
+            problem = None if row is None else paircache.mismatch(row, pair, checked.tests[pair], work.fit)
+            if row is not None and problem is None:
+                hits[pair] = row
                 continue
+            if problem is not None:
+                refused.append(f"{pair[0]} vs {pair[1]}: its cached row {problem}")
             yield pair, (data, checked.tests[pair], None if folder is None else folder / str(i), work)
 
     if not cache:
         fitted = run_all(fit_pair, tasks(checked.pairs()), total=len(checked.plan.pairs), progress=progress)
         return _gathered(checked.plan.pairs, fitted, hits, keys, folder, work)
     todo = list(tasks(checked.pairs()))
+    if refused:
+        log.warning("not read from the cache, fitted again: %s", "; ".join(refused))
     log.info("%s of %d read from the cache of earlier matrices (--refresh fits them again); %s to fit",
              counted(len(hits), "pair"), len(checked.plan.pairs), counted(len(todo), "pair"))
     fitted = run_all(fit_pair, todo, total=len(todo), progress=progress)
@@ -169,10 +160,13 @@ def fit_pair(data, test: str, folder: Path | None, work: PairWork):
 
 
 def log_family(client, parent, fitted: Fitted, target: str, run_id: str | None, started: int,
-               progress: Progress | None) -> str:
+               progress: Progress | None, signer: Signer | None) -> str:
     """Log the child runs of the pairs fitted with a bundle under the parent (created now, unless it is the
-    RUNNING ``run_id``), then the parent's own bundle with the pairs table (each row naming its child run).
-    Children are written by a few threads when the store is a server.  A failed child fails the parent."""
+    RUNNING ``run_id``), then the parent's own bundle with the pairs table (each row naming its child run, and
+    signed by ``signer`` for the cache of its requester, whose fingerprint the parent carries).  Children are
+    written by a few threads when the store is a server.  A failed child fails the parent."""
+    if signer is not None:
+        parent.tags[CACHE_FOR] = signer.fingerprint
     if run_id is None:
         run_id = runlog.start_run(client, target, name=parent.name, tags=parent.tags, stage="logging",
                                   start_time=started)
@@ -185,7 +179,7 @@ def log_family(client, parent, fitted: Fitted, target: str, run_id: str | None, 
                                                           parent_run_id=run_id, start_time=started), children)
             for (pair, _), child_id in zip(children, ids):
                 fitted.rows[pair].run_id = child_id
-        write_pairs_table(list(fitted.rows.values()), parent.directory)
+        write_pairs_table(list(fitted.rows.values()), parent.directory, signer)
     except BaseException as exc:
         runlog.fail_run(client, run_id, exc)
         raise
@@ -215,5 +209,7 @@ def _gathered(pairs, fitted: dict, hits: dict, keys: dict, folder: Path | None, 
 
 
 def _warm_up() -> None:
-    """A matrix worker's first task: unpickling it imports this module, and with it the fit and report steps
-    (MLflow, arviz, matplotlib), while the caller is busy elsewhere."""
+    """A matrix worker's first task: import every test's fit step and run writer (the families' engines, MLflow,
+    arviz), while the caller is busy elsewhere."""
+    for test in PAIR_TESTS.values():
+        test.part("fit"), test.part("run")

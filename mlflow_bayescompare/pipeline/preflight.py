@@ -3,8 +3,8 @@ once, run by the pipeline itself (:mod:`.compare`) and by the server before it a
 
 :func:`plan` resolves the source experiments and the models (every model found when none are given); :func:`check`
 collects their scores and builds what will be fitted: each pair's paired fold scores (or its per-dataset means when
-the signed-rank test answers), which test answers each pair (:func:`choose_test`, the one routing rule) and the
-Bayesian Bradley-Terry ranking's table of scores.
+the test answering it takes them), which test answers each pair (:func:`choose_test`, the one routing rule), each
+checked by its family's pre-flight (its row of the family table), and the ranking's table of scores.
 A pair's problems, or every pair's for a matrix, are reported at once in one :class:`~..vocabulary.errors.InputError`;
 what was
 built is returned, so that the pipeline fits from it without reading the scores again.  A matrix builds its pairs'
@@ -18,25 +18,19 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..families.correlated_t.engine import HEADER as CORRELATED_T
-from ..families.hierarchical.prepare import correlations
-from ..families.ranking.engine import RANKING_PROGRAMS, Scores, model_across, ranking_model, read_scores
-from ..families.ranking.hierarchical_k import stan_inputs
-from ..families.ranking.joint import joint_inputs
-from ..families.ranking.result import lacking_lines
-from ..families.signed_rank.engine import too_few
-from ..reads.collect import CollectedScores, collect_scores, discover, resolve_experiments
+from ..families import RANKING_MODELS, pair_test, taking
+from ..families.ranking.common import lacking_lines
+from ..families.ranking.engine import model_across, ranking_model
+from ..families.ranking.scores import Scores, read_scores
+from ..reads.collect import CollectedScores, check_filter, collect_scores, discover, resolve_experiments
 from ..reads.search import read_search
 from ..runs import runlog
 from ..runs.matrix import model_pairs
-from ..scores.tensor import left_out_note
-from ..shared.baselines import correlation
 from ..vocabulary.claims import best_model, check_answered
 from ..vocabulary.console import about, log
 from ..vocabulary.errors import InputError
 from ..vocabulary.options import FitOptions, RankOptions, SourceOptions, per_metric
 from ..vocabulary.progress import Progress, notify
-from ..vocabulary.runkey import RunKey, parse_key
 
 __all__ = ["Plan", "Checked", "plan", "check", "check_metrics", "one_metric", "choose_test", "ROPE_LIMIT"]
 
@@ -73,13 +67,14 @@ class Plan:
 @dataclass
 class Checked:
     """What the pipeline fits, built from the scores collected: each pair's data (:attr:`data`: a
-    :class:`~..scores.tensor.CVTensor`, or its :class:`~..scores.tensor.DatasetMeans` when ``signed_rank``) and the
-    test that answers it (:attr:`tests`, by :func:`choose_test`), and the scores of the ranking (of a ranking, or of
-    a matrix of three models or more) with the options it is fitted with."""
+    :class:`~..scores.tensor.CVTensor`, or its :class:`~..scores.tensor.DatasetMeans` when ``means``: the test chosen
+    on the layout takes per-dataset means) and the test that answers it (:attr:`tests`, by :func:`choose_test`), and
+    the scores of the ranking (of a ranking, or of a matrix of three models or more) with the options it is fitted
+    with."""
 
     plan: Plan
     collected: CollectedScores
-    signed_rank: bool = False
+    means: bool = False
     data: dict[tuple[str, str], Any] = field(default_factory=dict)
     tests: dict[tuple[str, str], str] = field(default_factory=dict)
     ranking: Scores | None = None
@@ -96,7 +91,8 @@ class Checked:
 
     def ranking_program(self) -> str:
         """The Stan program of a matrix's ranking across datasets, compiled ahead with the pairs' program."""
-        return RANKING_PROGRAMS[model_across(_rank_options(self.plan, self.collected), means=self.layout == "means")]
+        model = model_across(_rank_options(self.plan, self.collected), means=self.layout == "means")
+        return RANKING_MODELS[model].program
 
     def pairs(self) -> Iterator[tuple[tuple[str, str], Any]]:
         """Build each pair's data into :attr:`data`, yielding it once built, then a matrix's ranking scores.  A
@@ -109,7 +105,7 @@ class Checked:
         for a, b in planned.pairs:
             try:
                 self.data[a, b], self.tests[a, b] = _pair_data(self.collected, (a, b), planned.source,
-                                                               planned.options, self.signed_rank, alone)
+                                                               planned.options, self.means, alone)
             except InputError as exc:
                 if planned.kind == "comparison":
                     raise
@@ -128,7 +124,9 @@ def plan(client, kind: str, source: SourceOptions, options: FitOptions | RankOpt
     """The source experiments' ids (the work is then ``fetching``) and the models: those given (a comparison's
     two), else every model tagged in the experiments; a matrix's models make at least one pair.  A ranking's
     ``claim`` (``best=<model>``) must name one of its models.  ``logged``: the result will be logged into the
-    target experiment, which must take it (:func:`~..runs.runlog.check_target`)."""
+    target experiment, which must take it (:func:`~..runs.runlog.check_target`).  The filter is parsed first, by
+    MLflow's own parser, for every kind (every model found is found by a search under it)."""
+    check_filter(source.filter_string)
     if logged:
         runlog.check_target(client, source.target_experiment)
     if source.search_run is not None:
@@ -215,7 +213,8 @@ def check(client, planned: Plan, progress: Progress | None = None, *, streamed: 
         rank = _rank_options(planned, collected)
         return Checked(planned, collected, ranking=_ranking_scores(collected, planned, rank), rank=rank)
     _check_rope(planned.options.rope, collected)
-    checked = Checked(planned, collected, choose_test(planned.options.test, collected.layout) == "signed-rank")
+    means = pair_test(choose_test(planned.options.test, collected.layout)).takes == "means"
+    checked = Checked(planned, collected, means)
     if not streamed:
         for _ in checked.pairs():
             pass
@@ -223,14 +222,14 @@ def check(client, planned: Plan, progress: Progress | None = None, *, streamed: 
 
 
 def choose_test(test: str, layout: str, datasets: int | None = None) -> str:
-    """The test that answers a pair, the one routing rule: the one asked for, else (``auto``) the signed-rank test
-    on runs that hold one score each (the means layout), the correlated t-test when the pair's per-fold scores are
-    on ``datasets`` = 1 dataset, the hierarchical test otherwise (and while the datasets are not counted yet)."""
+    """The test that answers a pair, the one routing rule: the one asked for, else (``auto``) the test that takes
+    what the pair holds (:func:`~..families.taking`): per-dataset means on runs that hold one score each (the means
+    layout: the signed-rank test), the folds of one dataset when the pair's per-fold scores are on ``datasets`` = 1
+    dataset (the correlated t-test), the folds across datasets otherwise, and while the datasets are not counted yet
+    (the hierarchical test)."""
     if test != "auto":
         return test
-    if layout == "means":
-        return "signed-rank"
-    return "correlated-t" if datasets == 1 else "hierarchical"
+    return taking("means" if layout == "means" else "one dataset" if datasets == 1 else "folds").name
 
 
 def _check_rope(rope: float, collected: CollectedScores, name: str = "rope") -> None:
@@ -253,58 +252,39 @@ def _say_what_models_lack(collected: CollectedScores, models: Sequence[str]) -> 
 
 
 def _pair_data(collected: CollectedScores, pair: tuple[str, str], source: SourceOptions, fit: FitOptions,
-               signed_rank: bool, say_left_out: bool):
-    """A pair's data and the test that answers it: its per-dataset means for the signed-rank test, else its paired
-    fold scores, checked as the test will read them (their correlation ρ); ``say_left_out``: warn of the datasets
-    the pair leaves out."""
-    if signed_rank:
-        means = collected.means(*pair, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate,
-                                say_left_out=say_left_out)
-        if len(means.datasets) < 2:
-            raise InputError(too_few(means.datasets) + ([left_out_note(means.left_out, means.datasets)]
-                                                        if means.left_out else []),
-                             header="Cannot run the signed-rank test:")
-        return means, "signed-rank"
-    if fit.test == "correlated-t" and collected.layout == "means":
-        raise InputError(f"the runs hold one '{collected.metric}' score per model and dataset (the means layout), "
-                         "but the correlated t-test needs the per-fold scores of one dataset: log every fold's "
-                         "score, or use the signed-rank test (--test signed-rank) across datasets")
-    tensor = collected.tensor(*pair, drop_incomplete=source.drop_incomplete, on_duplicate=source.on_duplicate,
-                              say_left_out=say_left_out)
-    test = choose_test(fit.test, collected.layout, len(tensor.datasets))
-    if test == "correlated-t":
-        _one_dataset(tensor, parse_key(collected.dataset_key, "dataset"))
-        correlation(tensor.folds[0], fit.rho, None, None, header=CORRELATED_T)
+               means: bool, say_left_out: bool):
+    """A pair's data and the test that answers it: its per-dataset means for a test that takes them, else its paired
+    fold scores; checked by the test's pre-flight (its row of the family table) as the test will read them;
+    ``say_left_out``: warn of the datasets the pair leaves out."""
+    kept = {"drop_incomplete": source.drop_incomplete, "on_duplicate": source.on_duplicate,
+            "say_left_out": say_left_out}
+    if means:
+        test = pair_test(choose_test(fit.test, collected.layout))
+        data = collected.means(*pair, **kept)
     else:
-        correlations(tensor.datasets, tensor.folds, fit.rho)
-    return tensor, test
-
-
-def _one_dataset(tensor, dataset_key: RunKey) -> None:
-    """The correlated t-test asked for on a pair that shares several datasets: refused, with what to do."""
-    q = len(tensor.datasets)
-    if q == 1:
-        return
-    shown = ", ".join(map(repr, tensor.datasets[:5])) + (f" and {q - 5} more" if q > 5 else "")
-    clause = dataset_key.equals_clause(tensor.datasets[0])
-    raise InputError(f"the correlated t-test compares two models on one dataset, but '{tensor.model_a}' and "
-                     f"'{tensor.model_b}' share {q} datasets ({shown}): use the hierarchical test (--test "
-                     "hierarchical, or auto), or keep one dataset with a filter"
-                     + (f", e.g. --filter \"{clause}\"" if clause else ""))
+        asked = pair_test(fit.test) if fit.test != "auto" else None
+        if asked is not None and asked.means_layout and collected.layout == "means":
+            raise InputError(f"the runs hold one '{collected.metric}' score per model and dataset (the means layout), "
+                             f"but {asked.means_layout}")
+        data = collected.tensor(*pair, **kept)
+        test = pair_test(choose_test(fit.test, collected.layout, len(data.datasets)))
+    test.part("check")(data, fit, collected)
+    return data, test.name
 
 
 def _rank_options(planned: Plan, collected: CollectedScores) -> RankOptions:
     """The ranking's options: a ranking's own, a matrix's sampled like its pairs and ranked by the model that ranks
     its layout (:func:`~..families.ranking.engine.model_across`): on datasets some models lack, the hierarchical model
-    takes each dataset's models as they are, and Bradley-Terry (per-dataset means) plays no game where a model lacks the
-    dataset (its rule); datasets a model lacks dropped when the source says so."""
+    takes each dataset's models as they are, and a model that refuses them (Bradley-Terry on per-dataset means) plays
+    no game where a model lacks the dataset (its rule, ``skip_missing``); datasets a model lacks dropped when the
+    source says so."""
     rank = planned.options
     if planned.kind == "matrix":  # on one dataset, the joint model reads the pairs' rope and ρ
         rho = rank.rho[0] if isinstance(rank.rho, tuple) and len(rank.rho) == 1 else rank.rho
         rank = RankOptions(greater_is_better=rank.greater_is_better, threshold=rank.threshold, metric_rope=rank.rope,
                            rho=None if isinstance(rho, tuple) else rho, **rank.with_warmup().sampler_settings())
-        bbt = model_across(rank, means=collected.layout == "means") == "bbt"
-        rank = dataclasses.replace(rank, skip_missing=bbt and _ragged(collected, planned))
+        refuses = RANKING_MODELS[model_across(rank, means=collected.layout == "means")].refuse is not None
+        rank = dataclasses.replace(rank, skip_missing=refuses and _ragged(collected, planned))
     if planned.source.drop_incomplete and not rank.drop_incomplete:
         rank = dataclasses.replace(rank, drop_incomplete=True)
     return rank
@@ -326,15 +306,13 @@ def _ranking_scores(collected: CollectedScores, planned: Plan, rank: RankOptions
     scores = _one_run_each(collected.scores, planned.source.on_duplicate)
     scores = read_scores(scores, models=planned.models, greater_is_better=rank.greater_is_better,
                          drop_incomplete=rank.drop_incomplete, skip_missing=rank.skip_missing)
-    model = ranking_model(scores, rank)
+    family = RANKING_MODELS[ranking_model(scores, rank)]
     if planned.claim is not None:
-        check_answered(planned.claim, model)
-    if model != "bbt":  # the models that read the rope in metric units
+        check_answered(planned.claim, family.name, family.claims)
+    if family.metric_rope:  # the models that read the rope in metric units
         _check_rope(rank.metric_rope, collected, "metric_rope")
-    if model == "joint-t":
-        joint_inputs(scores, rank)
-    elif model == "hierarchical":
-        stan_inputs(scores, rank)
+    if family.check:
+        family.part("check")(scores, rank)
     return scores
 
 

@@ -1,5 +1,5 @@
 """Read scores from MLflow runs into a tidy table: per-fold scores in three layouts (steps, keys, children), or one
-score per (model, dataset) (means)."""
+score per (model, dataset) (means); the layouts and their readers are :mod:`.layouts`."""
 
 from __future__ import annotations
 
@@ -12,21 +12,22 @@ from dataclasses import dataclass, field
 import pandas as pd
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
-from mlflow.utils.search_utils import SearchUtils
 
 from ..scores.tensor import FOLDS_ONE, CVTensor, DatasetMeans, dataset_means, from_tidy, means_from_tidy
+from ..vocabulary import mlflow_internals
 from ..vocabulary import tags as T
 from ..vocabulary.console import redact_uri
 from ..vocabulary.errors import InputError
 from ..vocabulary.options import LAYOUTS
 from ..vocabulary.progress import Progress
 from ..vocabulary.runkey import DEFAULT_KEYS, RunKey, parse_key
+from . import layouts
 from .fetch import fetch_histories
 from .identify import Identified, guard, identify, is_comparison, search_runs, unreachable
 
 # fetch_histories moved to .fetch; it is re-exported here for the callers that import it from collect
 __all__ = ["SCORE_COLUMNS", "CollectedScores", "resolve_experiments", "discover",
-           "collect_scores", "fetch_histories", "run_keys"]
+           "collect_scores", "fetch_histories", "run_keys", "check_filter"]
 
 SCORE_COLUMNS = ["dataset", "model", "repeat", "fold", "score", "run_id", "start_time", "folds"]
 
@@ -161,8 +162,8 @@ def discover(client: MlflowClient, experiment_ids: list[str], *, model_key: RunK
             raise
         return {"models": [], "datasets": [], "metrics": [], "runs": 0, "model_key": str(model_key),
                 "dataset_key": str(dataset_key), "problem": str(exc)}
-    children = search_runs(client, experiment_ids, f"{_tag(T.PARENT)} IS NOT NULL AND {_tag('fold')} IS NOT NULL",
-                           limit=1000)
+    per_fold = f"{layouts.tag(T.PARENT)} IS NOT NULL AND {layouts.tag('fold')} IS NOT NULL"
+    children = search_runs(client, experiment_ids, per_fold, limit=1000)
     metrics = {re.sub(r"_fold_\d+$", "", k) for r in [*found.runs, *children] for k in r.data.metrics}
     metrics -= {f"{m}_{summary}" for m in metrics for summary in ("mean", "std")}  # log_cv_scores' summaries
     return {
@@ -191,25 +192,24 @@ def collect_scores(client: MlflowClient, experiment_ids: list[str], metric: str,
         raise InputError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
     if folds is not None and (not float(folds).is_integer() or int(folds) < 2):
         raise InputError(f"folds must be an integer >= 2, got {folds!r}")
-    _check_filter(filter_string)
+    check_filter(filter_string)
     keys = run_keys(model_key, dataset_key, **tag_keys)
     found = _model_runs(client, experiment_ids, models, filter_string, *keys, progress=progress)
     runs, read, asked = found.runs, None, layout
     if layout == "auto":
-        layout, read = _detect(client, experiment_ids, found, metric, folds, progress)
+        layout, read = layouts.detect(client, experiment_ids, found, metric, folds, progress)
     if layout == "means":
-        raw, method = read or _read_means(client, runs, metric, progress)
-        _check_single_values(raw, found, metric)
+        raw, method = read or layouts.read_means(client, runs, metric, progress)
+        layouts.check_single_values(raw, found, metric)
         run_folds = {r.info.run_id: (1, 1) for r in runs}
     else:
         run_folds = _run_folds(found, folds)
-        fetch = {"steps": _read_steps, "keys": _read_keys, "children": _read_children}[layout]
-        raw, method = fetch(client, experiment_ids, runs, metric, run_folds, progress)
+        raw, method = layouts.READERS[layout](client, experiment_ids, runs, metric, run_folds, progress)
         if folds is not None:
             _check_whole_repeats(raw, found, int(folds))
     if raw.empty:
-        raise InputError(f"metric '{metric}' not found in the {layout} layout ({_LAYOUT_SHAPES[layout]}); "
-                         f"metrics present: {', '.join(_metrics_present(runs)) or 'none'}"
+        raise InputError(f"metric '{metric}' not found in the {layout} layout ({layouts.LAYOUT_SHAPES[layout]}); "
+                         f"metrics present: {', '.join(layouts.metrics_present(runs)) or 'none'}"
                          + ("; layout 'auto' tells the layout from the runs" if asked != "auto" else ""))
     scores = _tidy(raw, found, run_folds)
     by_model: dict[str, list[str]] = {}
@@ -347,97 +347,6 @@ def _int_param(params: dict, key: str, run_id: str, problems: list[str]) -> int 
     return int(value)
 
 
-def _detect(client, experiment_ids, found: Identified, metric, folds, progress) -> tuple[str, tuple | None]:
-    """The layout, and in the means layout the scores it read to tell: keys if fold keys exist, else children if
-    runs have child runs, else (the metric present) means if the fold count is unknown (no ``folds``, no run with
-    the param ``cv_folds``) and every run holds one value of the metric, else steps."""
-    runs, fold_key = found.runs, re.compile(rf"{re.escape(metric)}_fold_\d+")
-    if any(fold_key.fullmatch(k) for r in runs for k in r.data.metrics):
-        return "keys", None
-    first_per_model = {found.model(r): r for r in runs}.values()
-    for r in first_per_model:
-        if search_runs(client, experiment_ids, _tag_equals(T.PARENT, r.info.run_id), limit=1):
-            return "children", None
-    if any(metric in r.data.metrics for r in runs):
-        if folds is None and not any("cv_folds" in r.data.params for r in runs):
-            raw, method = _read_means(client, runs, metric, progress)
-            if not raw["run_id"].duplicated().any():
-                return "means", (raw, method)
-        return "steps", None
-    raise InputError(f"metric '{metric}' not found (as steps, '{metric}_fold_<i>' keys, child runs or one value "
-                     f"per run); "
-                     f"metrics present: {', '.join(_metrics_present(runs)) or 'none'}")
-
-
-_LAYOUT_SHAPES = {"steps": "one value per fold, as the metric's steps", "keys": "'<metric>_fold_<i>' keys",
-                  "children": "one child run per fold", "means": "one value per run"}
-
-
-def _metrics_present(runs) -> list[str]:
-    return sorted({re.sub(r"_fold_\d+$", "", k) for r in runs for k in r.data.metrics})
-
-
-
-
-# ---------------------------------------------------------------------------------------------- layouts
-# each returns (DataFrame[run_id, repeat, fold, score], fetch method); fold is global when repeat is -1
-
-
-def _read_keys(client, experiment_ids, runs, metric, run_folds, progress):
-    pattern = re.compile(rf"{re.escape(metric)}_fold_(\d+)")
-    rows = [(r.info.run_id, int(m.group(1)), v) for r in runs for k, v in r.data.metrics.items()
-            if (m := pattern.fullmatch(k))]
-    return pd.DataFrame(rows, columns=["run_id", "fold", "score"]), "search"
-
-
-def _read_children(client, experiment_ids, runs, metric, run_folds, progress):
-    parents = {r.info.run_id for r in runs}
-    children = search_runs(client, experiment_ids, f"{_tag(T.PARENT)} IS NOT NULL AND {_tag('fold')} IS NOT NULL",
-                           progress=progress)
-    rows, problems = [], []
-    for c in children:
-        tags = c.data.tags
-        if tags[T.PARENT] not in parents or metric not in c.data.metrics:
-            continue
-        try:
-            rows.append((tags[T.PARENT], int(tags.get("repeat", -1)), int(tags["fold"]), c.data.metrics[metric]))
-        except ValueError:
-            problems.append(f"child run {c.info.run_id} of run {tags[T.PARENT]}: tags fold={tags['fold']!r}"
-                            f" / repeat={tags.get('repeat')!r} are not integers")
-    if problems:
-        raise InputError(problems, header="Cannot read the per-fold child runs:")
-    return pd.DataFrame(rows, columns=["run_id", "repeat", "fold", "score"]), "search"
-
-
-def _read_steps(client, experiment_ids, runs, metric, run_folds, progress):
-    run_ids = [r.info.run_id for r in runs if metric in r.data.metrics]
-    sizes = {rid: k * reps for rid, (k, reps) in run_folds.items()}
-    with guard(client):
-        hist, method = fetch_histories(client, run_ids, metric, sizes, progress=progress)
-    return hist.rename(columns={"step": "fold", "value": "score"})[["run_id", "fold", "score"]], method
-
-
-def _read_means(client, runs, metric, progress):
-    """One row per value of the metric's history (the latest per step), at fold 0."""
-    run_ids = [r.info.run_id for r in runs if metric in r.data.metrics]
-    with guard(client):
-        hist, method = fetch_histories(client, run_ids, metric, {rid: 1 for rid in run_ids}, progress=progress)
-    return hist.assign(fold=0).rename(columns={"value": "score"})[["run_id", "fold", "score"]], method
-
-
-def _check_single_values(raw: pd.DataFrame, found: Identified, metric) -> None:
-    """The means layout takes one value per run: name every run holding several (at different steps)."""
-    counts = raw["run_id"].value_counts()
-    several = {r.info.run_id: r for r in found.runs if counts.get(r.info.run_id, 0) > 1}
-    if several:
-        problems = [f"run {rid} (model '{found.model(r)}', dataset '{found.dataset(r)}') holds "
-                    f"{counts[rid]} values of '{metric}'" for rid, r in list(several.items())[:10]]
-        more = [f"and {len(several) - 10} more run(s)"] if len(several) > 10 else []
-        raise InputError(problems + more, header=f"The means layout takes one '{metric}' value per run; per-fold "
-                                                 "scores need the steps layout with their fold count (pass --folds K "
-                                                 "(folds=K) or log the run param 'cv_folds'):")
-
-
 def _tidy(raw: pd.DataFrame, found: Identified, run_folds) -> pd.DataFrame:
     """Attach dataset, model, start time and folds to the raw scores; split global fold indexes; sort by dataset."""
     info = pd.DataFrame([(r.info.run_id, found.dataset(r), found.model(r), r.info.start_time,
@@ -456,23 +365,9 @@ def _tidy(raw: pd.DataFrame, found: Identified, run_folds) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------- search
 
 
-def _check_filter(filter_string: str):
-    try:
-        SearchUtils.parse_search_filter(filter_string)
-    except MlflowException as e:
-        raise InputError(f"invalid filter string {filter_string!r}: {e.message}") from e
-
-
-def _tag(key: str) -> str:
-    if "`" in key:
-        raise InputError(f"tag key {key!r} contains a backtick, which MLflow filters cannot express")
-    return f"tags.`{key}`"
-
-
-def _tag_equals(key: str, value: str) -> str:
-    """``tags.`key` = 'value'``, quoted with whichever quote the value lacks (MLflow has no escapes)."""
-    if "'" not in value:
-        return f"{_tag(key)} = '{value}'"
-    if '"' not in value:
-        return f'{_tag(key)} = "{value}"'
-    return f"{_tag(key)} IS NOT NULL"  # both quotes: match client-side
+def check_filter(filter_string: str) -> None:
+    """An :class:`InputError` quoting ``filter_string`` and MLflow's complaint when MLflow's own parser refuses it
+    (before any search: a search would fail at the tracking server, after the command had started)."""
+    problem = mlflow_internals.filter_problem(filter_string)
+    if problem is not None:
+        raise InputError(f"invalid filter string {filter_string!r}: {problem}")

@@ -96,11 +96,7 @@ def pairs_frame(rows: Sequence[PairRow]) -> pd.DataFrame:
 
 def dataset_count(result) -> int:
     """The number of datasets a two-model result (or a :class:`PairRow`) compared the models on."""
-    if isinstance(result, PairRow):
-        return result.n_datasets
-    if result.test == "correlated-t":
-        return 1
-    return len(result.datasets if result.test == "signed-rank" else result.shrinkage)
+    return result.n_datasets
 
 
 def _where_pairs_are(child_runs: bool) -> str:
@@ -189,9 +185,9 @@ def ranking_markdown(summary: MatrixSummary, matrix_only: bool = False, child_ru
     """The run description of a matrix run: the pairs' ranking table (unless ``matrix_only``, when the parent
     holds the ranking of all models instead) and the P(better) matrix; ``child_runs=False`` when the pairs
     are in the pairs table only."""
+    from ..families import tests_named
     from ..shared.report_html import format_probability as p
     from ..shared.report_html import md_escape
-    from ..vocabulary.outcomes import tests_named
 
     lines = []
     if not matrix_only:

@@ -14,12 +14,12 @@ from mlflow.entities import Metric, Param, RunStatus, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.utils.time import get_current_time_millis
 
+from ..shared.run_content import Bundle, fit_tag
 from ..vocabulary import mlflow_internals
 from ..vocabulary import tags as T
 from ..vocabulary.console import redact_uri
 from ..vocabulary.errors import BayesCompareError, InputError
 from ..vocabulary.progress import STAGES, Progress
-from .bundle import Bundle, fit_tag
 
 __all__ = ["log_bundle", "write_bundle", "start_run", "set_stage", "stage_recorder", "skipped_stages", "fail_run",
            "fail_if_running", "resolve_target", "check_target", "existing_target", "choose_target", "usable_target"]

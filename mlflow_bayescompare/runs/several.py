@@ -20,9 +20,9 @@ import re
 from pathlib import Path
 
 from ..shared import report_html
+from ..shared.run_content import Bundle, fit_tag
 from ..vocabulary import tags as T
 from ..vocabulary.keys import KEYS_ARTIFACT, metric_folder, metric_key
-from .bundle import Bundle, fit_tag
 
 __all__ = ["several_metrics_bundle"]
 

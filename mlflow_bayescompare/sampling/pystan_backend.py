@@ -20,10 +20,13 @@ read, not run).  What is used beyond their public API:
   writer, JSON lines, the diagnostic stream opening with ``{"version":1,"topic":"diagnostic"``, logger messages
   starting ``error:`` / ``warn:``;
 * ``httpstan.models.calculate_model_name`` and ``httpstan.cache`` (``list_model_names``, ``model_directory``,
-  ``delete_model_directory``): the compiled-model cache;
+  ``delete_model_directory``): the compiled-model cache.  httpstan names a compiled program by a hash of its code,
+  httpstan's version, the platform and the Python version and executable as spelled (``sys.executable``); that
+  function is replaced by :func:`model_name`, the same hash of a canonical interpreter (:func:`interpreter_key`);
 * ``stan.common.HttpstanClient`` (its ``base_url``) and httpstan's ``POST /models``: a compile without data, asked
   through an aiohttp session of this module's, without a time limit; ``httpstan.compile``'s ``subprocess.run`` of
   stanc and its one-second limit, raised in the compile process;
+* ``stan.build``, which returns None when Ctrl-C interrupts it (it swallows the ``KeyboardInterrupt``);
 * ``stan.fit.Fit``'s constructor (outputs, chains, param names, constrained names, dims, warmup, draws, thin,
   save_warmup): parsing one chain's output;
 * ``stan.model.ConsoleIO`` (clikit's ``ConsoleIO``, with clikit's ``Input``/``Output`` and null streams):
@@ -62,7 +65,8 @@ from .pools import pool_processes
 
 PR_SET_PDEATHSIG = 1  # prctl's option number (linux/prctl.h)
 
-__all__ = ["SERVICE", "COMPILED_LIST", "SUPERSEDED_DAYS", "NO_DEBUG_INFO", "STANC_SECONDS", "compile_program",
+__all__ = ["SERVICE", "COMPILED_LIST", "SUPERSEDED_DAYS", "NO_DEBUG_INFO", "STANC_SECONDS", "model_name",
+           "interpreter_key", "canonical_model_names", "compile_program",
            "cache_directories", "kill_compilers", "drop_build_leftovers", "build", "sample", "run_chains", "quiet",
            "stop_samplers", "kill_samplers", "shutdown", "forget_superseded"]
 
@@ -82,13 +86,46 @@ NO_DEBUG_INFO = {"CFLAGS": "-g0", "LDFLAGS": "-Wl,-S"}
 STANC_SECONDS = 120  # stanc's time limit in a compile (httpstan's own: 1 s)
 
 
+def interpreter_key() -> str:
+    """The interpreter a compiled program belongs to, however it was started: the real path of ``sys.executable``
+    (``python``, ``python3``, a console script's ``python3.11`` and a virtual environment's link to it are one
+    interpreter) and the real path of the httpstan installation, to whose libraries the compiled module links by
+    absolute path (its RUNPATH): two installations of httpstan, in two virtual environments, still compile apart."""
+    import httpstan
+
+    return f"{os.path.realpath(sys.executable)}\n{os.path.realpath(Path(httpstan.__file__).parent)}"
+
+
+def model_name(program_code: str) -> str:
+    """httpstan's name of a compiled program (``models/<id>``): httpstan's own hash (the code, httpstan's version,
+    the platform, the word size and the Python version) with :func:`interpreter_key` where httpstan hashes
+    ``sys.executable`` as spelled, which made ``compile`` run through the console script (``python3``) useless to a
+    ``python train.py`` that then compiled again, for minutes."""
+    import base64
+    import hashlib
+
+    import httpstan
+
+    digest = hashlib.blake2b(digest_size=5)  # httpstan's: a collision expected after a million models
+    for part in (program_code, httpstan.__version__, sys.platform, str(sys.maxsize), sys.version, interpreter_key()):
+        digest.update(part.encode())
+    return f"models/{base64.b32encode(digest.digest()).decode().lower()}"
+
+
+def canonical_model_names() -> None:
+    """Have httpstan (its compile, its cache look-ups) and pystan (``stan.build``) name programs by
+    :func:`model_name`; every entry of this module into them calls this first, as the compile process does."""
+    import httpstan.models
+
+    httpstan.models.calculate_model_name = model_name
+
+
 def compile_program(program: str = "hierarchical", progress: Progress | None = None) -> float:
     """Compile ``program`` into httpstan's cache unless it is there; the seconds spent compiling, or waiting for
     another process's compile of it (0 when cached).  Threads may compile different programs at once."""
-    import httpstan.models
-
+    canonical_model_names()
     code = programs.program_code(program)
-    name = httpstan.models.calculate_model_name(code)
+    name = model_name(code)
     with _lock:
         model_lock = _compiling.setdefault(name, threading.Lock())
     with model_lock:
@@ -225,6 +262,7 @@ def compile_main() -> None:
             return response.status, message
 
     code = sys.stdin.read()
+    canonical_model_names()
     _patient_stanc()
     with quiet():
         answer = asyncio.run(post(code))
@@ -249,12 +287,14 @@ def build(program: str, data: dict, seed: int | None = None):
 
     import stan
 
-    compile_program(program)
+    compile_program(program)  # and canonical_model_names(), which stan.build reads
     with _lock, quiet():
         try:
             built = stan.build(programs.program_code(program), data=data, random_seed=seed)
         except (RuntimeError, ValueError) as exc:
             raise SamplingError(f"pystan could not build {programs.program_file(program).name}: {exc}") from exc
+    if built is None:  # stan.build swallows Ctrl-C (KeyboardInterrupt) and returns None: pass it on
+        raise KeyboardInterrupt
     with contextlib.suppress(OSError):  # the folder dates the model's last use (forget_superseded)
         os.utime(httpstan.cache.model_directory(built.model_name))
     return built
@@ -267,11 +307,10 @@ def forget_superseded(compiled: str) -> None:
     model's folder; earlier versions of the package dated its ``fits``), which spares another installed version
     still in use.  Nothing else is touched."""
     import httpstan.cache
-    import httpstan.models
 
     listing = programs.cache_dir() / COMPILED_LIST
     with contextlib.suppress(OSError, UnicodeDecodeError):  # housekeeping: never a reason to fail a fit
-        current = {httpstan.models.calculate_model_name(programs.program_code(p)) for p in programs.PROGRAMS}
+        current = {model_name(programs.program_code(p)) for p in programs.PROGRAMS}
         known = listing.read_text().split() if listing.exists() else []
         keep = []
         for name in dict.fromkeys(known):

@@ -9,6 +9,13 @@ talks to MLflow, after the last pair.  A worker process or node that dies is res
 naming the pair and Ray's reason, and nothing is logged.  An error, Ctrl-C or SIGTERM in the driver kills the
 actors, which ends their running pairs and every pair still queued.
 
+Ray's token authentication (Ray 2.52; on by default for the clusters ``ray.init`` starts from 2.59, for all from
+2.61) is Ray's own business: Ray reads ``RAY_AUTH_MODE`` and the token (``RAY_AUTH_TOKEN_PATH``, a file, or
+``RAY_AUTH_TOKEN``) from the environment, here and in whatever this process starts (a local cluster, the server's
+job processes), which inherit it.  Nothing here puts them on a command line: Ray keeps a driver's command line in
+its cluster's job table, which every client of the cluster may read.  A driver the cluster refuses is told which
+variables to set (:data:`TOKEN_HINT`).
+
 Ray is imported here only, and only once the engine is chosen: the package never needs it otherwise.
 """
 
@@ -19,6 +26,7 @@ import hashlib
 import logging
 import os
 import platform
+import re
 import signal
 import socket
 import threading
@@ -34,13 +42,19 @@ from ..vocabulary.progress import Countdown, Progress, notify
 from ..vocabulary.versions import versions
 from . import programs
 
-__all__ = ["Cluster", "started", "run_all", "worker_versions", "version_problems", "INSTALL", "CONNECT_SECONDS",
-           "RETRIES"]
+__all__ = ["Cluster", "started", "run_all", "worker_versions", "version_problems", "INSTALL", "TOKEN_HINT",
+           "CONNECT_SECONDS", "RETRIES"]
 
 INSTALL = 'pip install "mlflow-bayescompare[ray]"'
+#: what a driver refused by a cluster may lack: Ray's token (its environment variables, read by Ray itself here and
+#: in whatever this process starts; a command line would show it to every client of the cluster, in its job table)
+TOKEN_HINT = ("; a cluster with token authentication (Ray's default from 2.61) takes a driver with its token: "
+              "RAY_AUTH_MODE=token and RAY_AUTH_TOKEN_PATH (a file holding it) or RAY_AUTH_TOKEN in this "
+              "environment, never on a command line")
 CONNECT_SECONDS = 30  # an address that does not answer fails within this
 START_SECONDS = 600  # the actors' start (a worker process each, importing the package) must end within this
 RETRIES = 3  # restarts of a dead actor, and retries of the pair it was fitting
+_COLOURS = re.compile(r"\x1b\[[0-9;]*m")  # a terminal's colour codes (ANSI SGR)
 IN_FLIGHT = 2  # pairs given to an actor at once: one fitting, the next waiting, so no actor idles between pairs
 
 
@@ -162,14 +176,20 @@ def _connect(ray, address: str | None, shown: str) -> bool:
     die with the thread that started them (their parent-death signal)."""
     if ray.is_initialized():
         return False
-    if (address or os.environ.get("RAY_ADDRESS") or "local") == "local":
-        try:
-            with _keep_signal_handlers():
+    with _keep_signal_handlers():  # Ray's core worker puts its own (abort) handler on SIGTERM, from any thread
+        if (address or os.environ.get("RAY_ADDRESS") or "local") == "local":
+            try:
                 _init(ray, address)
-        except Exception as exc:
-            raise InputError(f"could not start Ray on this machine: {_first_lines(exc)}") from None
-        log.info("fitting on a Ray cluster started on this machine")
-        return True
+            except Exception as exc:
+                raise InputError(f"could not start Ray on this machine: {_first_lines(exc)}") from None
+            log.info("fitting on a Ray cluster started on this machine")
+            return True
+        return _join(ray, address, shown)
+
+
+def _join(ray, address: str | None, shown: str) -> bool:
+    """Connect to the cluster at ``address`` (or ``RAY_ADDRESS``) from a helper thread, within
+    :data:`CONNECT_SECONDS`; an :class:`InputError` naming the address otherwise."""
     deadline = time.monotonic() + CONNECT_SECONDS
     if address:
         _probe(address, shown)
@@ -187,7 +207,9 @@ def _connect(ray, address: str | None, shown: str) -> bool:
     if not outcome:
         raise InputError(f"the Ray cluster at {shown} did not accept this driver within {CONNECT_SECONDS} s")
     if isinstance(outcome[0], BaseException):
-        raise InputError(f"could not connect to the Ray cluster at {shown}: {_first_lines(outcome[0])}") from None
+        hint = "" if isinstance(outcome[0], ray.exceptions.AuthenticationError) else TOKEN_HINT
+        raise InputError(f"could not connect to the Ray cluster at {shown}: {_first_lines(outcome[0])}{hint}") \
+            from None
     log.info("fitting on the Ray cluster at %s", shown)
     return True
 
@@ -201,8 +223,9 @@ def _init(ray, address: str | None):
 
 @contextlib.contextmanager
 def _keep_signal_handlers():
-    """The process's SIGTERM and SIGINT handlers as they were before the block: ``ray.init`` in the main thread
-    replaces SIGTERM's, and the command line's own handler (stop the work, log nothing) must stay."""
+    """The process's SIGTERM and SIGINT handlers as they were before the block, set again after it (from the main
+    thread): ``ray.init`` in any thread puts Ray's own on SIGTERM (its C++ core worker's, which aborts the process:
+    exit 134), and the command line's own handler (stop the work, log nothing, exit 143) must stay."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -255,13 +278,27 @@ def _check_versions(ray, actors: list, shown: str) -> None:
         raise InputError(f"the Ray cluster at {shown} started no worker within {START_SECONDS} s (are its CPUs "
                          "busy?)") from None
     except ray.exceptions.RayError as exc:
-        raise InputError(f"the Ray cluster at {shown} could not start a worker (is mlflow-bayescompare "
-                         f"{worker_versions()['mlflow-bayescompare']} installed on every node?): "
-                         f"{_first_lines(exc)}") from None
+        if _missing_package(exc):
+            raise InputError(f"the Ray cluster at {shown} could not start a worker: mlflow-bayescompare "
+                             f"{worker_versions()['mlflow-bayescompare']} (or one of its dependencies) is not "
+                             f"installed on every node: {_first_lines(exc)}") from None
+        raise SamplingError(f"the Ray cluster at {shown} could not start its workers: one died while starting, "
+                            f"{RETRIES + 1} times (killed, out of memory, or its node lost?): {_first_lines(exc)}") \
+            from None
     problems = version_problems(worker_versions(), found)
     if problems:
         raise InputError(problems, header=f"the Ray cluster at {shown} differs from this driver (install the same "
                                           "versions on every node):")
+
+
+def _missing_package(error: BaseException) -> bool:
+    """Did a worker fail to start because an import failed in it (its creation task raised an ``ImportError``,
+    which Ray hands back as text when the worker could not even load the actor's class), rather than because its
+    process died (killed, out of memory: a failure at run time, not of the installation)?"""
+    if not getattr(error, "actor_init_failed", False):
+        return False
+    return any(isinstance(e, ImportError) for e in (getattr(error, "cause", None), error.__cause__)) \
+        or any(word in str(error) for word in ("ModuleNotFoundError", "ImportError", "No module named"))
 
 
 def _value(ray, ref, key, shown: str) -> Any:
@@ -284,5 +321,6 @@ def _named(key) -> str:
 
 
 def _first_lines(exc: BaseException, lines: int = 3) -> str:
-    text = str(exc).strip() or type(exc).__name__
+    """The error's first lines, as one, without the terminal colours Ray puts in its messages."""
+    text = _COLOURS.sub("", str(exc)).strip() or type(exc).__name__
     return " ".join(line.strip() for line in text.splitlines()[:lines])

@@ -12,8 +12,8 @@ import dataclasses
 import json
 
 from ..pipeline import preflight
-from ..runs.bundle import fit_tag, models_run_name, run_name
 from ..runs.runlog import fail_if_running, start_run
+from ..shared.run_content import fit_tag, models_run_name, run_name
 from ..vocabulary import tags as T
 from ..vocabulary.console import redact_uri
 from ..vocabulary.outcomes import json_safe
@@ -37,6 +37,7 @@ def accept(granted: permissions.Granted):
         run_id = start_run(store, target, name=name, tags=_job_tags(job, granted.experiment_ids),
                            stage="queued")
         spec = JobSpec(kind=job.kind, run_id=run_id, models=job.models, fit=job.fit, pair_reports=job.pair_reports,
+                       refresh=job.refresh,
                        source=dataclasses.replace(job.source, target_experiment=str(target)),
                        tracking_uri=_job_uri(), state_dir=str(settings.state_dir), slots=settings.max_jobs,
                        engine=settings.engine, credentials=permissions.credentials())
@@ -78,7 +79,8 @@ def _run_name(job: JobRequest) -> str:
 def _job_tags(job: JobRequest, sources: list[str]) -> dict[str, str]:
     source = job.source
     record = {"kind": job.kind, **source.to_dict(), **job.fit.to_dict(), "models": list(job.models),
-              "claim": job.claim, **({"pair_reports": job.pair_reports} if job.kind == "matrix" else {})}
+              "claim": job.claim,
+              **({"pair_reports": job.pair_reports, "refresh": job.refresh} if job.kind == "matrix" else {})}
     tags = {
         T.KIND: job.kind,
         T.METRIC: source.metric,

@@ -138,6 +138,7 @@ class JobSpec:
     state_dir: str
     slots: int
     pair_reports: bool = False  # a matrix's: ModelsOptions.pair_reports
+    refresh: bool = False  # a matrix's: MatrixOptions.refresh
     engine: str = "local"  # a matrix's: the server's engine (Settings.engine)
     credentials: dict[str, str] | None = field(default=None, repr=False)
 
@@ -324,7 +325,8 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
                     rank_runs(models=spec.models, rank=spec.fit, **common)
                 elif spec.kind == "matrix":
                     compare_matrix(models=spec.models, pair_reports=spec.pair_reports, fit=spec.fit, **common,
-                                   jobs=1 if spec.engine == "local" else None, engine=spec.engine,
+                                   refresh=spec.refresh, jobs=1 if spec.engine == "local" else None,
+                                   engine=spec.engine,
                                    ray_address=os.environ.get(RAY_ADDRESS_ENV) or None)
                 else:
                     compare_runs(model_a=spec.models[0], model_b=spec.models[1], fit=spec.fit, **common)

@@ -23,11 +23,13 @@ from .jobs import JobRunner, Settings
 from .locks import try_lock
 from .owners import sweep_stale
 
-__all__ = ["start", "sweep_in_background", "compile_in_background", "install_shutdown_handlers"]
+__all__ = ["start", "stopping", "sweep_in_background", "compile_in_background", "install_shutdown_handlers"]
 
 _logger = logging.getLogger(__name__)
 _STOP_TIMEOUT = 20.0  # seconds a stopping worker gives itself to record why its jobs ended
 _children: list[multiprocessing.Process] = []  # the start-up compile
+#: set once the worker stops (SIGTERM, SIGINT, exit): status requests that wait for a job's change answer at once
+stopping = threading.Event()
 
 
 def start(settings: Settings, store: Callable, runner: Callable[[], JobRunner | None]) -> None:
@@ -125,6 +127,7 @@ def _handler(runner: Callable[[], JobRunner | None], previous):
 def _stop_jobs(runner: Callable[[], JobRunner | None], why: str) -> None:
     """Stop the start-up compile, and the worker's jobs from a helper thread (a signal may have interrupted the main
     thread inside a store call), waiting for it at most :data:`_STOP_TIMEOUT` seconds."""
+    stopping.set()
     for child in _children:
         if child.is_alive():
             child.terminate()

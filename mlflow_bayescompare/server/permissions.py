@@ -291,14 +291,20 @@ def resolve_target(value: str | None, sources: list[str]) -> Target:
 
 
 def _check_artifact_store(experiment, named: str) -> None:
-    """Under basic-auth, a job logs only into an experiment whose artifacts the server keeps in its own artifact
-    store (under its default artifact root): the job writes them from the server's machine, with the server's own
-    access, where an experiment's own artifact location (which whoever creates it chooses: a path of this machine,
-    another bucket) would send them.  Asked only of a user who may update the experiment."""
-    if auth_enabled() and not mlflow_internals.in_artifact_root(experiment.artifact_location):
+    """Under basic-auth, a job logs only into an experiment whose artifacts the server keeps in that experiment's
+    own folder of its artifact store (:func:`~..vocabulary.mlflow_internals.is_own_artifact_folder`: as MLflow
+    makes it for an experiment created without a location), refused with 403 before any work.  The job writes its
+    artifacts from the server's machine with the server's own access (to a location of this machine, another
+    bucket), or through the server's artifact route with the user's credentials (to another experiment's folder,
+    or, past a ``..``, to another route of the server): whoever creates an experiment chooses its location.  Asked
+    only of a user who may update the experiment."""
+    if auth_enabled() and not mlflow_internals.is_own_artifact_folder(experiment.experiment_id,
+                                                                      experiment.artifact_location):
+        own = mlflow_internals.own_artifact_folder(experiment.experiment_id)
         raise ApiError(403, f"experiment {named} keeps its artifacts at {redact_uri(experiment.artifact_location)}, "
-                            "outside this server's artifact store, where the server's jobs do not write; choose a "
-                            "'target_experiment' created with the server's default artifact location")
+                            f"not in its own folder of this server's artifact store ({redact_uri(own)}), where the "
+                            "server's jobs write; choose a 'target_experiment' created with the server's default "
+                            "artifact location")
 
 
 def create_target(target: Target) -> str:

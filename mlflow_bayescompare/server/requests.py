@@ -17,14 +17,23 @@ from typing import Any
 
 from flask import request
 
+from ..client import MAX_WAIT
 from ..vocabulary.errors import InputError
-from ..vocabulary.options import FitOptions, ModelsOptions, PairOptions, RankOptions, SourceOptions, parse_fields
+from ..vocabulary.options import (
+    FitOptions,
+    MatrixOptions,
+    ModelsOptions,
+    PairOptions,
+    RankOptions,
+    SourceOptions,
+    parse_fields,
+)
 from ..vocabulary.runkey import DEFAULT_KEYS, parse_key
 from .jobs import Settings
 
 __all__ = ["ApiError", "JobRequest", "MAX_BODY", "MAX_DEPTH", "json_body", "job_request", "job_body_request",
            "check_model_count", "with_sources", "experiment_id_arg", "run_id_arg", "no_such_run", "key_arg",
-           "max_results_arg", "is_experiment_id"]
+           "max_results_arg", "wait_arg", "is_experiment_id"]
 
 MAX_BODY = 64 * 1024  # bytes of a JSON body
 MAX_DEPTH = 8  # nesting of a JSON body: the fields are flat, lists at most one level down
@@ -32,10 +41,12 @@ MAX_EXPERIMENT_ID = 2**63 - 1  # MLflow's stores keep experiment ids as (at most
 _EXPERIMENT_ID_RE = re.compile(r"^[0-9]{1,19}$")
 _RUN_ID_RE = re.compile(r"^[0-9a-f]{32}$")
 _KINDS = {"comparison": (SourceOptions, FitOptions, PairOptions),
-          "matrix": (SourceOptions, FitOptions, ModelsOptions),
+          "matrix": (SourceOptions, FitOptions, ModelsOptions, MatrixOptions),
           "ranking": (SourceOptions, RankOptions, ModelsOptions)}
 #: fields a kind of job does not take (a ranking takes the `rank` command's options, as the command line does)
-_EXCLUDED = {"comparison": (), "matrix": ("sensitivity",), "ranking": ("RankOptions.drop_incomplete", "pair_reports")}
+#: (a matrix's engine and child runs are the server's: MLFLOW_BAYESCOMPARE_ENGINE; it takes `refresh`)
+_EXCLUDED = {"comparison": (), "matrix": ("sensitivity", "engine", "ray_address", "child_runs_up_to", "child_runs"),
+             "ranking": ("RankOptions.drop_incomplete", "pair_reports")}
 
 
 class ApiError(Exception):
@@ -56,6 +67,7 @@ class JobRequest:
     models: tuple[str, ...]
     claim: str | None = None
     pair_reports: bool = False  # a matrix's: ModelsOptions.pair_reports
+    refresh: bool = False  # a matrix's: MatrixOptions.refresh (fit every pair again, reading no cache)
 
 
 # --------------------------------------------------------------------------------------------------- body
@@ -120,14 +132,15 @@ def job_request(kind: str, body: dict[str, Any], settings: Settings) -> JobReque
     server's limits; every problem is reported at once (an :class:`InputError`)."""
     problems = _limit_problems(kind, body, settings)
     try:
-        source, fit, third = parse_fields(body, _KINDS[kind], origin="json", exclude=_EXCLUDED[kind])
+        source, fit, third, *how = parse_fields(body, _KINDS[kind], origin="json", exclude=_EXCLUDED[kind])
     except InputError as exc:
         raise InputError(exc.problems + problems, header="invalid request:") from None
     if problems:
         raise InputError(problems, header="invalid request:")
-    if kind in ("matrix", "ranking"):
-        return JobRequest(kind, source, fit, third.models, pair_reports=third.pair_reports)
-    return JobRequest(kind, source, fit, (third.model_a, third.model_b), third.claim)
+    if kind == "comparison":
+        return JobRequest(kind, source, fit, (third.model_a, third.model_b), third.claim)
+    return JobRequest(kind, source, fit, third.models, pair_reports=third.pair_reports,
+                      refresh=bool(how and how[0].refresh))
 
 
 def job_body_request(kind: str, settings: Settings) -> JobRequest:
@@ -228,3 +241,12 @@ def max_results_arg(default: int = 50, most: int = 200) -> int:
     if not re.fullmatch(r"[0-9]{1,6}", raw):
         raise ApiError(400, "query parameter 'max_results' must be a whole number")
     return min(most, max(1, int(raw)))
+
+
+def wait_arg() -> float:
+    """``?wait=``: the seconds (a number, at most three decimals) a status request may wait for the job's state to
+    change, at most :data:`MAX_WAIT` (more is cut to it); 0 when absent."""
+    raw = request.args.get("wait", "0")
+    if not re.fullmatch(r"[0-9]{1,6}(\.[0-9]{1,3})?", raw):
+        raise ApiError(400, f"query parameter 'wait' must be a number of seconds (at most {MAX_WAIT:g})")
+    return min(MAX_WAIT, float(raw))

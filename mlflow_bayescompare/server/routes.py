@@ -7,7 +7,9 @@ checked by one ``before_request`` hook before the handler runs; the handlers the
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,8 +20,8 @@ from flask import Blueprint, Response, request, send_from_directory
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from mlflow.exceptions import MlflowException
 
+from ..families import page_words
 from ..families.hierarchical.report import NEXT_DATASET, NEXT_DATASET_TITLE
-from ..families.ranking.report import DIFFERS
 from ..reads.collect import discover
 from ..runs.runlog import fail_if_running
 from ..shared.report_html import embedded
@@ -28,17 +30,18 @@ from ..vocabulary.errors import BayesCompareError, InputError
 from ..vocabulary.outcomes import COLORS
 from ..vocabulary.progress import STAGES
 from ..vocabulary.runkey import DEFAULT_KEYS, parse_key
-from . import context, permissions, security
+from . import context, lifecycle, permissions, security
 from .accept import accept
 from .artifacts import read_ranking, read_report, read_versus
 from .jobs import QueueFull
 from .owners import stale_reason
-from .requests import ApiError, key_arg, max_results_arg
+from .requests import ApiError, key_arg, max_results_arg, wait_arg
 from .serialize import child_runs, colors_css, form_fields, json_response, list_comparisons, summarise_run
 
-__all__ = ["Route", "ROUTES", "create_blueprint", "route_table", "mlflow_auth_routes"]
+__all__ = ["Route", "ROUTES", "WAIT_STEP", "create_blueprint", "route_table", "mlflow_auth_routes"]
 
 _logger = logging.getLogger(__name__)
+WAIT_STEP = 0.2  # seconds between two reads of a job's run while a status request waits for it (?wait=)
 _HERE = Path(__file__).parent
 _STATIC = _HERE / "static"
 _TEMPLATES = Environment(loader=FileSystemLoader(str(_HERE / "templates")),
@@ -76,7 +79,7 @@ def _page() -> Response:
                 for s in STAGES if s != "failed"],
         run_id=run_id if len(run_id) == 32 and all(c in "0123456789abcdef" for c in run_id) else "",
         next_dataset={"title": NEXT_DATASET_TITLE, "sentence": NEXT_DATASET}, favicon=_FAVICON,
-        ranking_differs=DIFFERS,
+        families=json.dumps(page_words()),
         user=permissions.current_user())
     resp = Response(html, mimetype="text/html")
     resp.headers["Content-Security-Policy"] = security.PAGE_CSP
@@ -143,10 +146,10 @@ def _list() -> Response:
                                                           permissions.granted().experiment_ids, limit)})
 
 
-def _job_run():
-    """The run the hook granted, ended FAILED first when its owner is gone (the status is read from the run), unless
-    it is a job of this worker, whose runner records how it ended."""
-    run, client = permissions.granted().run, context.store_client()
+def _job_run(run=None):
+    """The run the hook granted (or ``run``, read again), ended FAILED first when its owner is gone (the status is
+    read from the run), unless it is a job of this worker, whose runner records how it ended."""
+    run, client = run or permissions.granted().run, context.store_client()
     runner = context.started_runner()
     if runner is not None and run.info.run_id in runner.pending():
         return run
@@ -157,7 +160,7 @@ def _job_run():
 
 
 def _status() -> Response:
-    run = _job_run()
+    run = _when_changed(_job_run(), wait_arg())
     out = summarise_run(run)
     if out["kind"] in ("matrix", "ranking") and out["status"] == "FINISHED":
         if "metrics" in out:  # a ranking on several metrics: each metric's tables, by metric
@@ -172,6 +175,26 @@ def _status() -> Response:
         if out["kind"] == "matrix":
             out["pairs"] = child_runs(context.store_client(), run.info.experiment_id, run.info.run_id)
     return json_response(out)
+
+
+def _when_changed(run, seconds: float):
+    """The run once its status or stage differs from ``run``'s, or after ``seconds`` (the long poll of
+    ``?wait=``): the store is read every :data:`WAIT_STEP` seconds, so a job's step is answered within that of
+    being written, whichever worker or server wrote it.  At once when the run is not RUNNING, when this worker is
+    stopping, and under a WSGI server that serves one request at a time per process (gunicorn's sync workers: a
+    held request would hold the worker that the job itself calls)."""
+    if not seconds or run.info.status != "RUNNING" or not request.environ.get("wsgi.multithread"):
+        return run
+    state, deadline, now = _job_state(run), time.monotonic() + seconds, run
+    while (left := deadline - time.monotonic()) > 0 and not lifecycle.stopping.wait(min(WAIT_STEP, left)):
+        now = _job_run(context.store_client().get_run(run.info.run_id))
+        if _job_state(now) != state:
+            break
+    return now
+
+
+def _job_state(run) -> tuple[str, str | None]:
+    return run.info.status, run.data.tags.get(T.STAGE)
 
 
 def _report() -> Response:

@@ -12,7 +12,16 @@ from flask import Response
 from ..vocabulary import tags as T
 from ..vocabulary.claims import CLAIMS, report, reports_dict
 from ..vocabulary.keys import metric_key
-from ..vocabulary.options import LAYOUTS, PRIORS, FitOptions, RankOptions, SourceOptions, defaults, direction_word
+from ..vocabulary.options import (
+    LAYOUTS,
+    PRIORS,
+    FitOptions,
+    MatrixOptions,
+    RankOptions,
+    SourceOptions,
+    defaults,
+    direction_word,
+)
 from ..vocabulary.outcomes import COLORS, json_safe
 from ..vocabulary.uiroutes import run_route
 from .context import base_path, prefix
@@ -225,4 +234,6 @@ def form_fields(settings: Settings) -> dict[str, dict[str, Any]]:
                                 "help": specs["target_experiment"].help}
     vs = next(f.metadata["option"] for f in dataclasses.fields(RankOptions) if f.name == "vs")
     out["vs"] = {"help": vs.help, "max_length": vs.max_length}  # the page's "Rank against"
+    refresh = next(f.metadata["option"] for f in dataclasses.fields(MatrixOptions) if f.name == "refresh")
+    out["refresh"] = {"value": defaults(MatrixOptions)["refresh"], "help": refresh.help}  # "fit every pair again"
     return out

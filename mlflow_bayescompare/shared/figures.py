@@ -1,6 +1,7 @@
 """What every figure of the package shares: its ink colour, its resolution, how it is written (PNG, SVG, PDF)
-without touching pyplot's global state, and the pieces of a two-model result's density plot: the δ axis, the rope,
-each outcome's region shaded in its colour and each side named by the model it favours."""
+without touching pyplot's global state, the pieces of a two-model result's density plot (the δ axis, the rope,
+each outcome's region shaded in its colour and each side named by the model it favours) and the probability simplex
+of a two-model result (:func:`plot_simplex`)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ import io
 from itertools import zip_longest
 from pathlib import Path
 
+import numpy as np
+from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 
-from ..vocabulary.outcomes import COLORS, TwoModelResult, outcome_label
+from ..vocabulary.outcomes import COLORS, OUTCOMES, TwoModelResult, outcome_label
 
 __all__ = ["INK", "PNG_DPI", "figure_png", "save", "write_png_and_svg", "short", "outcome_text", "delta_label",
-           "regions", "shade", "side_labels", "legend_below", "tidy"]
+           "regions", "shade", "side_labels", "legend_below", "tidy", "plot_simplex"]
 
 INK = "#1f2933"
 #: Figures are sized for ~100 px per inch; PNGs carry twice that, so they stay sharp at 2x.
@@ -114,3 +117,47 @@ def tidy(ax) -> None:
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     ax.tick_params(colors=INK, labelsize=8)
+
+
+#: Greys for the simplex density: blue and orange mean the models.
+_DENSITY_CMAP = LinearSegmentedColormap.from_list("bayescompare", ["#e4e7eb", "#9aa5b1", "#52606d", INK])
+
+# --- the probability simplex of a two-model result ----------------------------------------------------------
+
+_VERTICES = np.array([[0.0, 0.0], [0.5, np.sqrt(3) / 2], [1.0, 0.0]])  # A better, rope, B better
+
+
+def plot_simplex(res: TwoModelResult) -> Figure:
+    """Density of the per-draw next-dataset areas on the probability simplex: A better left, rope on top, B right.
+
+    Each sampled point of ``res.next_probs`` is a point of the triangle: of the hierarchical test, each posterior
+    draw of (δ0, σ0, ν) gives the three areas of the next dataset's Student-t (Sec. "The inference of the test"); of
+    the signed-rank test, each Dirichlet draw its three weights.  The lines from the centroid to the edge midpoints
+    split the triangle into the regions where each outcome is the largest, and its probability is the share of
+    points there (shared by the hierarchical and the signed-rank tests' reports).
+    """
+    fig = Figure(figsize=(6.2, 5.2), layout="constrained")
+    ax = fig.add_subplot()
+    areas = res.orientation.orient(*np.asarray(res.next_probs, dtype=float).T)
+    points = np.column_stack([areas[o] for o in OUTCOMES]) @ _VERTICES
+    hb = ax.hexbin(points[:, 0], points[:, 1], gridsize=(48, 24), extent=(0, 1, 0, _VERTICES[1, 1]), mincnt=1,
+                   bins="log", cmap=_DENSITY_CMAP, linewidths=0.0, zorder=2)
+    fig.colorbar(hb, ax=ax, shrink=0.55, pad=0.0, aspect=25).set_label("posterior draws per cell (log scale)",
+                                                                       color=INK)
+    centroid = _VERTICES.mean(axis=0)
+    for i, j in ((0, 1), (1, 2), (2, 0)):
+        ax.plot(*zip(centroid, (_VERTICES[i] + _VERTICES[j]) / 2), color="#9aa5b1", lw=1, ls="--", zorder=3)
+    ax.fill(*_VERTICES.T, facecolor="none", edgecolor=INK, lw=1.4, zorder=4)
+    probs = res.probabilities
+    placements = ((0.0, -0.05, "left", "top"), (0.5, _VERTICES[1, 1] + 0.05, "center", "bottom"),
+                  (1.0, -0.05, "right", "top"))
+    for vertex, outcome, (x, y, ha, va) in zip(_VERTICES, OUTCOMES, placements):
+        ax.text(x, y, f"p({outcome_text(res, outcome)})\nP = {probs[outcome]:.3f}", ha=ha, va=va, fontsize=10,
+                color=COLORS[outcome], fontweight="bold")
+        ax.plot(*vertex, "o", color=COLORS[outcome], ms=7, zorder=5, clip_on=False)
+    ax.set_title("Next-dataset outcome probabilities", color=INK, fontsize=11)
+    ax.set_xlim(-0.04, 1.04)
+    ax.set_ylim(-0.2, _VERTICES[1, 1] + 0.17)
+    ax.set_aspect("equal")
+    ax.set_axis_off()
+    return fig

@@ -69,24 +69,40 @@ def evidence(odds: dict[str, float]) -> dict[str, str]:
     return out
 
 
+def decide(probs: dict[str, float], threshold: float) -> str:
+    """The decision rule of step 4: the most probable outcome (``a_better``, ``equivalent`` or ``b_better``) when
+    its probability reaches ``threshold``, else ``inconclusive``."""
+    best = max(probs, key=probs.get)
+    if probs[best] < threshold:
+        return "inconclusive"
+    return "equivalent" if best == "rope" else best
+
+
+def verdict_opening(probs: dict[str, float], model_a: str, model_b: str, threshold: float) -> str:
+    """The words of :func:`verdict`'s sentence that the probabilities decide, before the evidence grade (which the
+    number of draws decides too)."""
+    best = max(probs, key=probs.get)
+    if probs[best] >= threshold:
+        return {"a_better": f"{model_a} is practically better", "b_better": f"{model_b} is practically better",
+                "rope": f"{model_a} and {model_b} are practically equivalent"}[best] + " ("
+    return (f"inconclusive: {_outcome(best, model_a, model_b)} is the most probable outcome "
+            f"(P = {probs[best]:.2f} < {threshold:g}), ")
+
+
+def _outcome(outcome: str, model_a: str, model_b: str) -> str:
+    return {"a_better": f"{model_a} better", "b_better": f"{model_b} better", "rope": "practical equivalence"}[outcome]
+
+
 def verdict(probs: dict[str, float], odds: dict[str, float], model_a: str, model_b: str, threshold: float):
-    """(decision, sentence).  The decision rule of step 4: an outcome is declared when its probability exceeds
-    ``threshold``; otherwise the result is inconclusive and the odds say which way it leans."""
+    """(decision, sentence).  The decision rule of step 4 (:func:`decide`): an outcome is declared when its
+    probability exceeds ``threshold``; otherwise the result is inconclusive and the odds say which way it leans."""
     ranked = sorted(probs, key=probs.get, reverse=True)
     best, runner_up = ranked[0], ranked[1]
     ratio = {**odds, **{f"{b}/{a}": 1 / v for k, v in odds.items() for a, b in [k.split("/")]}}[f"{best}/{runner_up}"]
-    phrase = {
-        "a_better": f"{model_a} is practically better",
-        "b_better": f"{model_b} is practically better",
-        "rope": f"{model_a} and {model_b} are practically equivalent",
-    }
-    if probs[best] >= threshold:
-        return ("equivalent" if best == "rope" else best), f"{phrase[best]} ({grade(ratio)} evidence)"
-    outcome = {"a_better": f"{model_a} better", "b_better": f"{model_b} better", "rope": "practical equivalence"}
-    return "inconclusive", (
-        f"inconclusive: {outcome[best]} is the most probable outcome (P = {probs[best]:.2f} < {threshold:g}), "
-        f"{grade(ratio)} evidence over {outcome[runner_up]} (odds {ratio:.1f})"
-    )
+    opening, decision = verdict_opening(probs, model_a, model_b, threshold), decide(probs, threshold)
+    if decision != "inconclusive":
+        return decision, f"{opening}{grade(ratio)} evidence)"
+    return decision, f"{opening}{grade(ratio)} evidence over {_outcome(runner_up, model_a, model_b)} (odds {ratio:.1f})"
 
 
 def hdi(samples: np.ndarray, prob: float) -> np.ndarray:

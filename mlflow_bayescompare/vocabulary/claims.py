@@ -96,11 +96,12 @@ def probability(outcome, claim: str) -> float:
     return sum(getattr(outcome, name) for name in CLAIMS[claim])
 
 
-def check_answered(claim: str, ranking_model: str) -> None:
-    """A ranking's claim that ``ranking_model`` (``hierarchical``, ``bbt`` or ``joint-t``) answers: ``best=`` every
-    one, the others the hierarchical model alone; an :class:`InputError` otherwise."""
+def check_answered(claim: str, ranking_model: str, answered: Sequence[str]) -> None:
+    """A ranking's claim that ``ranking_model`` answers, by the prefixes of :data:`RANKING_CLAIMS` it answers
+    (``answered``: its row of the family table; ``best=`` every model, the others the hierarchical model alone); an
+    :class:`InputError` otherwise."""
     claim = best_claim(claim)
-    if not claim.startswith(BEST) and ranking_model != "hierarchical":
+    if claim.partition("=")[0] + "=" not in answered:
         raise InputError(_needs_hierarchical(claim) + f"; these models are ranked by {ranking_model}")
 
 

@@ -10,7 +10,8 @@ module costs nothing.
 Used beyond MLflow's public API:
 
 * ``mlflow.server.handlers``: ``_add_static_prefix`` (the server's ``--static-prefix``), ``_get_tracking_store``
-  (the server's own store, and its ``artifact_root_uri``: the default artifact root), and how ``/get-artifact``
+  (the server's own store, and its ``artifact_root_uri``: the default artifact root, to which MLflow's
+  ``mlflow.utils.uri.append_to_uri_path`` adds an experiment's id for its default location), and how ``/get-artifact``
   finds a run's artifact: ``_is_servable_proxied_run_artifact_root``, ``_get_artifact_repo_mlflow_artifacts``,
   ``_get_proxied_run_artifact_destination_path``, ``_get_artifact_repo``;
 * ``mlflow.server.auth``: ``_get_experiment_permission`` and the validator table ``BEFORE_REQUEST_VALIDATORS``,
@@ -19,6 +20,8 @@ Used beyond MLflow's public API:
 * ``flask.g.mlflow_authenticated_user``: the user MLflow's basic-auth signed in (from MLflow 3.14; before, the
   caller reads the request's basic-auth header);
 * ``mlflow.tracking.fluent._get_experiment_id``: the active experiment;
+* ``mlflow.utils.search_utils.SearchUtils.parse_search_filter``: MLflow's parser of a runs filter string, the one
+  every store applies (a module outside MLflow's documented API);
 * ``mlflow.utils.validation``: ``_validate_metric_name`` and ``_validate_param_name`` (with the public
   ``MAX_ENTITY_KEY_LENGTH``), MLflow's own rules for a key, which the keys derived from names are tested against;
 * the environment ``mlflow server`` gives its workers: ``_MLFLOW_SGI_NAME`` (uvicorn, gunicorn or waitress),
@@ -29,6 +32,10 @@ Used beyond MLflow's public API:
   ``MLFLOW_SERVER_CORS_ALLOWED_ORIGINS`` (read), ``MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT`` (set while the
   package ends a run: :func:`end_run`) and ``MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR`` (off while it downloads an
   artifact: :func:`download_artifact`), in 3.13 and 3.17 alike;
+* the names MLflow gives what an evaluation leaves (:data:`RUN_TYPE_TAG` and the others below, with where MLflow
+  defines each), the largest page of traces its server answers (:data:`TRACES_PAGE`), and the artifact
+  ``mlflow.models.evaluate`` writes (:data:`EVAL_TABLE`): read by :mod:`..reads.evaluations`, checked with MLflow
+  3.17.2 and, but for the ``@mlflow.test`` tag (3.17), 3.13.0;
 * how MLflow's client retries: a ``requests`` session over urllib3's ``Retry``, whose retries urllib3 reports on
   its logger ``urllib3.connectionpool`` (:data:`RETRY_LOGGER`, :func:`retry_notice`), a logger with no handler of
   its own but urllib3's ``NullHandler``, so that MLflow retries in silence unless someone listens there.
@@ -45,9 +52,11 @@ from collections.abc import Callable, Iterator
 
 __all__ = ["TRACKING_URI_ENV", "CREDENTIALS_ENV", "RETRY_LOGGER", "active_experiment_id", "as_user",
            "authenticated_user", "backend_store_uri", "cors_allowed_origins", "end_run", "experiment_permission",
-           "in_artifact_root", "is_valid_key", "register_auth_validator", "retry_notice", "run_artifact_location",
-           "download_top_artifact", "download_artifact", "served_by_uvicorn", "server_boot_id", "static_prefix",
-           "tracking_store"]
+           "filter_problem", "is_own_artifact_folder", "is_valid_key", "register_auth_validator", "retry_notice",
+           "run_artifact_location", "download_top_artifact", "download_artifact", "top_artifacts",
+           "RUN_TYPE_TAG", "EVALUATION_RUN_TYPES", "TEST_NAME_TAG", "SCORER_TRACE_TAG", "ASSESSMENT_RUN_KEY",
+           "TRACE_INPUTS_KEY", "TRACES_PAGE", "EVAL_TABLE", "served_by_uvicorn", "server_boot_id", "static_prefix",
+           "own_artifact_folder", "tracking_store", "tracking_user"]
 
 #: the environment variable of MLflow's tracking URI
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
@@ -60,6 +69,30 @@ _PROGRESS_BAR_ENV = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"  # "false": no "Downl
 _switches = {"lock": threading.Lock(), "held": {}, "saved": {}}
 #: the logger on which urllib3 reports each retry of MLflow's client
 RETRY_LOGGER = "urllib3.connectionpool"
+
+# what an evaluation leaves behind
+#: the run tag ``mlflow.genai.evaluate`` sets (``mlflow.utils.mlflow_tags.MLFLOW_RUN_TYPE``) and its values on runs
+#: whose traces are an evaluation's items: ``genai_evaluate``, and ``test``, the run of ``@mlflow.test``'s session
+RUN_TYPE_TAG = "mlflow.runType"
+EVALUATION_RUN_TYPES = ("genai_evaluate", "test")
+#: the trace tag ``@mlflow.test`` sets on each trace an evaluation makes inside a test: the pytest node id, which
+#: carries the case's id (``test_x.py::test_f[case]``; the case id alone, tag ``mlflow.test.case_id``, repeats across
+#: test functions): ``mlflow.pytest.session.TAG_TEST_NAME``, set by ``genai.evaluation.harness._tag_mlflow_test_traces``
+TEST_NAME_TAG = "mlflow.test.name"
+#: the tag of a trace a judge made while scoring (``tracing.constant.TraceTagKey.SOURCE_SCORER_NAME``): not an item
+SCORER_TRACE_TAG = "mlflow.trace.sourceScorer"
+#: the metadata key naming the run an assessment was made for (``AssessmentMetadataKey.SOURCE_RUN_ID``); a trace
+#: evaluated by several runs carries each run's assessments
+ASSESSMENT_RUN_KEY = "mlflow.assessment.sourceRunId"
+#: the trace metadata holding the trace's inputs as JSON, cut to 250 characters and ``...``
+#: (``TraceMetadataKey.INPUTS``, ``tracing.constant.MAX_CHARS_IN_TRACE_INFO_METADATA``)
+TRACE_INPUTS_KEY = "mlflow.traceInputs"
+#: the most traces one search answers on a tracking server (``server.handlers._search_traces_v3``)
+TRACES_PAGE = 500
+#: the per-example table ``mlflow.models.evaluate`` logs, after the ``metric_prefix`` of its evaluator config
+#: (``models.evaluation.default_evaluator._EVAL_TABLE_FILE_NAME``), written by ``MlflowClient.log_table``:
+#: ``{"columns": [...], "data": [[...], ...]}`` (pandas' ``orient="split"``)
+EVAL_TABLE = "eval_results_table.json"
 
 
 # --------------------------------------------------------------------------------------------------- client side
@@ -84,6 +117,25 @@ def is_valid_key(key: str) -> bool:
     except MlflowException:
         return False
     return len(key) <= MAX_ENTITY_KEY_LENGTH
+
+
+def filter_problem(filter_string: str) -> str | None:
+    """What MLflow's own parser of a runs filter finds wrong with ``filter_string`` (None: it parses)."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.utils.search_utils import SearchUtils
+
+    try:
+        SearchUtils.parse_search_filter(filter_string)
+    except MlflowException as exc:
+        return exc.message
+    return None
+
+
+def tracking_user(tracking_uri: str | None) -> str:
+    """The basic-auth user MLflow's client calls the tracking server as: ``MLFLOW_TRACKING_USERNAME``, else the
+    user name the URI carries ('' for none, and for a local store)."""
+    return os.environ.get(CREDENTIALS_ENV["username"]) or urllib.parse.unquote(
+        urllib.parse.urlsplit(str(tracking_uri or "")).username or "")
 
 
 @contextlib.contextmanager
@@ -195,21 +247,35 @@ def tracking_store():
     return _get_tracking_store()
 
 
-def in_artifact_root(location: str) -> bool:
-    """Is ``location`` (an experiment's artifact location) the server's default artifact root or under it, as the
-    location of an experiment created without one of its own is?  Local paths are compared once normalised."""
-    root = _normalised_location(tracking_store().artifact_root_uri).rstrip("/")
-    found = _normalised_location(location)
-    return found == root or found.startswith(root + "/")
+def own_artifact_folder(experiment_id: str) -> str:
+    """The artifact location MLflow gives the experiment ``experiment_id`` when it is created without one: the
+    server's default artifact root + ``/<id>`` (``mlflow-artifacts:/<id>`` on a server that serves its artifacts),
+    as the SQL store's ``_get_artifact_location`` makes it."""
+    from mlflow.utils.uri import append_to_uri_path
+
+    return append_to_uri_path(tracking_store().artifact_root_uri, str(experiment_id))
 
 
-def _normalised_location(location: str) -> str:
-    """``location`` with a local path's ``..`` and ``.`` resolved (as ``file://`` URI), else as it is."""
+def is_own_artifact_folder(experiment_id: str, location: str) -> bool:
+    """Is ``location`` the experiment's own folder (:func:`own_artifact_folder`), spelled as MLflow spells it but
+    for trailing slashes (a local folder also as a plain path)?  A location that only resolves there, through ``.``
+    or ``..`` segments or percent-escapes (once or twice), is not: the client, the HTTP library and the server each
+    resolve such a path their own way, and a ``..`` that leaves the artifact route sends the upload (with the
+    user's credentials) to another route of the server."""
+    own, found = own_artifact_folder(experiment_id).rstrip("/"), location.rstrip("/")
+    if found == own:
+        return True
+    local = _local_path(found)
+    return local is not None and local == _local_path(own) and "%" not in local \
+        and not {".", ".."} & set(urllib.parse.unquote(found).split("/"))
+
+
+def _local_path(location: str) -> str | None:
+    """A local location's absolute, normalised path (a ``file:`` URI's unescaped once), None for other schemes."""
     parts = urllib.parse.urlsplit(location)
-    if parts.scheme not in ("", "file"):
-        return location
-    path = urllib.parse.unquote(parts.path if parts.scheme else location)
-    return "file://" + os.path.normpath("/" + path.lstrip("/"))
+    if parts.scheme not in ("", "file") or (parts.scheme == "file" and parts.netloc not in ("", "localhost")):
+        return None
+    return os.path.normpath(os.path.abspath(urllib.parse.unquote(parts.path) if parts.scheme else location))
 
 
 def run_artifact_location(run, path: str) -> tuple:
@@ -224,21 +290,32 @@ def run_artifact_location(run, path: str) -> tuple:
     return handlers._get_artifact_repo(run), path
 
 
+def top_artifacts(client, run) -> list[str]:
+    """The names of the run's top-level artifacts.  A client on a tracking server lists them through it; a client on
+    a server's own backend store (the plugin's pre-flight, inside the server) cannot resolve ``mlflow-artifacts:``
+    URIs, and lists where the server's ``/get-artifact`` does (:func:`run_artifact_location`)."""
+    if _through_client(client, run):
+        return [a.path for a in client.list_artifacts(run.info.run_id)]
+    repo, located = run_artifact_location(run, "")
+    return [a.path.rpartition("/")[2] for a in repo.list_artifacts(located.rstrip("/") or None)]
+
+
 def download_top_artifact(client, run, name: str, destination: str) -> str | None:
     """The local path of the run's top-level artifact ``name`` downloaded into ``destination``, None when the run
-    has none.  A client on a tracking server downloads through it; a client on a server's own backend store (the
-    plugin's pre-flight, inside the server) cannot resolve ``mlflow-artifacts:`` URIs, and reads where the server's
-    ``/get-artifact`` does (:func:`run_artifact_location`)."""
-    if urllib.parse.urlsplit(client.tracking_uri).scheme in ("http", "https") \
-            or not run.info.artifact_uri.startswith("mlflow-artifacts:"):
-        if name not in {a.path for a in client.list_artifacts(run.info.run_id)}:
-            return None
+    has none (found as :func:`top_artifacts` finds them)."""
+    if name not in top_artifacts(client, run):
+        return None
+    if _through_client(client, run):
         return download_artifact(client, name, destination, run_id=run.info.run_id)
     repo, located = run_artifact_location(run, name)
-    folder = located.rpartition("/")[0] or None
-    if name not in {a.path.rpartition("/")[2] for a in repo.list_artifacts(folder)}:
-        return None
     return download_artifact(repo, located, destination)
+
+
+def _through_client(client, run) -> bool:
+    """Does the client reach the run's artifacts itself (a tracking server's client, or artifacts outside the
+    server's proxied root)?"""
+    return urllib.parse.urlsplit(client.tracking_uri).scheme in ("http", "https") \
+        or not run.info.artifact_uri.startswith("mlflow-artifacts:")
 
 
 # --------------------------------------------------------------------------------------------------- basic-auth

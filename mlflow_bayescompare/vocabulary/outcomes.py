@@ -10,7 +10,6 @@ turns the paper's sides into outcomes; the page, the reports and the plots show 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -32,19 +31,6 @@ COLORS = {"a_better": "#2b6cb0", "rope": "#7a8794", "b_better": "#d9822b"}
 DECISION_COLORS = {"a_better": COLORS["a_better"], "b_better": COLORS["b_better"], "equivalent": COLORS["rope"],
                    "inconclusive": "#b7791f"}
 
-
-#: The two-model tests, by a result's ``test`` field, in words.
-TEST_NAMES = {"hierarchical": "Bayesian hierarchical test on the per-fold scores",
-              "signed-rank": "Bayesian signed-rank test on the per-dataset means",
-              "correlated-t": "Bayesian correlated t-test on the per-fold scores of one dataset"}
-#: Their papers.
-TEST_REFERENCES = {"hierarchical": "Corani et al. 2017", "signed-rank": "Benavoli et al. 2017",
-                   "correlated-t": "Corani & Benavoli 2015"}
-
-
-def tests_named(tests: Sequence[str], references: bool = False) -> str:
-    """The tests that answered (a matrix's pairs may need more than one), by name, with their papers if asked."""
-    return "; ".join(f"{TEST_NAMES[t]} ({TEST_REFERENCES[t]})" if references else TEST_NAMES[t] for t in tests)
 
 #: Stan's sampler statistics by the names arviz gives them.
 ARVIZ_STATS = {"divergent__": "diverging", "treedepth__": "tree_depth", "energy__": "energy",

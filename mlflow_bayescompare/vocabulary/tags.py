@@ -16,7 +16,7 @@ from .keys import joined_key
 __all__ = [
     "KIND", "KINDS", "STAGE", "SKIPPED", "ERROR", "NOTE", "PARENT", "USER", "MODEL_A", "MODEL_B", "MODELS", "METRIC",
     "VERDICT", "DECISION", "DIAGNOSTICS", "TEST", "REPORT", "NO_REPORT", "BEST", "RANKING", "SOURCE_EXPERIMENTS",
-    "STRICT", "REQUIRE", "DATASETS_LEFT_OUT", "CACHED_FROM", "metric_tag", "joined_names", "split_names",
+    "STRICT", "REQUIRE", "DATASETS_LEFT_OUT", "CACHED_FROM", "CACHE_FOR", "metric_tag", "joined_names", "split_names",
     "JOB_OWNER", "JOB_REQUEST",
 ]
 
@@ -43,6 +43,7 @@ STRICT = "bayescompare.strict"  # set by --strict when the sampler's output fail
 REQUIRE = "bayescompare.require"  # "<claim>@<threshold>" asked of a server job
 DATASETS_LEFT_OUT = "bayescompare.datasets_left_out"  # the datasets a pair did not compare (joined_names)
 CACHED_FROM = "bayescompare.cached_from"  # on a matrix's pair run read from the cache: the run that fitted it
+CACHE_FOR = "bayescompare.cache_for"  # on a matrix run whose pairs table is signed: whose cache (runs/cachekey.py)
 
 
 def metric_tag(tag: str, metric: str) -> str:

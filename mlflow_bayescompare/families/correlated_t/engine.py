@@ -6,7 +6,7 @@ The folds share training data, so the x_i are correlated with the correlation ρ
 k-fold and repeated k-fold cross-validation, ρ = n_test/(n_train + n_test) for repeated hold-out (e.g.
 ShuffleSplit).  Under the paper's prior the posterior of the mean difference μ is Student-t with n − 1 degrees of
 freedom, location x̄ and scale² = (1/n + ρ/(1 − ρ)) s², s² the sample variance
-(:func:`.baselines.correlated_t_posterior`).  P(left), P(rope), P(right) are its masses below −rope, inside
+(:func:`.formula.correlated_t_posterior`).  P(left), P(rope), P(right) are its masses below −rope, inside
 [−rope, rope] and above rope, exact (no sampling), as baycomp's ``CorrelatedTTest`` computes them; with constant
 differences (s = 0) the posterior is a point mass at x̄.
 """
@@ -19,12 +19,13 @@ import numpy as np
 from scipy import stats
 
 from ...scores.tensor import CVTensor, from_arrays
-from ...shared import baselines, posterior_summary
+from ...shared import posterior_summary
 from ...vocabulary.console import log
 from ...vocabulary.errors import InputError
 from ...vocabulary.options import FitOptions, build
 from ...vocabulary.outcomes import Orientation, outcome_label
 from ...vocabulary.versions import versions
+from . import formula
 from .result import CorrelatedTTestResult
 
 __all__ = ["correlated_t_test", "as_tensor", "ODDS_DRAWS", "HEADER"]
@@ -64,9 +65,9 @@ def correlated_t_test(scores_a=None, scores_b=None, *, diffs=None, folds=None, n
     opts = build(FitOptions, options, **settings)
     tensor = as_tensor(scores_a, scores_b, diffs, folds, dataset, model_a, model_b)
     x, k = tensor.diffs[0], tensor.folds[0]
-    rho, reason = baselines.correlation(k, opts.rho, n_train, n_test, header=HEADER)
-    df, loc, scale = baselines.correlated_t_posterior(x, rho)
-    p_left, p_rope, p_right = baselines.correlated_t_masses(df, loc, scale, opts.rope)
+    rho, reason = formula.correlation(k, opts.rho, n_train, n_test, header=HEADER)
+    df, loc, scale = formula.correlated_t_posterior(x, rho)
+    p_left, p_rope, p_right = formula.correlated_t_masses(df, loc, scale, opts.rope)
     orientation = Orientation(opts.greater_is_better)
     probs = orientation.orient(p_left, p_rope, p_right)
     odds = posterior_summary.posterior_odds(probs, ODDS_DRAWS)
@@ -81,7 +82,7 @@ def correlated_t_test(scores_a=None, scores_b=None, *, diffs=None, folds=None, n
         verdict=sentence, decision=decision, odds=odds, evidence=posterior_summary.evidence(odds),
         dataset=tensor.datasets[0], n=n, folds=k, df=df, loc=loc, scale=scale, rho=rho, rho_reason=reason, sd=sd,
         mean_difference={"mean": loc, "hdi_low": float(low), "hdi_high": float(high)},
-        nadeau_bengio_p=baselines.nadeau_bengio_p(df, loc, scale), scores=tensor.table.reset_index(drop=True),
+        nadeau_bengio_p=formula.nadeau_bengio_p(df, loc, scale), scores=tensor.table.reset_index(drop=True),
         diagnostics={"warnings": warnings, "seconds": time.perf_counter() - started},
         settings={"test": CorrelatedTTestResult.test, "rope": opts.rope,
                   "greater_is_better": opts.greater_is_better, "threshold": opts.threshold, "rho": rho,

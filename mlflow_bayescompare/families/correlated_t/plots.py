@@ -12,9 +12,14 @@ from ...shared.figures import INK, delta_label, legend_below, outcome_text, shad
 from ...vocabulary.outcomes import COLORS
 from .result import CorrelatedTTestResult
 
-__all__ = ["plot_posterior", "GRID_POINTS"]
+__all__ = ["all_figures", "plot_posterior", "GRID_POINTS"]
 
 GRID_POINTS = 600
+
+
+def all_figures(res: CorrelatedTTestResult) -> dict[str, Figure]:
+    """The report's one figure, keyed ``posterior``."""
+    return {"posterior": plot_posterior(res)}
 
 
 def plot_posterior(res: CorrelatedTTestResult) -> Figure:

@@ -16,12 +16,13 @@ from ...shared.report_html import (
     plain_page,
     plain_table,
 )
-from ...vocabulary.outcomes import OUTCOMES, TEST_REFERENCES, outcome_label
+from ...vocabulary.outcomes import OUTCOMES, outcome_label
+from .. import pair_test
 from .result import CorrelatedTTestResult
 
 __all__ = ["render_markdown", "render_html", "TEST", "REFERENCE"]
 
-TEST = f"Bayesian correlated t-test ({TEST_REFERENCES[CorrelatedTTestResult.test]})"
+TEST = f"Bayesian correlated t-test ({pair_test(CorrelatedTTestResult.test).reference})"
 REFERENCE = ("Bayesian correlated t-test of G. Corani and A. Benavoli, “A Bayesian approach for comparing "
              "cross-validated algorithms on multiple data sets”, Machine Learning 100 (2015), with the correlation ρ "
              "of Nadeau and Bengio: the mean difference μ is Student-t with n − 1 degrees of freedom, location x̄ and "

@@ -54,6 +54,11 @@ class CorrelatedTTestResult(TwoModelResult):
     diagnostics: dict[str, Any]
     settings: dict[str, Any]
 
+    @property
+    def n_datasets(self) -> int:
+        """The datasets compared: one."""
+        return 1
+
     def cdf(self, value: float) -> float:
         """P(μ ≤ value) under the posterior (a step at x̄ for constant differences)."""
         if self.scale == 0:

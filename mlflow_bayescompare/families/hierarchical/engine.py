@@ -1,8 +1,10 @@
 """``hierarchical_test``: the Bayesian hierarchical correlated t-test of Corani et al. (2017), end to end.
 
-Pipeline: inputs → :mod:`.tensor` (paired differences) → :mod:`.prepare` (scaling, bounds) → :mod:`.sampler`
-(Stan) → :mod:`.summary` and :mod:`...shared.posterior_summary` (probabilities, shrinkage, odds, verdict, diagnostics) →
-:class:`.HierarchicalResult`.
+Pipeline: inputs → :mod:`...scores.tensor` (paired differences) → :mod:`.prepare` (scaling, bounds) →
+:mod:`...sampling.sampler` (Stan) → the draws back in score units (:func:`.summary.score_units`) → :mod:`.summary` and
+:mod:`...shared.posterior_summary` (probabilities, shrinkage, odds, verdict, diagnostics) →
+:class:`.HierarchicalResult`.  One unit for the rope: every answer reads the draws and the rope in score units; only
+the model check reads the Stan data and its draws in their scaled units (a likelihood, no rope).
 """
 
 from __future__ import annotations
@@ -137,13 +139,13 @@ class _Fitter:
     def result(self, folds) -> HierarchicalResult:
         opts, tensor = self.opts, self.tensor
         prepared, posterior = self.fit(opts.prior)
-        areas = summary.next_dataset_areas(posterior.draws, prepared.rope_scaled)
+        draws = summary.score_units(posterior.draws, prepared.scale)
+        areas = summary.next_dataset_areas(draws, opts.rope)
         p_left, p_rope, p_right = posterior_summary.winner_fractions(areas)
         orientation = Orientation(opts.greater_is_better)
         probs = orientation.orient(p_left, p_rope, p_right)
         odds = posterior_summary.posterior_odds(probs, len(areas))
         decision, sentence = posterior_summary.verdict(probs, odds, tensor.model_a, tensor.model_b, opts.threshold)
-        draws = _score_units(posterior.draws, prepared.scale)
         table = self._shrinkage(prepared, posterior, draws, orientation)
         return HierarchicalResult(
             model_a=tensor.model_a, model_b=tensor.model_b, greater_is_better=opts.greater_is_better,
@@ -170,7 +172,7 @@ class _Fitter:
             pd.DataFrame({"dataset": tensor.datasets, "n": prepared.n, "rho": self.rho,
                           "mle": [np.mean(x) for x in tensor.diffs]}),
             summary.shrinkage_table(draws["delta"], self.opts.rope),
-            baselines.per_dataset(tensor.diffs, self.rho, self.opts.rope),
+            summary.per_dataset(tensor.diffs, self.rho, self.opts.rope),
         ], axis=1)
         oriented = orientation.orient(table["p_left"], table["p_rope"], table["p_right"])
         table["p_a_better"], table["p_b_better"] = oriented["a_better"], oriented["b_better"]
@@ -249,31 +251,18 @@ def _adapt_delta(value: float | None) -> str:
     return f"adapt delta {value:g}" if value is not None else f"Stan's default adapt delta {STAN_ADAPT_DELTA:g}"
 
 
-def _score_units(draws: dict[str, np.ndarray], scale: float) -> dict[str, np.ndarray]:
-    """Undo the scaling of :mod:`.prepare`; ν = 1 + ν'."""
-    out = {name: draws[name] * scale for name in ("delta0", "sigma0", "delta")}
-    if "nu_minus_one" in draws:
-        out["nu"] = 1 + draws["nu_minus_one"]
-    for name in ("gamma_alpha", "gamma_beta"):
-        if name in draws:
-            out[name] = draws[name]
-    return out
-
-
 def _sensitivity(fitter: _Fitter, main: HierarchicalResult) -> pd.DataFrame:
-    """The conclusion under each ν prior × rope (paper, Sec. "Sensitivity analysis on real-world data sets")."""
-    rows, scale = [], main.settings["scale"]
+    """The conclusion under each ν prior × rope (paper, Sec. "Sensitivity analysis on real-world data sets"), the
+    draws and the ropes in score units."""
+    rows = []
     orientation, threshold = main.orientation, fitter.opts.threshold
     for prior in SENSITIVITY_PRIORS:
         draws = main.draws
         if prior != fitter.opts.prior:
             prepared, posterior = fitter.fit(prior)
-            draws = _score_units(posterior.draws, prepared.scale)
-        scaled = {"delta0": draws["delta0"] / scale, "sigma0": draws["sigma0"] / scale}
-        if "nu" in draws:
-            scaled["nu_minus_one"] = draws["nu"] - 1
+            draws = summary.score_units(posterior.draws, prepared.scale)
         for rope in SENSITIVITY_ROPES:
-            areas = summary.next_dataset_areas(scaled, rope / scale)
+            areas = summary.next_dataset_areas(draws, rope)
             probs = orientation.orient(*posterior_summary.winner_fractions(areas))
             odds = posterior_summary.posterior_odds(probs, draws["delta0"].size)
             decision, _ = posterior_summary.verdict(probs, odds, main.model_a, main.model_b, threshold)

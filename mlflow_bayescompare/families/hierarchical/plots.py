@@ -10,69 +10,37 @@ model it favours under ``greater_is_better``.
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 from scipy import special, stats
 
-from ...shared.figures import INK, delta_label, legend_below, outcome_text, shade, short, side_labels, tidy
+from ...shared.figures import (
+    INK,
+    delta_label,
+    legend_below,
+    outcome_text,
+    plot_simplex,
+    shade,
+    short,
+    side_labels,
+    tidy,
+)
 from ...vocabulary.outcomes import COLORS, DECISION_COLORS, OUTCOMES
 from .result import HierarchicalResult
 from .summary import PARETO_K_LIMIT
 
-__all__ = ["all_figures", "plot_simplex", "plot_posterior", "plot_shrinkage", "plot_model_fit", "predictive_density",
-           "FLAG_COLOR"]
+__all__ = ["all_figures", "plot_posterior", "plot_shrinkage", "plot_model_fit", "predictive_density", "FLAG_COLOR"]
 
 #: Model-check marks (the amber of an inconclusive decision).
 FLAG_COLOR = DECISION_COLORS["inconclusive"]
 MAX_MIXTURE_DRAWS = 4000
 GRID_POINTS = 600
-#: Greys for the simplex density: blue and orange mean the models.
-_DENSITY_CMAP = LinearSegmentedColormap.from_list("bayescompare", ["#e4e7eb", "#9aa5b1", "#52606d", INK])
 
 
 def all_figures(res: HierarchicalResult) -> dict[str, Figure]:
-    """The four report figures keyed ``simplex``, ``posterior``, ``shrinkage``, ``model_fit``."""
+    """The four report figures keyed ``simplex`` (:func:`...shared.figures.plot_simplex`), ``posterior``,
+    ``shrinkage``, ``model_fit``."""
     return {"simplex": plot_simplex(res), "posterior": plot_posterior(res), "shrinkage": plot_shrinkage(res),
             "model_fit": plot_model_fit(res)}
-
-
-# --- simplex ---------------------------------------------------------------------------------------------------
-
-_VERTICES = np.array([[0.0, 0.0], [0.5, np.sqrt(3) / 2], [1.0, 0.0]])  # A better, rope, B better
-
-
-def plot_simplex(res: HierarchicalResult) -> Figure:
-    """Density of the per-draw next-dataset areas on the probability simplex: A better left, rope on top, B right.
-
-    Each posterior draw of (δ0, σ0, ν) gives the three areas of the next dataset's Student-t and thus a point of the
-    triangle (Sec. "The inference of the test"); the lines from the centroid to the edge midpoints split it into the
-    regions where each outcome is the largest, and its probability is the share of draws there.
-    """
-    fig = Figure(figsize=(6.2, 5.2), layout="constrained")
-    ax = fig.add_subplot()
-    areas = res.orientation.orient(*np.asarray(res.next_probs, dtype=float).T)
-    points = np.column_stack([areas[o] for o in OUTCOMES]) @ _VERTICES
-    hb = ax.hexbin(points[:, 0], points[:, 1], gridsize=(48, 24), extent=(0, 1, 0, _VERTICES[1, 1]), mincnt=1,
-                   bins="log", cmap=_DENSITY_CMAP, linewidths=0.0, zorder=2)
-    fig.colorbar(hb, ax=ax, shrink=0.55, pad=0.0, aspect=25).set_label("posterior draws per cell (log scale)",
-                                                                       color=INK)
-    centroid = _VERTICES.mean(axis=0)
-    for i, j in ((0, 1), (1, 2), (2, 0)):
-        ax.plot(*zip(centroid, (_VERTICES[i] + _VERTICES[j]) / 2), color="#9aa5b1", lw=1, ls="--", zorder=3)
-    ax.fill(*_VERTICES.T, facecolor="none", edgecolor=INK, lw=1.4, zorder=4)
-    probs = res.probabilities
-    placements = ((0.0, -0.05, "left", "top"), (0.5, _VERTICES[1, 1] + 0.05, "center", "bottom"),
-                  (1.0, -0.05, "right", "top"))
-    for vertex, outcome, (x, y, ha, va) in zip(_VERTICES, OUTCOMES, placements):
-        ax.text(x, y, f"p({outcome_text(res, outcome)})\nP = {probs[outcome]:.3f}", ha=ha, va=va, fontsize=10,
-                color=COLORS[outcome], fontweight="bold")
-        ax.plot(*vertex, "o", color=COLORS[outcome], ms=7, zorder=5, clip_on=False)
-    ax.set_title("Next-dataset outcome probabilities", color=INK, fontsize=11)
-    ax.set_xlim(-0.04, 1.04)
-    ax.set_ylim(-0.2, _VERTICES[1, 1] + 0.17)
-    ax.set_aspect("equal")
-    ax.set_axis_off()
-    return fig
 
 
 # --- posterior densities --------------------------------------------------------------------------------------

@@ -64,6 +64,11 @@ class HierarchicalResult(TwoModelResult):
     sensitivity_note: str | None = None
 
     @property
+    def n_datasets(self) -> int:
+        """The datasets compared (one row each in :attr:`shrinkage`)."""
+        return len(self.shrinkage)
+
+    @property
     def p_delta0_a_better(self) -> float:
         """Posterior mass of δ0, the mean difference across datasets, on A's side of the rope."""
         return self.delta0_probs["a_better"]

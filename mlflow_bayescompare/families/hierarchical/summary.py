@@ -1,6 +1,8 @@
-"""Summarise step of the hierarchical test: next-dataset probabilities, the mass of δ0 per region, per-dataset
-shrinkage, the model check (PSIS-LOO of each dataset left out whole) and the sensitivity note.  Everything here works
-on draws in the *scaled* units of :mod:`.prepare`."""
+"""Summarise step of the hierarchical test: the draws back in score units (:func:`score_units`), next-dataset
+probabilities, the mass of δ0 per region, per-dataset shrinkage and the per-dataset tests, the model check (PSIS-LOO
+of each dataset left out whole) and the sensitivity note.  The answers read draws and the rope in *score units*; the
+model check (:func:`dataset_pareto_k`, :func:`integrated_log_lik`) reads the Stan data and its draws in the *scaled*
+units of :mod:`.prepare`, as the Stan program sees them (a likelihood: no rope)."""
 
 from __future__ import annotations
 
@@ -11,19 +13,33 @@ import pandas as pd
 from scipy import special, stats
 
 from ...shared.posterior_summary import HDI_PROB, arviz, hdi
+from ..correlated_t.formula import correlated_t_masses, correlated_t_posterior, nadeau_bengio_p
 
 PARETO_K_LIMIT = 0.7
 #: Elements per array in :func:`integrated_log_lik`'s blocks of draws (about 400 kB).
 BLOCK_ELEMENTS = 50_000
 
 
-def next_dataset_areas(draws: dict[str, np.ndarray], rope: float) -> np.ndarray:
-    """Per posterior draw of (δ0, σ0, ν), the areas of t_ν(δ0, σ0) left of, inside and right of (-rope, rope).
+def score_units(draws: dict[str, np.ndarray], scale: float) -> dict[str, np.ndarray]:
+    """The Stan program's draws in score units: δ0, σ0 and δ_i times the ``scale`` :mod:`.prepare` divided the data
+    by; ν = 1 + ν'; the Gamma prior's α and β as they are."""
+    out = {name: draws[name] * scale for name in ("delta0", "sigma0", "delta")}
+    if "nu_minus_one" in draws:
+        out["nu"] = 1 + draws["nu_minus_one"]
+    for name in ("gamma_alpha", "gamma_beta"):
+        if name in draws:
+            out[name] = draws[name]
+    return out
 
-    Sec. "The inference of the test", step 2.  Returns an array (draws, 3); the Gaussian prior uses N(δ0, σ0).
+
+def next_dataset_areas(draws: dict[str, np.ndarray], rope: float) -> np.ndarray:
+    """Per posterior draw of (δ0, σ0, ν) in score units (:func:`score_units`), the areas of t_ν(δ0, σ0) left of,
+    inside and right of (-rope, rope), the rope in score units too.
+
+    Sec. "The inference of the test", step 2.  Returns an array (draws, 3); the Gaussian prior (no ν) uses N(δ0, σ0).
     """
     loc, scale = draws["delta0"].ravel(), draws["sigma0"].ravel()
-    dist = stats.norm if "nu_minus_one" not in draws else stats.t(df=1 + draws["nu_minus_one"].ravel())
+    dist = stats.norm if "nu" not in draws else stats.t(df=draws["nu"].ravel())
     left = dist.cdf((-rope - loc) / scale)
     right = dist.sf((rope - loc) / scale)
     return np.column_stack([left, 1 - left - right, right])
@@ -57,10 +73,10 @@ def integrated_log_lik(stan_data: dict, hyper: dict[str, np.ndarray], nodes: int
     stratified: ``nodes`` quantiles of each density, each node weighted by L_i t_ν / g.  Either density alone
     misses the mass when a narrow population sits far from the dataset in its own heavy tail, or a narrow
     likelihood far out in the population's.  ``hyper`` holds the draws of delta0, sigma0 and (unless the prior is
-    Gaussian) nu_minus_one, in the scaled units of the Stan data.  Draws are taken a few at a time, so that each
-    (draws × datasets × nodes) array stays near :data:`BLOCK_ELEMENTS`: small arrays stay in the processor's cache
-    and are not mapped afresh from the system (measured: 3 times faster than all 4000 draws × 100 datasets at once,
-    the same values)."""
+    Gaussian) nu_minus_one, in the scaled units of the Stan data (as the Stan program gives them).  Draws are taken a
+    few at a time, so that each (draws × datasets × nodes) array stays near :data:`BLOCK_ELEMENTS`: small arrays stay
+    in the processor's cache and are not mapped afresh from the system (measured: 3 times faster than all 4000 draws
+    × 100 datasets at once, the same values)."""
     n, rho = np.asarray(stan_data["n"], float), np.asarray(stan_data["rho"], float)
     xbar, ssd = np.asarray(stan_data["xbar"], float), np.asarray(stan_data["ssd"], float)
     df = np.maximum(n - 2, 1)
@@ -128,6 +144,19 @@ def shrinkage_table(delta: np.ndarray, rope: float) -> pd.DataFrame:
             "p_right": (flat > rope).mean(axis=0),
         }
     )
+
+
+def per_dataset(diffs: list[np.ndarray], rho: np.ndarray, rope: float) -> pd.DataFrame:
+    """The per-dataset tests the paper compares the hierarchical model with, on each dataset's own differences (in
+    score units): columns ``nb_t_p`` (Nadeau-Bengio), ``bct_p_left``, ``bct_p_rope``, ``bct_p_right`` (the Bayesian
+    correlated t-test), one row per dataset."""
+    rows = []
+    for x, r in zip(diffs, rho):
+        posterior = correlated_t_posterior(x, r)
+        left, rope_mass, right = correlated_t_masses(*posterior, rope)
+        rows.append({"nb_t_p": nadeau_bengio_p(*posterior), "bct_p_left": left, "bct_p_rope": rope_mass,
+                     "bct_p_right": right})
+    return pd.DataFrame(rows)
 
 
 def sensitivity_note(table: pd.DataFrame, decision: str) -> str:

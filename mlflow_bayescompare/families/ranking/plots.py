@@ -1,20 +1,17 @@
-"""Figures of a ranking: of a :class:`~.ranking.result.RankingResult` (Wainer 2023), a Bayesian critical-difference
-diagram, the matrix of P(win) with the rope's probability, and P(best); of a
-:class:`~.ranking.joint.JointRankingResult` (one dataset) and of a
-:class:`~.ranking.hierarchical_k_result.HierarchicalRankingResult` (the hierarchical model across datasets), the same
-diagram, the matrix of P(better by more than the rope) with P(rope), P(best) and each model's difference to the
-leader.
+"""The figures every ranking shares: the Bayesian critical-difference diagram, P(best), and (of the models that
+read differences in metric units: the joint and the hierarchical model) the matrix of P(better by more than the
+rope) with P(rope) and each model's difference to the leader.  Each model's ``plots`` module picks its figures.
 
 Every function builds its own :class:`matplotlib.figure.Figure` through the object-oriented API, never pyplot's
 global state, and sizes it to the number of models (16 stay readable).
 
 **The critical-difference diagram.**  Each model sits at its posterior mean rank (1 = best) on the rank axis, with
 the HDI of its rank (``hdi_prob``, 89% by default).  As in Demšar's (2006) diagram, a bar joins models whose
-difference is *not credible*, by the result's own rule (its ``not_credible_rule``, in the diagram's title): BBT's
-P(P(better beats worse) > 0.5) >= ``threshold``, the paper's *above.50* >= 0.95 (Sec. 7.1); the hierarchical
-model's P(better) >= ``threshold``; one dataset's HDI beyond the rope.  A bar marks each longest run of consecutive
-models, in mean-rank order, in which no two differ credibly (runs inside a longer one are not drawn).  Models
-joined by no bar differ credibly from their neighbours.
+difference is *not credible*, by the result's own rule (:func:`.common.credible`; its ``not_credible_rule`` in the
+diagram's title): BBT's P(P(better beats worse) > 0.5) >= ``threshold``, the paper's *above.50* >= 0.95 (Sec. 7.1);
+the hierarchical model's P(better) >= ``threshold``; one dataset's HDI beyond the rope.  A bar marks each longest run
+of consecutive models, in mean-rank order, in which no two differ credibly (runs inside a longer one are not drawn).
+Models joined by no bar differ credibly from their neighbours.
 """
 
 from __future__ import annotations
@@ -24,28 +21,16 @@ from matplotlib.figure import Figure
 
 from ...shared.figures import INK
 from ...vocabulary.outcomes import COLORS
-from .hierarchical_k_result import HierarchicalRankingResult
-from .joint import JointRankingResult
-from .result import RankingResult
+from .common import RankedModels
+
+__all__ = ["critical_difference", "better_matrix", "p_best", "leader_gaps", "indistinct_groups", "annotated_matrix",
+           "MODEL_COLOR", "GRID_COLOR"]
 
 MODEL_COLOR = COLORS["a_better"]
 GRID_COLOR = COLORS["rope"]
 
-__all__ = ["all_figures", "critical_difference", "pwin_matrix", "better_matrix", "p_best", "leader_gaps",
-           "indistinct_groups", "MODEL_COLOR", "GRID_COLOR"]
 
-
-def all_figures(res: RankingResult | JointRankingResult) -> dict[str, Figure]:
-    """The figures by name: ``critical_difference``, ``pwin_matrix`` and ``p_best`` of a BBT ranking;
-    ``critical_difference``, ``better_matrix``, ``p_best`` and ``leader_gaps`` of the joint model of one dataset and
-    of the hierarchical model of k models."""
-    if isinstance(res, (JointRankingResult, HierarchicalRankingResult)):
-        return {"critical_difference": critical_difference(res), "better_matrix": better_matrix(res),
-                "p_best": p_best(res), "leader_gaps": leader_gaps(res)}
-    return {"critical_difference": critical_difference(res), "pwin_matrix": pwin_matrix(res), "p_best": p_best(res)}
-
-
-def indistinct_groups(res: RankingResult | JointRankingResult, threshold: float | None = None) -> list[list[str]]:
+def indistinct_groups(res: RankedModels, threshold: float | None = None) -> list[list[str]]:
     """The bars of the critical-difference diagram: each longest run of consecutive models (by mean rank) in which
     no two differ credibly (``res.credible_pairs(threshold)``; default threshold: the result's)."""
     order = list(res.ranking.sort_values("mean_rank", kind="stable")["model"])
@@ -62,7 +47,7 @@ def indistinct_groups(res: RankingResult | JointRankingResult, threshold: float 
     return groups
 
 
-def critical_difference(res: RankingResult | JointRankingResult, threshold: float | None = None) -> Figure:
+def critical_difference(res: RankedModels, threshold: float | None = None) -> Figure:
     """Models on the axis of posterior mean rank with their rank HDIs; bars join models that do not differ
     credibly (see the module's docstring)."""
     table = res.ranking.sort_values("mean_rank", kind="stable").reset_index(drop=True)
@@ -108,23 +93,16 @@ def _lanes(groups: list[list[str]], row: dict[str, int]) -> list[int]:
     return lanes
 
 
-def pwin_matrix(res: RankingResult) -> Figure:
-    """Posterior mean P(row beats column) on a new dataset, each cell with P(P(win) in the rope) below it."""
-    low, high = res.settings["rope"]
-    return _annotated_matrix(res.order, res.p_win_matrix(), res.p_in_rope_matrix(), "RdBu", "P(win)",
-                             f"P(row beats column) on a new dataset; in brackets P(in rope [{low:g}, {high:g}])")
-
-
-def better_matrix(res: JointRankingResult | HierarchicalRankingResult) -> Figure:
+def better_matrix(res) -> Figure:
     """P(row better than column by more than the rope), each cell with P(rope) below it (one dataset; across
     datasets the hierarchical model's, the two-model test's statistic)."""
     better, rope = res.better_matrix()
-    return _annotated_matrix(res.order, better, rope, "Blues", "P(better)",
+    return annotated_matrix(res.order, better, rope, "Blues", "P(better)",
                              f"P(row better than column by more than ±{res.settings['metric_rope']:g}); "
                              "in brackets P(rope)")
 
 
-def _annotated_matrix(order: list[str], values, below, cmap: str, label: str, title: str) -> Figure:
+def annotated_matrix(order: list[str], values, below, cmap: str, label: str, title: str) -> Figure:
     """A heat map of ``values`` (k × k, NaN on the diagonal), each cell with ``below``'s value in brackets."""
     k = len(order)
     top, bottom = values.to_numpy(dtype=float), below.to_numpy(dtype=float)
@@ -145,9 +123,9 @@ def _annotated_matrix(order: list[str], values, below, cmap: str, label: str, ti
     return fig
 
 
-def leader_gaps(res: JointRankingResult | HierarchicalRankingResult) -> Figure:
-    """Each model's posterior mean difference to the leader in metric units with its 95% interval, the rope
-    around 0 shaded (one dataset)."""
+def leader_gaps(res, xlabel: str) -> Figure:
+    """Each model's posterior mean difference to the leader in metric units with its interval (the axis says
+    which: ``xlabel``, formatted with ``leader`` and ``hdi_prob``), the rope around 0 shaded."""
     table = res.ranking
     k, rope = len(table), res.settings["metric_rope"]
     fig = Figure(figsize=(7.0, 1.2 + 0.34 * k), layout="constrained")
@@ -160,17 +138,15 @@ def leader_gaps(res: JointRankingResult | HierarchicalRankingResult) -> Figure:
     ax.set_yticks(rows, table["model"])
     ax.set_ylim(k - 0.5, -0.5)
     leader = table["model"].iloc[0]
-    ax.set_xlabel(f"δ(model) − δ({leader}) across datasets, metric units: posterior mean and "
-                  f"{res.settings['hdi_prob']:.0%} HDI" if isinstance(res, HierarchicalRankingResult) else
-                  f"μ(model) − μ({leader}), metric units: posterior mean and 95% interval")
+    ax.set_xlabel(xlabel.format(leader=leader, hdi_prob=res.settings["hdi_prob"]))
     ax.legend(loc="lower left", fontsize=8, frameon=False)
     for side in ("right", "top"):
         ax.spines[side].set_visible(False)
     return fig
 
 
-def p_best(res: RankingResult | JointRankingResult) -> Figure:
-    """The posterior probability that each model is the best (the largest strength, or mean), best first."""
+def p_best(res: RankedModels, largest: str) -> Figure:
+    """The posterior probability that each model is the best (the ``largest`` strength, or mean), best first."""
     table = res.ranking
     k = len(table)
     fig = Figure(figsize=(6.5, 1.0 + 0.3 * k), layout="constrained")
@@ -182,8 +158,7 @@ def p_best(res: RankingResult | JointRankingResult) -> Figure:
     ax.set_yticks(rows, table["model"])
     ax.set_ylim(k - 0.5, -0.5)
     ax.set_xlim(0, 1.1)
-    largest = {JointRankingResult: "mean score", HierarchicalRankingResult: "mean effect δ across datasets"}
-    ax.set_xlabel("P(best): posterior probability of the largest " + largest.get(type(res), "strength"))
+    ax.set_xlabel("P(best): posterior probability of the largest " + largest)
     for side in ("right", "top"):
         ax.spines[side].set_visible(False)
     return fig

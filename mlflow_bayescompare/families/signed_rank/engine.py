@@ -71,6 +71,11 @@ class SignedRankResult(TwoModelResult):
     diagnostics: dict[str, Any]
     settings: dict[str, Any]
 
+    @property
+    def n_datasets(self) -> int:
+        """The datasets compared (one row each in :attr:`datasets`)."""
+        return len(self.datasets)
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable summary (no samples): :meth:`.HierarchicalResult.to_dict`'s keys that apply, plus
         ``test`` and ``datasets``."""

@@ -7,6 +7,10 @@
   const body = document.body;
   const BASE = body.dataset.base;
   const CSRF = body.dataset.csrf;
+  // Each test family's words on this page, by name, as the server's family table gives them: the page names none.
+  const FAMILIES = JSON.parse(body.dataset.families);
+  const testOf = (name) => FAMILIES.tests[name] || {};
+  const rankingOf = (name) => FAMILIES.rankings[name] || {};
   const $ = (id) => document.getElementById(id);
   const STAGES = Array.from(document.querySelectorAll("#stages li")).map((li) => li.dataset.stage);
   let polling = null;
@@ -204,7 +208,8 @@
   // goes back into "against".
   function fillForm(job) {
     const s = job.settings || {};
-    const rope = job.kind !== "ranking" ? s.rope : job.ranking_model !== "bbt" ? s.metric_rope : undefined;
+    const metricRope = rankingOf(job.ranking_model).metric_rope !== false;
+    const rope = job.kind !== "ranking" ? s.rope : metricRope ? s.metric_rope : undefined;
     const inputs = { rope: rope, seed: s.seed, chains: s.chains, draws: s.draws, threshold: s.threshold,
       model_key: s.model_key || (s.model_tag && "tag:" + s.model_tag),
       dataset_key: s.dataset_key || (s.dataset_tag && "tag:" + s.dataset_tag), filter: s.filter_string,
@@ -289,29 +294,17 @@
     return (job.model_a || "A") + " vs " + (job.model_b || "B") + " · " + metrics;
   }
 
-  const TESTS = {
-    hierarchical: "Bayesian hierarchical test on the per-fold scores",
-    "signed-rank": "Bayesian signed-rank test on the per-dataset means (the runs hold one score per dataset)",
-    "correlated-t": "Bayesian correlated t-test on the per-fold scores of one dataset (the models share one dataset)",
-  };
-
   // "Pairs: <test>": the test that compared them, as each pair's run says.
   function pairsCaption(pairs) {
     const tests = Array.from(new Set(pairs.map((p) => p.test).filter((t) => t)));
-    return tests.length ? "Pairs: " + tests.map((t) => TESTS[t] || t).join("; ") : "Pairs";
+    return tests.length ? "Pairs: " + tests.map((t) => testOf(t).title || t).join("; ") : "Pairs";
   }
 
-  const RANKINGS = {
-    hierarchical: "hierarchical model of k models, Corani et al. 2017 extended",
-    bbt: "Bayesian Bradley–Terry",
-    "joint-t": "joint correlated-t model of one dataset's folds",
-  };
-
   function renderPair(job) {
-    $("test-used").textContent = job.test ? "Test: " + (TESTS[job.test] || job.test) : "";
+    $("test-used").textContent = job.test ? "Test: " + (testOf(job.test).title || job.test) : "";
     $("test-used").dataset.test = job.test || "";
     $("test-used").hidden = !job.test;
-    $("probs-caption").hidden = job.test !== $("probs-caption").dataset.test; // the hierarchical test's "Next dataset"
+    $("probs-caption").hidden = !testOf(job.test).next_dataset; // the probabilities are the next dataset's
     $("label-a").textContent = "P(" + job.model_a + " better)";
     $("label-b").textContent = "P(" + job.model_b + " better)";
     $("p-a").textContent = probability(job.p_a_better);
@@ -324,8 +317,8 @@
 
   // A comparison on several metrics: each metric's verdict and probabilities.
   function renderByMetric(job) {
-    const next = $("probs-caption"); // the hierarchical test's probabilities are the next dataset's: say so
-    const labelled = job.metrics.every((m) => m.test === next.dataset.test);
+    const next = $("probs-caption"); // probabilities of the next dataset (the hierarchical test's): say so
+    const labelled = job.metrics.every((m) => testOf(m.test).next_dataset);
     $("by-metric-caption").textContent = "By metric" + (labelled ? " · " + next.textContent : "");
     $("by-metric-caption").title = labelled ? next.title : "";
     $("by-metric-a").textContent = "P(" + job.model_a + " better)";
@@ -347,7 +340,7 @@
   }
 
   function rankingCaption(model) {
-    return "Ranking (" + (RANKINGS[model] || model) + ")";
+    return "Ranking (" + (rankingOf(model).title || model) + ")";
   }
 
   // A copy of the page's table `id` (without ids) for one metric of a ranking on several.
@@ -485,7 +478,7 @@
     if (pairs)
       fillTable($("pairs"), pairs.map((p) => [p.first + " vs " + p.second, p.verdict, probability(p.p_first),
         probability(p.p_rope), probability(p.p_second)]));
-    const differ = pairs && ranking ? $("pairs-differ").dataset[job.ranking_model] : undefined;
+    const differ = pairs && ranking ? rankingOf(job.ranking_model).differs : undefined;
     $("pairs-differ").hidden = !differ;
     $("pairs-differ").textContent = differ || "";
     renderReport(job, done);
@@ -665,7 +658,8 @@
   });
 
   // every model found in the experiment (the server finds them, as it checks the request)
-  $("matrix-btn").addEventListener("click", () => start("/api/matrix", commonFields(), "All models"));
+  $("matrix-btn").addEventListener("click", () =>
+    start("/api/matrix", Object.assign(commonFields(), { refresh: $("refresh").checked }), "All models"));
   $("rank-btn").addEventListener("click", () =>
     start("/api/rankings", rankFields(), "Ranking" + ($("vs").value ? " against " + $("vs").value : "")));
 

@@ -11,9 +11,9 @@ probabilities of each outcome on the next dataset (``next_better`` ..., in the t
 answers (P(best), ranks, the expected difference and its HDI) read δ itself.  P(best) on the next dataset, and the
 joint claim "no model is better than <control>", read simulated next datasets: θ = δ + √λ F u per draw, F F' = C.
 
-A pair is *credible* by the rankings' one rule (:mod:`.decision`): its order was read off the posterior, so its
+A pair is *credible* by the rankings' one rule (:func:`..common.credible`): its order was read off the posterior, so its
 P(better) must reach 1 − (1 − threshold)/2.  It is compare's question answered by one model of every model, not
-compare's fit of the pair alone: :data:`.report.JOINT_DIFFERS` says how far apart the two were measured.
+compare's fit of the pair alone: :data:`.report.DIFFERS` says how far apart the two were measured.
 Orientation: the better model (the larger posterior mean δ, whatever the metric's direction) first.
 """
 
@@ -26,14 +26,13 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from ...sampling import sampler
-from ...shared import posterior_summary
-from ...vocabulary.console import log
-from ...vocabulary.options import RankOptions
-from ...vocabulary.outcomes import json_ready
-from ...vocabulary.versions import versions
-from .decision import credible, oriented_threshold
-from .result import RankedModels, better_matrix, rank_table
+from ....sampling import sampler
+from ....shared import posterior_summary
+from ....vocabulary.console import log
+from ....vocabulary.options import RankOptions
+from ....vocabulary.outcomes import json_ready
+from ....vocabulary.versions import versions
+from ..common import SAMPLE_STATS, CredibleRule, RankedModels, better_matrix, credible, level, rank_table
 
 __all__ = ["HierarchicalRankingResult", "summarise", "three_way", "versus_table", "NEXT_PER_DRAW", "VERDICTS"]
 
@@ -61,7 +60,7 @@ class HierarchicalRankingResult(RankedModels):
         pairs: one row per pair in the ranking's order, better first: better, worse, difference (δ_better −
             δ_worse, metric units), hdi_low, hdi_high, p_better, p_rope, p_worse (the two-model test's statistic),
             next_better, next_rope, next_worse (the outcomes' probabilities on the next dataset), p_above
-            (P(δ_better > δ_worse)), credible (:func:`.decision.credible`).
+            (P(δ_better > δ_worse)), credible (:attr:`rule`, :func:`..common.credible`).
         versus: one row per model but the reference (``settings['vs_reference']``, the leader unless ``vs`` names
             one): model, reference, p_better, p_rope, p_worse, next_better, next_rope, next_worse (the model
             against the reference), difference, hdi_low, hdi_high, verdict (:data:`VERDICTS`).
@@ -74,6 +73,9 @@ class HierarchicalRankingResult(RankedModels):
     """
 
     model: ClassVar[str] = "hierarchical"
+    #: credible: P(better by more than the rope) reaches 1 − (1 − threshold)/2 (the claim ``a-better`` of ``compare``
+    #: at the threshold, its side read off the data: :func:`..common.level`)
+    rule: ClassVar[CredibleRule] = CredibleRule("p_better", "P(better by more than ±{rope:g}) < {level:g}")
 
     models: list[str]
     ranking: pd.DataFrame
@@ -89,16 +91,6 @@ class HierarchicalRankingResult(RankedModels):
     def seed(self) -> int:
         return self.settings["seed"]
 
-    def credible_pairs(self, threshold: float | None = None) -> set[frozenset]:
-        """The pairs credible at ``threshold`` (default: the result's) by :func:`.decision.credible`."""
-        threshold = self.settings["threshold"] if threshold is None else threshold
-        return {frozenset((r.better, r.worse)) for r in self.pairs.itertuples(index=False)
-                if credible(r.p_better, threshold)}
-
-    def not_credible_rule(self, threshold: float) -> str:
-        """The rule of the critical-difference diagram's bars, in words."""
-        return f"P(better by more than ±{self.settings['metric_rope']:g}) < {oriented_threshold(threshold):g}"
-
     def better_matrix(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """P(row better than column by more than the rope) and P(rope), in the ranking's order."""
         return better_matrix(self.order, self.pairs)
@@ -111,8 +103,6 @@ class HierarchicalRankingResult(RankedModels):
         """The posterior (δ, σ0, ν, the effects' covariance C and the ranks of δ) and Stan's sampler statistics, as
         an InferenceData."""
         import arviz as az
-
-        from .result import SAMPLE_STATS
 
         delta = self.draws["delta"]
         ranks = delta.shape[-1] - np.argsort(np.argsort(delta, axis=-1), axis=-1)
@@ -241,7 +231,7 @@ def _pairs(draws, models: list[str], order: list[str], opts: RankOptions) -> pd.
     low, high = posterior_summary.hdi(sign * loc, opts.hdi_prob)
     return pd.DataFrame({"better": better, "worse": worse, "difference": sign * loc.mean(axis=0), "hdi_low": low,
                          "hdi_high": high, **p, "p_above": (loc > 0).mean(axis=0),
-                         "credible": credible(p["p_better"], opts.threshold)})
+                         "credible": credible(p, HierarchicalRankingResult.rule, opts.threshold)})
 
 
 def versus_table(draws, models: list[str], order: list[str], reference: str, opts: RankOptions) -> pd.DataFrame:
@@ -259,11 +249,11 @@ def versus_table(draws, models: list[str], order: list[str], reference: str, opt
 
 def verdict(p_better: float, p_rope: float, p_worse: float, threshold: float) -> str:
     """The strongest claim that reaches its level: better or worse (either could be claimed, so at
-    :func:`.decision.oriented_threshold`), equivalent, then not-worse, not-better (at ``threshold``)."""
-    oriented = oriented_threshold(threshold)
-    for name, probability, level in (("better", p_better, oriented), ("equivalent", p_rope, threshold),
-                                     ("worse", p_worse, oriented), ("not-worse", p_better + p_rope, threshold),
-                                     ("not-better", p_worse + p_rope, threshold)):
-        if probability >= level:
+    :func:`..common.level`), equivalent, then not-worse, not-better (at ``threshold``)."""
+    oriented = level(threshold)
+    for name, probability, needed in (("better", p_better, oriented), ("equivalent", p_rope, threshold),
+                                      ("worse", p_worse, oriented), ("not-worse", p_better + p_rope, threshold),
+                                      ("not-better", p_worse + p_rope, threshold)):
+        if probability >= needed:
             return name
     return "undecided"

@@ -16,54 +16,18 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from ...sampling import sampler
-from ...shared import posterior_summary
-from ...vocabulary.console import log
-from ...vocabulary.options import RankOptions
-from ...vocabulary.outcomes import json_safe, jsonable
-from ...vocabulary.versions import versions
-from .decision import credible, oriented_threshold
+from ....sampling import sampler
+from ....shared import posterior_summary
+from ....vocabulary.console import log
+from ....vocabulary.options import RankOptions
+from ....vocabulary.outcomes import json_safe, jsonable
+from ....vocabulary.versions import versions
+from ..common import SAMPLE_STATS, CredibleRule, RankedModels, credible, rank_table, ranks
 
-__all__ = ["RankedModels", "RankingResult", "better_matrix", "summarise", "pair_table", "rank_table", "ppc_table",
-           "replicate_wins", "listed", "lacking_lines", "PPC_LEVELS", "SAMPLE_STATS", "MAX_LISTED"]
+__all__ = ["RankingResult", "summarise", "pair_table", "ppc_table", "replicate_wins", "PPC_LEVELS"]
 
 #: the HDI levels of the posterior predictive check (bbtcomp's ``table_ppc``; 1 is the range of the replicates)
 PPC_LEVELS = (0.5, 0.9, 0.95, 1.0)
-#: Stan's sampler columns under ArviZ's names
-SAMPLE_STATS = {"lp__": "lp", "accept_stat__": "acceptance_rate", "stepsize__": "step_size",
-                "treedepth__": "tree_depth", "n_leapfrog__": "n_steps", "divergent__": "diverging",
-                "energy__": "energy"}
-
-#: datasets named in one problem before "and N more"
-MAX_LISTED = 12
-
-
-def listed(items) -> str:
-    """The first :data:`MAX_LISTED` items, comma-separated, then how many more."""
-    items = list(items)
-    more = f" and {len(items) - MAX_LISTED} more" if len(items) > MAX_LISTED else ""
-    return ", ".join(map(str, items[:MAX_LISTED])) + more
-
-
-def lacking_lines(lacking: dict) -> list[str]:
-    """What each model lacks (``{model: datasets}``), a line per model: ``'j48' lacks uci20, uci21``."""
-    return [f"'{model}' lacks {listed(datasets)}" for model, datasets in lacking.items()]
-
-
-class RankedModels:
-    """What every ranking's result answers from its ``ranking`` table (one row per model, best first)."""
-
-    ranking: pd.DataFrame
-
-    @property
-    def order(self) -> list[str]:
-        """The models, best first."""
-        return list(self.ranking["model"])
-
-    @property
-    def best(self) -> str:
-        """The model most probably best (the first of :attr:`order`)."""
-        return str(self.order[0])
 
 
 @dataclass
@@ -75,8 +39,8 @@ class RankingResult(RankedModels):
         pairs: one row per pair, ``better`` first (posterior mean P(win) >= 0.5), rows in the order of the ranking:
             better, worse, p_win (posterior mean of P(better beats worse) on a new dataset, the paper's *strong*
             interpretation, Sec. 5.5.1), p_win_low, p_win_high (its HDI), p_above_half (P(p_win > 0.5), the *weak*
-            interpretation), p_in_rope (P(p_win in the rope), Sec. 5.5), credible (:func:`.decision.credible` of
-            p_above_half);
+            interpretation), p_in_rope (P(p_win in the rope), Sec. 5.5), credible (p_above_half
+            >= 1 − (1 − threshold)/2: :attr:`rule`, :func:`..common.credible`);
             with Davidson's model also p_tie (posterior mean P(tie)), p_win then being P(win | no tie).
         ranking: one row per model, best first (by posterior mean strength, as bbtcomp orders its tables): model,
             p_best (posterior probability of the largest strength), mean_rank, rank_low, rank_high (HDI of the
@@ -95,6 +59,8 @@ class RankingResult(RankedModels):
     """
 
     model: ClassVar[str] = "bbt"
+    #: credible: P(P(win) > 0.5) reaches the threshold (Sec. 7.1, *above.50*)
+    rule: ClassVar[CredibleRule] = CredibleRule("p_above_half", "P(P(win) > 0.5) < {level:g}")
 
     models: list[str]
     pairs: pd.DataFrame
@@ -110,17 +76,6 @@ class RankingResult(RankedModels):
     @property
     def seed(self) -> int:
         return self.settings["seed"]
-
-    def credible_pairs(self, threshold: float | None = None) -> set[frozenset]:
-        """The pairs that differ credibly at ``threshold`` (default: the result's) by :func:`.decision.credible`
-        of P(P(win) > 0.5)."""
-        threshold = self.settings["threshold"] if threshold is None else threshold
-        return {frozenset((r.better, r.worse)) for r in self.pairs.itertuples(index=False)
-                if credible(r.p_above_half, threshold)}
-
-    def not_credible_rule(self, threshold: float) -> str:
-        """The rule of the critical-difference diagram's bars, in words."""
-        return f"P(P(win) > 0.5) < {oriented_threshold(threshold):g}"
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The run's CSV tables by name."""
@@ -141,7 +96,7 @@ class RankingResult(RankedModels):
         beta = self.draws["beta"]
         i, j = np.triu_indices(len(self.models), 1)
         posterior = {"beta": beta, "sigma": self.draws["sigma"], "p_win": expit(beta[..., i] - beta[..., j]),
-                     "rank": _ranks(beta)}
+                     "rank": ranks(beta)}
         if "nu" in self.draws:
             posterior["nu"] = self.draws["nu"]
         stats = {SAMPLE_STATS[k]: v for k, v in self.sampler.items() if k in SAMPLE_STATS}
@@ -163,17 +118,6 @@ class RankingResult(RankedModels):
         return json_safe(json.loads(json.dumps(out, default=jsonable)))
 
 
-def better_matrix(order: list[str], pairs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """P(row better than column by more than the rope) and P(rope), k × k in ``order``, from a pairs table whose rows
-    hold ``better``, ``worse``, ``p_better``, ``p_rope`` and ``p_worse`` (the joint and the hierarchical models')."""
-    better = pd.DataFrame(np.nan, index=order, columns=order)
-    rope = better.copy()
-    for r in pairs.itertuples(index=False):
-        better.loc[r.better, r.worse], better.loc[r.worse, r.better] = r.p_better, r.p_worse
-        rope.loc[r.better, r.worse] = rope.loc[r.worse, r.better] = r.p_rope
-    return better, rope
-
-
 def _square(res: RankingResult, column: str, mirrored) -> pd.DataFrame:
     order = res.order
     out = pd.DataFrame(np.nan, index=order, columns=order)
@@ -188,7 +132,7 @@ def _square(res: RankingResult, column: str, mirrored) -> pd.DataFrame:
 
 def summarise(models: list[str], table: pd.DataFrame, run: sampler.Run, opts: RankOptions, *, form: str,
               extra: dict, stan_data: dict) -> RankingResult:
-    """The :class:`RankingResult` of a fit of ``stan/bbt.stan`` to ``table`` (see :func:`.ranking.engine.win_table`)."""
+    """The :class:`RankingResult` of a fit of ``stan/bbt.stan`` to ``table`` (see :func:`.engine.win_table`)."""
     draws = {"beta": run.draws["beta"], "sigma": run.draws["sigma"]}
     if "nu" in run.draws:
         draws["nu"] = run.draws["nu"][..., 0]
@@ -205,23 +149,6 @@ def summarise(models: list[str], table: pd.DataFrame, run: sampler.Run, opts: Ra
     settings = {**opts.to_dict(), **extra, "models": list(models), "backend": run.backend, "versions": versions()}
     return RankingResult(list(models), pairs, ranking, table, ppc, diagnostics, settings, draws, run.sampler,
                          stan_data)
-
-
-def _ranks(beta: np.ndarray) -> np.ndarray:
-    """Rank of each model per draw, 1 = the largest strength."""
-    k = beta.shape[-1]
-    return k - np.argsort(np.argsort(beta, axis=-1), axis=-1)
-
-
-def rank_table(beta: np.ndarray, models: list[str], hdi_prob: float) -> pd.DataFrame:
-    """One row per model, best first: p_best, mean_rank, its HDI, and the strength's posterior mean and sd."""
-    flat = beta.reshape(-1, beta.shape[-1])
-    ranks = _ranks(flat)
-    low, high = posterior_summary.hdi(ranks, hdi_prob)
-    table = pd.DataFrame({"model": models, "p_best": (ranks == 1).mean(axis=0), "mean_rank": ranks.mean(axis=0),
-                          "rank_low": low, "rank_high": high, "strength": flat.mean(axis=0),
-                          "strength_sd": flat.std(axis=0)})
-    return table.sort_values("strength", ascending=False, kind="stable").reset_index(drop=True)
 
 
 def pair_table(draws: dict[str, np.ndarray], models: list[str], order: list[str], rope: tuple[float, float],
@@ -241,7 +168,7 @@ def pair_table(draws: dict[str, np.ndarray], models: list[str], order: list[str]
                           "p_win": p.mean(axis=0), "p_win_low": low, "p_win_high": high,
                           "p_above_half": (p > 0.5).mean(axis=0),
                           "p_in_rope": ((p >= rope[0]) & (p <= rope[1])).mean(axis=0)})
-    table["credible"] = credible(table["p_above_half"], threshold)
+    table["credible"] = credible(table, RankingResult.rule, threshold)
     if "nu" in draws:
         nu = draws["nu"].reshape(-1, 1)
         table["p_tie"] = (np.exp(nu) / (2 * np.cosh(diff / 2) + np.exp(nu))).mean(axis=0)

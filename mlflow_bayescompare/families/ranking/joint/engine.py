@@ -14,13 +14,13 @@ p(μ | Y) ∝ |S + w(μ − ȳ)(μ − ȳ)'|^(−(n + k − 1)/2): μ is multiva
 location ȳ and scale Λ = S/(w(n − 1)).  A contrast c'μ is then Student-t with n − 1 degrees of freedom, location c'ȳ
 and scale² c'Sc/(w(n − 1)) = (1/n + ρ/(1 − ρ)) s², s² the sample variance of the differences Yc: exactly the
 correlated t-test of that pair.  So each pair's P(better / rope / worse) and interval are that test's, in closed form
-(:func:`.baselines.correlated_t_posterior`), and the pairs and the ranking agree by construction.
+(:func:`...correlated_t.formula.correlated_t_posterior`), and the pairs and the ranking agree by construction.
 
 P(best) and the ranks need the joint posterior: they are read from seeded draws μ = ȳ + √(f/(g/(n − 1)))·R'z,
 z ~ N(0, I_n), g ~ χ²(n − 1), f = 1/((1 − ρ)·w·(n − 1)): R'z has covariance R'R, so f·R'R = Λ (exact, and defined
 when S is singular, e.g. with fewer folds than models).
 
-A pair is *credible* by the rankings' one rule (:mod:`.decision`): P(better), its posterior mass beyond the rope on the
+A pair is *credible* by the rankings' one rule (:func:`..common.credible`): P(better), its mass beyond the rope on the
 better side, reaches 1 − (1 − threshold)/2, which is Kruschke's HDI+ROPE rule (the ``threshold`` HDI of the difference,
 central for a Student-t, lies wholly beyond the rope): with equal models that happens at most 1 − threshold of the
 time, where "P(better) ≥ threshold" on either side would happen up to twice as often.
@@ -29,95 +29,32 @@ time, where "P(better) ≥ threshold" on either side would happen up to twice as
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from ...shared import baselines, posterior_summary
-from ...vocabulary.console import log
-from ...vocabulary.errors import InputError
-from ...vocabulary.options import RankOptions, draw_seed
-from ...vocabulary.outcomes import Orientation, json_ready
-from ...vocabulary.versions import versions
-from .decision import credible, oriented_threshold
-from .result import RankedModels, better_matrix, rank_table
+from ....shared import posterior_summary
+from ....vocabulary.console import log
+from ....vocabulary.errors import InputError
+from ....vocabulary.options import RankOptions, draw_seed
+from ....vocabulary.outcomes import Orientation
+from ....vocabulary.progress import Progress, notify
+from ....vocabulary.versions import versions
+from ...correlated_t import formula
+from ..common import credible, rank_table
+from .result import JointRankingResult
 
-__all__ = ["rank_one_dataset", "joint_inputs", "posterior_draws", "JointRankingResult", "HEADER"]
+__all__ = ["rank_one_dataset", "joint_inputs", "posterior_draws", "HEADER"]
 
 HEADER = "Cannot rank the models on one dataset (the joint correlated-t model):"
 
 
-@dataclass
-class JointRankingResult(RankedModels):
-    """The joint correlated-t ranking of k models on the folds of one dataset.
-
-    Attributes:
-        models: the models, in the order given.
-        ranking: one row per model, best first: model, p_best (posterior probability of the best mean), mean_rank,
-            rank_low, rank_high (HDI of the rank at ``hdi_prob``, 1 = best), mean (posterior mean of the model's
-            score: its fold mean), diff_to_leader, diff_low, diff_high (posterior mean of μ_model − μ_leader in
-            metric units and its 95% interval; 0 for the leader).
-        pairs: one row per pair in the ranking's order, ``better`` (the larger posterior mean, by the direction)
-            first: better, worse, difference (μ_better − μ_worse in metric units), hdi_low, hdi_high (95%), scale
-            (of its Student-t posterior), p_better, p_rope, p_worse (beyond the rope, inside it, the other side),
-            p_above (P(better really is better), no rope), credible (:mod:`module docstring <.joint>`).
-        scores: the fold scores, one row per fold (repeat · folds + fold), one column per model.
-        draws: μ (chains, draws, k) in metric units.
-        diagnostics: warnings, mc_se_max (Monte-Carlo standard error of P(best)), sampling_seconds.
-        settings: the options, rho and its reason, folds, n, the seed, the dataset, the versions.
-    """
-
-    model: ClassVar[str] = "joint-t"
-
-    models: list[str]
-    ranking: pd.DataFrame
-    pairs: pd.DataFrame
-    scores: pd.DataFrame
-    diagnostics: dict[str, Any]
-    settings: dict[str, Any]
-    draws: np.ndarray = field(repr=False)
-
-    def credible_pairs(self, threshold: float | None = None) -> set[frozenset]:
-        """The pairs credible at ``threshold`` (default: the result's) by :func:`.decision.credible`."""
-        threshold = self.settings["threshold"] if threshold is None else threshold
-        return {frozenset((r.better, r.worse)) for r in self.pairs.itertuples(index=False)
-                if credible(r.p_better, threshold)}
-
-    def not_credible_rule(self, threshold: float) -> str:
-        """The rule of the critical-difference diagram's bars, in words."""
-        return f"P(better by more than ±{self.settings['metric_rope']:g}) < {oriented_threshold(threshold):g}"
-
-    def better_matrix(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """P(row better than column by more than the rope) and P(rope), k × k in the ranking's order."""
-        return better_matrix(self.order, self.pairs)
-
-    def tables(self) -> dict[str, pd.DataFrame]:
-        """The run's CSV tables by name."""
-        return {"ranking": self.ranking, "pairs": self.pairs, "cv_scores": self.scores}
-
-    def to_inference_data(self):
-        """The draws of μ and of the ranks, as an :class:`arviz.InferenceData`."""
-        az = posterior_summary.arviz()
-        sign = 1.0 if self.settings["greater_is_better"] else -1.0
-        k = len(self.models)
-        ranks = k - np.argsort(np.argsort(sign * self.draws, axis=-1), axis=-1)
-        return az.from_dict(posterior={"mu": self.draws, "rank": ranks}, coords={"model": list(self.models)},
-                            dims={"mu": ["model"], "rank": ["model"]})
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable summary (no draws)."""
-        return json_ready({"model": self.model, "models": self.models, "best": self.best,
-                           "ranking": self.ranking.to_dict(orient="records"),
-                           "pairs": self.pairs.to_dict(orient="records"), "diagnostics": self.diagnostics,
-                           "settings": self.settings})
-
-
-def rank_one_dataset(scores, opts: RankOptions) -> JointRankingResult:
-    """Rank the models of ``scores`` (a :class:`~.ranking.engine.Scores` of one dataset, its blocks oriented so
-    that greater is better, with the folds known or ``opts.rho`` given) by the joint model."""
+def rank_one_dataset(scores, opts: RankOptions, progress: Progress | None = None) -> JointRankingResult:
+    """Rank the models of ``scores`` (a :class:`~..scores.Scores` of one dataset, its blocks oriented so that
+    greater is better, with the folds known or ``opts.rho`` given) by the joint model."""
+    notify(progress, "sampling", f"{len(scores.models)} models on the folds of one dataset (joint correlated-t "
+                                 "model, closed form)")
     started = time.perf_counter()
     y, rho, reason = joint_inputs(scores, opts)
     seed = opts.seed if opts.seed is not None else draw_seed()
@@ -160,7 +97,7 @@ def joint_inputs(scores, opts: RankOptions) -> tuple[np.ndarray, float, str]:
         problems.append(f"{n} scores per model is not a whole number of repeats of {folds} folds")
     if problems:
         raise InputError(problems, header=HEADER)
-    rho, reason = baselines.correlation(folds, opts.rho, None, None, header=HEADER)
+    rho, reason = formula.correlation(folds, opts.rho, None, None, header=HEADER)
     return sign * block, rho, reason
 
 
@@ -188,7 +125,7 @@ def _with_leader_gaps(ranking: pd.DataFrame, columns: dict[str, np.ndarray], rho
     leader = columns[ranking["model"].iloc[0]]
     gaps = []
     for model in ranking["model"]:
-        df, loc, scale = baselines.correlated_t_posterior(columns[model] - leader, rho)
+        df, loc, scale = formula.correlated_t_posterior(columns[model] - leader, rho)
         gaps.append((loc, *_interval(df, loc, scale)))
     return ranking.assign(**dict(zip(("diff_to_leader", "diff_low", "diff_high"), np.array(gaps).T)))
 
@@ -199,16 +136,16 @@ def _pair_table(columns: dict[str, np.ndarray], order: list[str], rho: float, op
     rows = []
     for i, better in enumerate(order):
         for worse in order[i + 1:]:
-            df, loc, scale = baselines.correlated_t_posterior(columns[better] - columns[worse], rho)
-            probs = orientation.orient(*baselines.correlated_t_masses(df, loc, scale, opts.metric_rope))
+            df, loc, scale = formula.correlated_t_posterior(columns[better] - columns[worse], rho)
+            probs = orientation.orient(*formula.correlated_t_masses(df, loc, scale, opts.metric_rope))
             sign = 1.0 if opts.greater_is_better else -1.0
             above = float(sign * loc > 0) if scale == 0 else float(stats.t.sf(0, df, loc=sign * loc, scale=scale))
             rows.append({"better": better, "worse": worse, "difference": loc,
                          **dict(zip(("hdi_low", "hdi_high"), _interval(df, loc, scale))), "scale": scale,
                          "p_better": probs["a_better"], "p_rope": probs["rope"], "p_worse": probs["b_better"],
-                         "p_above": above,
-                         "credible": bool(credible(probs["a_better"], opts.threshold))})
-    return pd.DataFrame(rows)
+                         "p_above": above})
+    pairs = pd.DataFrame(rows)
+    return pairs.assign(credible=credible(pairs, JointRankingResult.rule, opts.threshold))
 
 
 def _warnings(pairs: pd.DataFrame, greater_is_better: bool) -> list[str]:

@@ -1,5 +1,6 @@
-"""A real Ray cluster on this machine for the tests: a head node (``ray start --head``) and a second node (``ray
-start --address …``), one CPU each, each with its own temporary folder, started within a time limit.
+"""A real Ray cluster on this machine for the tests and the benchmarks (``tests/test_ray_engine.py``,
+``benchmarks/bench_ray.py``): a head node (``ray start --head``) and a second node (``ray start --address …``), one
+CPU each, each with its own temporary folder, started within a time limit.  Linux only (it reads ``/proc``).
 
 Each ``ray start`` runs in a new session (``start_new_session``), and every process it starts (the GCS, the raylets,
 their agents and workers) stays in that session: :meth:`RayCluster.stop` ends exactly the processes of the sessions it
@@ -11,38 +12,56 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
-from servers import free_port
+__all__ = ["RayCluster"]
 
-ROOT = Path(__file__).resolve().parents[1]
+#: the folder that holds the package: the nodes' workers import it from there
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    """A port free on the loopback now (the operating system's choice)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 class RayCluster:
-    """``address`` (``127.0.0.1:port``) of a two-node cluster; :meth:`stop` ends it."""
+    """``address`` (``127.0.0.1:port``) of a two-node cluster (``nodes=1``: the head alone), its nodes started with
+    ``env`` added to this process's environment (a variable set to None: removed); :meth:`stop` ends it."""
 
-    def __init__(self, tmp: Path, timeout: float = 180):
-        self.tmp, self.sessions = tmp, []
-        self.address = f"127.0.0.1:{free_port()}"
+    def __init__(self, tmp: Path, timeout: float = 180, env: dict[str, str | None] | None = None, nodes: int = 2):
+        self.tmp, self.sessions, self.env, self.temp_dirs = tmp, [], env or {}, []
+        self.address = f"127.0.0.1:{_free_port()}"
         deadline = time.monotonic() + timeout
         port = self.address.rpartition(":")[2]
         try:
             self._start(["--head", "--port", port, "--include-dashboard=false", "--ray-client-server-port",
-                         str(free_port())], tmp / "head", deadline)
-            self._start(["--address", self.address], tmp / "node", deadline)
+                         str(_free_port())], tmp / "head", deadline)
+            if nodes > 1:
+                self._start(["--address", self.address], tmp / "node", deadline)
         except BaseException:
             self.stop()
             raise
 
     def _start(self, args: list[str], folder: Path, deadline: float) -> None:
+        """``ray start`` with its log in ``folder`` and its temporary folder (its sessions' Unix sockets, at most 107
+        bytes of path: under pytest-xdist's tmp_path a socket's path ran over) a short one of the system's."""
         folder.mkdir(parents=True)
+        temp = Path(tempfile.mkdtemp(prefix="ray-"))
+        self.temp_dirs.append(temp)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
                "RAY_USAGE_STATS_ENABLED": "0"}
         env.pop("RAY_ADDRESS", None)
-        command = [shutil.which("ray") or "ray", "start", *args, "--num-cpus", "1", "--temp-dir", str(folder),
-                   "--node-ip-address", "127.0.0.1", "--dashboard-agent-listen-port", str(free_port()),
+        env.update(self.env)
+        env = {name: value for name, value in env.items() if value is not None}
+        command = [shutil.which("ray") or "ray", "start", *args, "--num-cpus", "1", "--temp-dir", str(temp),
+                   "--node-ip-address", "127.0.0.1", "--dashboard-agent-listen-port", str(_free_port()),
                    "--disable-usage-stats"]
         with open(folder / "start.log", "w") as out:
             proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
@@ -89,6 +108,8 @@ class RayCluster:
             end = time.monotonic() + grace
             while self.processes() and time.monotonic() < end:
                 time.sleep(0.2)
+        for folder in self.temp_dirs:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _session(proc: Path) -> int | None:

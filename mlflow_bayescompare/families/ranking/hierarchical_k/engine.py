@@ -8,7 +8,7 @@ and two models are the paper's model exactly.
 Pipeline: :class:`~.engine.Scores` (oriented so that greater is better) → :func:`stan_inputs` (per dataset the fold
 means' contrast coordinates v_i = H_S'ȳ_i over the models S it has and the residual sum of squares c_i, scaled to the
 data's within-dataset spread; the paper's data-derived prior bounds; the sampler's change of variables
-:func:`whitening`) → ``stan/hierarchical_k.stan`` → :func:`.hierarchical_k_result.summarise`.  A dataset some models
+:func:`whitening`) → ``stan/hierarchical_k.stan`` → :func:`.result.summarise`.  A dataset some models
 lack is fitted as it is (the program's rewrite 5: exact, nothing imputed); one with fewer than two models carries no
 contrast and is left out.
 """
@@ -22,14 +22,14 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from ...sampling import sampler
-from ...vocabulary.console import log
-from ...vocabulary.errors import InputError
-from ...vocabulary.options import FitOptions, RankOptions
-from ...vocabulary.outcomes import counted, divergent_transitions
-from ...vocabulary.progress import Progress, notify
-from .hierarchical_k_result import HierarchicalRankingResult, summarise
-from .result import lacking_lines, listed
+from ....sampling import sampler
+from ....vocabulary.console import log
+from ....vocabulary.errors import InputError
+from ....vocabulary.options import FitOptions, RankOptions
+from ....vocabulary.outcomes import counted, divergent_transitions
+from ....vocabulary.progress import Progress, notify
+from ..common import lacking_lines, listed
+from .result import HierarchicalRankingResult, summarise
 
 __all__ = ["rank_hierarchical", "stan_inputs", "sufficient", "sufficient_data", "tau_forms", "helmert", "present",
            "selection", "contrasts", "population_fit", "whitening", "Inputs", "HEADER", "FORM", "NU_CAP",

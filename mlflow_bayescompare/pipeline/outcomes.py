@@ -1,0 +1,153 @@
+"""What the pipelines return: an :class:`Outcome` (a result read from MLflow runs and where it was logged), a
+comparison's, a ranking's, a matrix's, and a decision on several metrics'."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..runs.matrix import MatrixSummary
+from ..shared.report_html import format_probability
+from ..vocabulary.options import direction_word
+from ..vocabulary.outcomes import combined_line
+
+__all__ = ["Outcome", "ComparisonOutcome", "MatrixOutcome", "RankingOutcome", "MetricsOutcome"]
+
+
+@dataclass
+class Outcome:
+    """A result read from MLflow runs plus where it was logged: the engine's result (``result``) and its
+    attributes (``verdict``, ``ranking`` …), readable on the outcome directly."""
+
+    result: Any
+    metric: str
+    experiment_ids: list[str]
+    layout: str | None = None
+    run_id: str | None = None
+    experiment_id: str | None = None
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or name == "result":
+            raise AttributeError(name)
+        return getattr(self.result, name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result's JSON summary plus ``metric``, ``layout``, ``source_experiment_ids`` and where it was logged."""
+        return {**self.result.to_dict(), "metric": self.metric, "layout": self.layout,
+                "source_experiment_ids": self.experiment_ids, "run_id": self.run_id,
+                "experiment_id": self.experiment_id}
+
+
+@dataclass
+class RankingOutcome(Outcome):
+    """A ranking's result (:class:`~..families.ranking.hierarchical_k.result.HierarchicalRankingResult`, BBT's
+    :class:`~..families.ranking.bbt.result.RankingResult` or
+    :class:`~..families.ranking.joint.result.JointRankingResult`: ``ranking``, ``pairs`` …) and its ranking run."""
+
+
+@dataclass
+class ComparisonOutcome(Outcome):
+    """A two-model test's result (:class:`HierarchicalResult`, :class:`SignedRankResult` or
+    :class:`CorrelatedTTestResult`), the data it was fitted on (``tensor``: the paired folds, or the per-dataset
+    means) and where it was logged."""
+
+    tensor: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "n_datasets": len(self.tensor.datasets),
+                "datasets_left_out": dict(self.tensor.left_out)}
+
+
+@dataclass
+class MetricsOutcome:
+    """One decision on several metrics: each metric's :class:`ComparisonOutcome` or :class:`RankingOutcome`
+    (``by_metric``, in the order asked), the line that sums them up (``verdict``) and the one run that holds them."""
+
+    by_metric: dict[str, ComparisonOutcome | RankingOutcome]
+    run_id: str | None = None
+    experiment_id: str | None = None
+
+    @property
+    def ranked(self) -> bool:
+        return isinstance(next(iter(self.by_metric.values())), RankingOutcome)
+
+    @property
+    def verdict(self) -> str:
+        """A comparison's :func:`~..vocabulary.outcomes.combined_line`; a ranking's best model on each metric."""
+        if self.ranked:
+            return "Best: " + "; ".join(f"{o.ranking['model'].iloc[0]} on {m} (P(best) "
+                                        f"{format_probability(o.ranking['p_best'].iloc[0])})"
+                                        for m, o in self.by_metric.items()) + "."
+        first = next(iter(self.by_metric.values()))
+        return combined_line(first.model_a, first.model_b, {m: o.decision for m, o in self.by_metric.items()})
+
+    def summary_rows(self) -> tuple[list[str], list[list[str]]]:
+        """The table of the metrics that opens the run's reports: header and one row per metric."""
+        if self.ranked:
+            header = ["metric", "better", "rope", "ranking model", "best", "P(best)", "second", "P(best) of second"]
+            return header, [[m, direction_word(o.settings["greater_is_better"]),
+                             f"±{o.settings['metric_rope']:g}", o.model, *_leaders(o.ranking)]
+                            for m, o in self.by_metric.items()]
+        first = next(iter(self.by_metric.values()))
+        header = ["metric", "better", "rope", "test", f"P({first.model_a} better)", "P(rope)",
+                  f"P({first.model_b} better)", "verdict"]
+        return header, [[m, direction_word(o.greater_is_better), f"±{o.rope:g}", o.test,
+                         *map(format_probability, (o.p_a_better, o.p_rope, o.p_b_better)), o.verdict]
+                        for m, o in self.by_metric.items()]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``metrics``: each metric's JSON (as a one-metric outcome's), with the verdict and where it was logged."""
+        return {"metric": ",".join(self.by_metric), "verdict": self.verdict,
+                "metrics": {m: o.to_dict() for m, o in self.by_metric.items()},
+                "run_id": self.run_id, "experiment_id": self.experiment_id}
+
+
+def _leaders(ranking) -> list[str]:
+    """The first two models of a ranking table and their P(best)."""
+    top = ranking.head(2)
+    cells = [[str(r.model), format_probability(r.p_best)] for r in top.itertuples()]
+    return [*cells[0], *(cells[1] if len(cells) > 1 else ["", ""])]
+
+
+@dataclass
+class MatrixOutcome:
+    """Every pair's :class:`ComparisonOutcome` (keyed ``(a, b)`` in the order of ``models``), the summary
+    (``better``/``rope`` matrices, ``ranking``) and the parent run."""
+
+    models: list[str]
+    pairs: dict[tuple[str, str], ComparisonOutcome]
+    summary: MatrixSummary
+    bbt: Any = None  # the ranking of all models at once (three or more): BBT, or the joint model on one dataset
+    run_id: str | None = None
+    experiment_id: str | None = None
+    cached: int = 0  # the pairs read from the cache of earlier matrices
+
+    @property
+    def ranking(self):
+        """The ranking of all models (P(best), mean rank …) with three or more models, else the pair's summary."""
+        return self.bbt.ranking if self.bbt is not None else self.summary.ranking
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "models": self.models,
+            "metric": self.summary.metric,
+            "test": ",".join(self.summary.tests),  # the tests that compared the pairs (one, as a rule)
+            "pairs_cached": self.cached,
+            "run_id": self.run_id,
+            "experiment_id": self.experiment_id,
+            "ranking": self.ranking.to_dict(orient="records"),
+            "p_better": _nested(self.summary.better),  # p_better[row][column] = P(row better than column)
+            "p_rope": _nested(self.summary.rope),
+            "pairs": [
+                {"model_a": a, "model_b": b, "test": o.test, "p_a_better": o.p_a_better, "p_rope": o.p_rope,
+                 "p_b_better": o.p_b_better, "verdict": o.verdict, "decision": o.decision, "run_id": o.run_id,
+                 "datasets_left_out": dict(o.tensor.left_out)}
+                for (a, b), o in self.pairs.items()
+            ],
+        }
+
+
+def _nested(frame) -> dict:
+    """``{row: {column: value}}`` with ``None`` on the diagonal."""
+    return frame.astype(object).where(frame.notna(), None).to_dict(orient="index")
+
