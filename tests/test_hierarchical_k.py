@@ -474,3 +474,25 @@ def test_two_models_on_real_data_are_compares_answer():
     assert ours["p_rope"] == pytest.approx(test.p_rope, abs=0.05)
     assert ours["p_worse"] == pytest.approx(test.p_b_better, abs=0.05)
     assert (ours["next_better"], ours["next_rope"], ours["next_worse"]) == pytest.approx((right, rope, left), abs=0.03)
+
+
+@pytest.mark.slow
+def test_the_rankings_pairs_on_real_data_are_within_the_stated_distance_of_compares():
+    # issue 38, item 3: the README and the ranking's sentence (hierarchical_k.report.DIFFERS) state that on real data
+    # a ranking's next-dataset probabilities were at most 0.20 from compare's (bench_pairs.py agreement); checked
+    # on the issue's case (4 models x 6 datasets of scikit-learn's CV, measured 0.13), and that the pairs are not
+    # compare's to the digit (a second fit of the pair alone would be within Monte-Carlo error, 0.03)
+    from mlflow_bayescompare.families.hierarchical.engine import hierarchical_test
+
+    datasets = ("iris", "wine", "breast_cancer", "digits_half", "synthetic_a", "synthetic_b")
+    frame = _sklearn(("logreg", "rf", "knn", "nb"))
+    frame = frame[frame["dataset"].isin(datasets)]
+    pairs = rank_models(frame, seed=1, chains=4, draws=1000).pairs
+    gaps = []
+    for r in pairs.itertuples():
+        test = hierarchical_test(frame, model_a=r.better, model_b=r.worse, folds=2, seed=1, draws=1000,
+                                 model_check=False)
+        left, rope, right = test.next_probs.mean(axis=0)
+        gaps.append(np.abs(np.array([r.next_better, r.next_rope, r.next_worse]) - [right, rope, left]).max())
+    assert max(gaps) <= 0.20, gaps
+    assert max(gaps) > 0.05, gaps
