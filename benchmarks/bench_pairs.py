@@ -353,8 +353,8 @@ def reference(args) -> None:
             direct_data = {"k": 4, "q": 6, "n": n, "y": [np.nan_to_num(b).tolist() for b in blocks],
                            "present": [(~np.isnan(b).all(axis=0)).astype(int).tolist() for b in blocks],
                            "rho": 1 / sbc.FOLDS, "H": hierarchical_k.helmert(4).tolist(), "fold_sd": 100.0,
-                           **{key: data[key] for key in ("d_bound", "sigma0_high", "alpha_low", "alpha_high",
-                                                          "beta_low", "beta_high")}}
+                           **{key: data[key] for key in ("d_bound", "sigma0_high", "shape_df", "alpha_low",
+                                                          "alpha_high", "beta_low", "beta_high")}}
             direct = sampler.run("hierarchical_k_direct", direct_data, chains=chains, draws=draws, warmup=2000,
                                  seed=r + 1, adapt_delta=0.99)
             ours, theirs = (_summaries(x.draws["d"], x.draws["Omega"], x.draws["sigma0"], x.draws["nu"])

@@ -6,7 +6,8 @@
 //
 //   y_ij. ~ MVN(theta_ij 1 + u_i, sigma_i^2 M),  M = (1 - rho) I + rho 1 1'     [eq:mvn], the models S_i present
 //   theta_i = H phi_i,  phi_i = d + L z_i / sqrt(tau_i),  z_i ~ N(0, I),  tau_i ~ Gamma(nu/2, nu/2)
-//   Omega = L L', p(Omega) ∝ |Omega|^(-1/2) on the box of L (as hierarchical_k.stan), d and nu as there,
+//   Omega = sigma0^2 R, sigma0 ~ U(0, sigma0_high), R = p W / tr(W), W ~ Wishart(I_p, shape_df) (as
+//   hierarchical_k.stan, written directly: W sampled as a covariance matrix), d and nu as there,
 //   u_if ~ N(0, fold_sd^2) (fold_sd wide: the data pin each fold's level down), sigma_i flat on (0, inf).
 data {
   int<lower=2> k;
@@ -18,6 +19,7 @@ data {
   matrix[k, k - 1] H;                               // the Helmert basis
   real<lower=0> d_bound;
   real<lower=0> sigma0_high;
+  real<lower=0> shape_df;
   real<lower=0> fold_sd;
   real<lower=0> alpha_low;
   real<lower=alpha_low> alpha_high;
@@ -27,15 +29,11 @@ data {
 transformed data {
   int p = k - 1;
   matrix[n, n] M_factor = cholesky_decompose(add_diag(rep_matrix(rho, n, n), 1 - rho));
-  vector[p] ladder;
-  for (r in 1:p) {
-    ladder[r] = p - r;
-  }
 }
 parameters {
   vector<lower=-d_bound, upper=d_bound>[p] d;
-  vector<lower=0, upper=sigma0_high>[p] chol_diag;
-  vector<lower=-sigma0_high, upper=sigma0_high>[(p * (p - 1)) %/% 2] chol_lower;
+  real<lower=0, upper=sigma0_high> sigma0;
+  cov_matrix[p] W;
   real<lower=0> nu_scaled;
   real<lower=alpha_low, upper=alpha_high> gamma_alpha;
   real<lower=beta_low, upper=beta_high> gamma_beta;
@@ -46,20 +44,11 @@ parameters {
 }
 transformed parameters {
   real nu = 1 + nu_scaled / gamma_beta;
-  matrix[p, p] factor = rep_matrix(0, p, p);
-  {
-    int at = 1;
-    for (r in 1:p) {
-      factor[r, r] = chol_diag[r];
-      for (t in 1:(r - 1)) {
-        factor[r, t] = chol_lower[at];
-        at += 1;
-      }
-    }
-  }
+  matrix[p, p] Omega = square(sigma0) * p * W / trace(W);
+  matrix[p, p] factor = cholesky_decompose(Omega);
 }
 model {
-  target += dot_product(ladder, log(chol_diag));
+  W ~ wishart(shape_df, identity_matrix(p));
   nu_scaled ~ gamma(gamma_alpha, 1);
   tau ~ gamma(0.5 * nu, 0.5 * nu);
   for (i in 1:q) {
@@ -72,8 +61,4 @@ model {
       }
     }
   }
-}
-generated quantities {
-  matrix[p, p] Omega = multiply_lower_tri_self_transpose(factor);
-  real sigma0 = sqrt(trace(Omega) / p);
 }
