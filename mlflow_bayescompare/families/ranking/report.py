@@ -6,9 +6,10 @@ from __future__ import annotations
 import base64
 import html
 
-from ...shared.report_html import SUMMARY, format_probability, md_escape
+from ...shared.markdown import Description, Markdown, strong
+from ...shared.report_html import SUMMARY, format_probability
 
-__all__ = ["headline", "md_table", "html_table", "markdown", "page", "yes_no"]
+__all__ = ["headline", "html_table", "markdown", "page", "yes_no"]
 
 
 def headline(res) -> str:
@@ -25,11 +26,6 @@ def yes_no(value) -> str:
     return "yes" if value else "no"
 
 
-def md_table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows])
-
-
 def html_table(header: list[str], rows: list[list[str]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
@@ -37,15 +33,18 @@ def html_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def markdown(res, metric: str, *, qualifier: str, about: str, ranking: tuple, pairs: tuple, reference: str,
-             before_pairs: tuple[str, ...] = ()) -> str:
-    """The run description: the title (``qualifier`` after the metric), the headline, ``about`` (Markdown), the
-    ranking's and the pairs' (header, rows), the warnings and the ``reference``."""
-    parts = [f"### Ranking of {len(res.models)} models · {md_escape(metric)}{qualifier}",
-             f"**{md_escape(headline(res))}**", about, md_table(*ranking), *before_pairs, "#### Pairs",
-             md_table(*pairs)]
-    parts += [f"> ⚠️ **Warning:** {md_escape(w)}" for w in res.diagnostics.get("warnings") or []]
-    parts.append(md_escape(reference))
-    return "\n\n".join(parts) + "\n"
+             versus: tuple[str, tuple] | None = None) -> Markdown:
+    """The run description (:mod:`....shared.markdown`): the title (``qualifier`` after the metric), the headline,
+    ``about`` in plain words, the ranking's and the pairs' (header, rows), ``versus`` an optional (title, (header,
+    rows)) table before the pairs, the warnings and the ``reference``."""
+    doc = Description().heading(3, f"Ranking of {len(res.models)} models · {metric}{qualifier}")
+    doc.paragraph(strong(headline(res))).paragraph(about).table(*ranking)
+    if versus:
+        doc.heading(4, versus[0]).table(*versus[1])
+    doc.heading(4, "Pairs").table(*pairs)
+    for warning in res.diagnostics.get("warnings") or []:
+        doc.warning(warning)
+    return doc.paragraph(reference).done()
 
 
 _CSS = ("body{margin:0;background:#f4f6f8;color:#1f2933;font:14px/1.5 system-ui,sans-serif}"

@@ -4,8 +4,9 @@ the command line prints."""
 
 from __future__ import annotations
 
-from ....shared.report_html import format_differences, format_probability, md_escape
-from ..report import markdown, md_table, page, yes_no
+from ....shared.markdown import Markdown
+from ....shared.report_html import format_differences, format_probability
+from ..report import markdown, page, yes_no
 from .result import HierarchicalRankingResult
 
 __all__ = ["render_markdown", "render_html", "text_lines", "REFERENCE", "DIFFERS"]
@@ -78,14 +79,13 @@ def _about(res: HierarchicalRankingResult) -> str:
             f"P(better) ≥ {s['threshold']:g}, the claim a-better of compare.")
 
 
-def render_markdown(res: HierarchicalRankingResult, metric: str) -> str:
+def render_markdown(res: HierarchicalRankingResult, metric: str) -> Markdown:
     """The run description: the headline, what the numbers are, the ranking, the table against one model (``vs``),
     the pairs and the warnings."""
     ranking, pairs = _rows(res)
-    versus = ((f"#### {md_escape(_versus_title(res))}", md_table(*_versus_rows(res))) if res.settings.get("vs")
-              else ())
-    return markdown(res, metric, qualifier=" (hierarchical model)", about=md_escape(_about(res)), ranking=ranking,
-                    pairs=pairs, reference=REFERENCE, before_pairs=versus)
+    versus = (_versus_title(res), _versus_rows(res)) if res.settings.get("vs") else None
+    return markdown(res, metric, qualifier=" (hierarchical model)", about=_about(res), ranking=ranking,
+                    pairs=pairs, reference=REFERENCE, versus=versus)
 
 
 def render_html(res: HierarchicalRankingResult, metric: str, figures_png: dict[str, bytes]) -> str:

@@ -4,7 +4,8 @@ the command line prints."""
 
 from __future__ import annotations
 
-from ....shared.report_html import format_numbers, format_probability, md_escape
+from ....shared.markdown import Markdown
+from ....shared.report_html import format_numbers, format_probability
 from ..report import markdown, page, yes_no
 from .result import JointRankingResult
 
@@ -45,10 +46,10 @@ def _about(res: JointRankingResult) -> str:
             f"credible when the {s['threshold']:g} HDI of its difference lies beyond the rope.")
 
 
-def render_markdown(res: JointRankingResult, metric: str) -> str:
+def render_markdown(res: JointRankingResult, metric: str) -> Markdown:
     """The run description: the headline, what the numbers are, the ranking, the pairs and the warnings."""
     ranking, pairs = _rows(res)
-    return markdown(res, metric, qualifier=" (one dataset)", about=md_escape(_about(res)), ranking=ranking,
+    return markdown(res, metric, qualifier=" (one dataset)", about=_about(res), ranking=ranking,
                     pairs=pairs, reference=REFERENCE)
 
 
