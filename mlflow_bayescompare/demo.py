@@ -23,6 +23,7 @@ from .reads.reach import check_reachable
 from .simulation.friedman import NOISE, Setting, classifiers, generate
 from .vocabulary.console import redact_uri, ui_address
 from .vocabulary.options import SamplerOptions
+from .vocabulary.outcomes import counted
 from .vocabulary.progress import TerminalProgress
 
 EXPERIMENT = "bayescompare-demo"
@@ -55,27 +56,31 @@ def run_demo(
     echo: Callable[[str], None] = print,
 ):
     """Generate, cross-validate and log; rank the three models, then compare LDA with CART (the paper's pair).
-    Returns the :class:`ComparisonOutcome` of the pair.  Both Stan programs compile (once per machine) while the
-    models are cross-validated; the first line is printed before MLflow is imported."""
-    from .families import RANKING_MODELS, ranking_model, taking
+    Returns the :class:`ComparisonOutcome` of the pair.  The three Stan programs compile (once per machine) while
+    the models are cross-validated, the live line counting from the start; the first line is printed before MLflow
+    is imported."""
+    from .families import ranking_model
+    from .sampling.programs import PROGRAMS
     from .sampling.sampler import Compiles
 
     uri = tracking_uri or default_tracking_uri()
     echo(f"Demo: {', '.join(MODELS)} on {n_settings} Friedman settings, {repeats}x{folds} cross-validation "
          f"(seed {seed})\n  tracking URI: {redact_uri(uri)}")
-    across = (taking("folds", RANKING_MODELS), taking("folds"))  # what ranks and compares on folds across datasets
-    with Compiles(family.program for family in across) as compiles:
-        experiment_id = _log_settings(uri, SETTINGS[:n_settings], repeats=repeats, folds=folds, seed=seed, echo=echo)
+    with TerminalProgress(sys.stderr) as progress, Compiles(PROGRAMS, progress=progress) as compiles:
+        experiment_id = _log_settings(uri, SETTINGS[:n_settings], repeats=repeats, folds=folds, seed=seed,
+                                      echo=progress.above(echo))
         from .families.ranking.report import headline
         from .pipeline.compare import compare_runs, rank_runs
 
         common = dict(experiment_ids=[experiment_id], metric=METRIC, seed=seed, tracking_uri=uri,
                       on_duplicate="latest", chains=chains, draws=draws,
                       filter_string="tags.`bayescompare.demo` = 'friedman'")
-        with TerminalProgress(sys.stderr) as progress:
-            compiles.wait(progress)
-            ranking = rank_runs(models=MODELS, progress=progress, **common)
-            outcome = compare_runs(model_a=MODELS[0], model_b=MODELS[1], progress=progress, **common)
+        compiled = compiles.wait(progress)
+        if any(compiled.values()):
+            progress.above(echo)(f"  compiled {counted(sum(map(bool, compiled.values())), 'Stan program')} in "
+                                 f"{max(compiled.values()):.0f} s (once per machine)")
+        ranking = rank_runs(models=MODELS, progress=progress, **common)
+        outcome = compare_runs(model_a=MODELS[0], model_b=MODELS[1], progress=progress, **common)
     shown = tracking_uri or "sqlite:///mlflow.db"
     rows = ranking.ranking[["model", "p_best", "mean_rank"]].to_string(index=False, float_format=lambda v: f"{v:.3f}")
     a, b = MODELS[:2]

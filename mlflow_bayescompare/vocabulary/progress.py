@@ -112,6 +112,16 @@ class TerminalProgress:
                 self.stream.write("\r" + " " * self._width + "\r")
                 self._width = 0
 
+    def above(self, echo: Callable[[str], None]) -> Callable[[str], None]:
+        """``echo`` made to print its lines above the live line: the line cleared first, under the lock the ticker
+        takes, so that the two never share a row."""
+        def write(text: str) -> None:
+            with self._lock:
+                self.clear_line()
+                echo(text)
+
+        return write
+
     @staticmethod
     def _cli_handlers() -> list[CliHandler]:
         return [h for h in log.handlers if isinstance(h, CliHandler)]
