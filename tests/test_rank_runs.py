@@ -73,6 +73,9 @@ def test_rank_command_json_and_require(tracking_uri, uci_experiment):
     worst = report["ranking"][-1]["model"]
     result = CliRunner().invoke(main, [*argv, "--no-log", "--require", f"best={worst}"])
     assert result.exit_code == 1 and f"claim 'best={worst}' not supported" in result.stderr
+    text = CliRunner().invoke(main, [*[a for a in argv if a != "--json"], "--no-log", "--require", f"best={worst}"])
+    assert text.exit_code == 1 and text.stderr.count("not supported") == 1  # said once (issue 40, item 10)
+    assert "not supported" not in text.stdout.lower() and "Ranking of " in text.stdout
     result = CliRunner().invoke(main, [*argv, "--no-log", "--require", "worst=nbc"])
     assert result.exit_code == 2 and "expected best=MODEL" in result.stderr
 

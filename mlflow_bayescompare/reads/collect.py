@@ -153,10 +153,11 @@ def discover(client: MlflowClient, experiment_ids: list[str], *, model_key: RunK
              **tag_keys) -> dict:
     """Models, datasets and metric names (fold keys folded into their base name; the ``<metric>_mean`` and
     ``<metric>_std`` summaries of a metric left out) found in the experiments, and the keys the runs were read
-    by.  Unless ``strict``, runs that cannot be told apart give empty lists (and the reason as ``problem``)."""
+    by.  Unless ``strict``, runs that cannot be told apart give empty lists (and the reason as ``problem``).  What
+    the look notes (the keys detected) is said by the collect that reads the scores, not here."""
     model_key, dataset_key = run_keys(model_key, dataset_key, **tag_keys)
     try:
-        found = identify(client, experiment_ids, model_key, dataset_key, filter_string=filter_string)
+        found = identify(client, experiment_ids, model_key, dataset_key, filter_string=filter_string, warn=False)
     except InputError as exc:
         if strict:
             raise

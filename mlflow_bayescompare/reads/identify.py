@@ -55,10 +55,11 @@ class Identified:
 
 def identify(client, experiment_ids: list[str], model_key: RunKey, dataset_key: RunKey, *,
              models: list[str] | None = None, filter_string: str = "",
-             progress: Progress | None = None) -> Identified:
+             progress: Progress | None = None, warn: bool = True) -> Identified:
     """The runs of ``models`` (every model when None) in the experiments, named by the keys (detected when a
     default key's tag is on no run, see the module's docstring).  Runs whose model is known but not their dataset,
-    and dataset inputs a run cannot be told by, are errors that name the runs."""
+    and dataset inputs a run cannot be told by, are errors that name the runs.  The notes (the keys detected,
+    colliding dataset names) are logged as warnings unless ``warn=False`` (a look that the collect will repeat)."""
     model_key, dataset_key, notes = _keys(client, experiment_ids, model_key, dataset_key, filter_string)
     runs = top_level([r for r in _model_runs(client, experiment_ids, model_key, models, filter_string, progress)
                       if not is_comparison(r)])
@@ -75,7 +76,7 @@ def identify(client, experiment_ids: list[str], model_key: RunKey, dataset_key: 
                       f"{', '.join(lacking[:_SHOWN])}); {_fix(dataset_key)} or filter them out")
     if listed:
         raise InputError(listed, header="Cannot collect scores:")
-    for note in notes + collide:
+    for note in (notes + collide) if warn else ():
         log.warning("%s", note)
     return Identified(runs, {r.info.run_id: names[r.info.run_id] for r in runs}, datasets, model_key, dataset_key,
                       notes + collide)

@@ -19,8 +19,7 @@ REFERENCE = ("Hierarchical model of G. Corani, A. Benavoli, J. Demšar, F. Mangi
 #: why the ranking's pairs and the pair tests shown beside it can differ
 DIFFERS = ("The ranking's pair probabilities (its report's P(better) matrix) come from one model of all the models, "
            "which shares each dataset's noise among them; each pair test fits its two models alone. They answer the "
-           "same question and can differ by a little (on the data of two models: at most 0.013, "
-           "benchmarks/bench_kmodel.py agreement).")
+           "same question and can differ by a little (on the data of two models, measured: at most 0.013).")
 RANKING_HEADER = ["rank", "model", "P(best)", "P(best next)", "mean rank", "rank HDI", "effect", "δ − δ(leader)",
                   "HDI"]
 PAIR_HEADER = ["pair", "difference", "HDI", "P(better)", "P(rope)", "P(worse)", "next: better / rope / worse",

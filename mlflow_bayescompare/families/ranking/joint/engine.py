@@ -38,7 +38,7 @@ from ....vocabulary.console import log
 from ....vocabulary.errors import InputError
 from ....vocabulary.options import RankOptions, draw_seed
 from ....vocabulary.outcomes import Orientation
-from ....vocabulary.progress import Progress, notify
+from ....vocabulary.progress import CLOSED_FORM, Progress, notify
 from ....vocabulary.versions import versions
 from ...correlated_t import formula
 from ..common import credible, rank_table
@@ -53,7 +53,7 @@ def rank_one_dataset(scores, opts: RankOptions, progress: Progress | None = None
     """Rank the models of ``scores`` (a :class:`~..scores.Scores` of one dataset, its blocks oriented so that
     greater is better, with the folds known or ``opts.rho`` given) by the joint model."""
     notify(progress, "sampling", f"{len(scores.models)} models on the folds of one dataset (joint correlated-t "
-                                 "model, closed form)")
+                                 f"model, {CLOSED_FORM})")
     started = time.perf_counter()
     y, rho, reason = joint_inputs(scores, opts)
     seed = opts.seed if opts.seed is not None else draw_seed()
