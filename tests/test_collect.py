@@ -201,6 +201,11 @@ def test_folds_option_and_errors(client, experiment_id, paper):
 
 
 def test_lookup_errors(client, experiment_id, paper):
+    # an empty experiment is called empty, named by its name (issue 40, item 11)
+    empty = client.create_experiment("nothing yet")
+    with pytest.raises(InputError) as e:
+        collect_scores(client, [empty], "accuracy", ["a", "b"])
+    assert e.value.problems == [f"experiment 'nothing yet' (id {empty}) has no runs"]
     log_keys(client, experiment_id, paper)
     with pytest.raises(InputError, match="metric 'f1' not found .* metrics present: accuracy"):
         collect_scores(client, [experiment_id], "f1")
@@ -314,7 +319,7 @@ def test_keys_that_match_nothing_or_do_not_decide(client, experiment_id, paper):
     log_untagged(client, experiment_id, paper, {"uci1": "a", "uci2": "b", "uci3": "c"}, "kind", seed=seeds)
     with pytest.raises(InputError) as e:
         collect_scores(client, [experiment_id], "accuracy", model_key="param:model_type", dataset_key="input")
-    assert "no run in experiment(s) 1 has param 'model_type' and a dataset input" in str(e.value)
+    assert "no run in experiment 'cv' (id 1) has param 'model_type' and a dataset input" in str(e.value)
     assert "the runs carry params: cv_folds, cv_repeats, kind, rows, seed; tags: none" in str(e.value)
     with pytest.raises(InputError, match="model 'rf' is in no run with param 'kind'; models present: aode, nbc"):
         collect_scores(client, [experiment_id], "accuracy", ["rf"], model_key="param:kind", dataset_key="input")

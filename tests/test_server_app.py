@@ -724,6 +724,12 @@ def test_page_on_one_dataset_says_which_test_and_which_ranking_answered(server):
                                                        "one dataset (the models share one dataset)")
         assert len(page.query_selector_all("#ranking tbody tr")) == 3
         page.frame_locator("#report").locator('img[alt="leader_gaps"]').wait_for(timeout=30_000)
+        page.select_option("#vs", "best")  # refused on one dataset before: the joint model answers it
+        page.click("#rank-btn")
+        page.wait_for_selector("#versus:not([hidden])", timeout=300_000)
+        state = server.api().status(_run_id(page))
+        assert state["ranking_model"] == "joint-t" and [r["reference"] for r in state["versus"]] == [state["best"]] * 2
+        assert page.text_content("#versus-caption") == f"Against {state['best']} on this dataset"
         page.goto(f"{server.url}/bayescompare/?run_id={logged.run_id}")
         page.wait_for_selector("#verdict:not(:empty)", timeout=60_000)
         assert page.text_content("#verdict") == logged.verdict and page.is_hidden("#stages")

@@ -150,7 +150,7 @@ RANKING_MODELS = {family.name: family for family in (
         engine="ranking.joint.engine:rank_one_dataset", check="ranking.joint.engine:joint_inputs",
         result="ranking.joint.result:JointRankingResult", run="ranking.run:bundle", report="ranking.joint.report",
         plots="ranking.joint.plots:all_figures", text="ranking.joint.report:text_lines", program=None,
-        takes="one dataset",
+        takes="one dataset", versus=True,
         columns=("model", "p_best", "mean_rank", "rank_low", "rank_high", "mean", "diff_to_leader", "diff_low",
                  "diff_high")),
 )}

@@ -230,6 +230,9 @@ def _model_runs(client, experiment_ids, models, filter_string, model_key: RunKey
     present, or for a key no run carries, naming what the runs carry."""
     found = identify(client, experiment_ids, model_key, dataset_key, models=None if models is None else list(models),
                      filter_string=filter_string, progress=progress)
+    if not found.runs and not search_runs(client, experiment_ids, "", limit=1):
+        raise InputError(f"{_experiments(client, experiment_ids)} {'has' if len(experiment_ids) == 1 else 'have'} no "
+                         "runs", header="Cannot collect scores:")
     key, matching = found.model_key, f" that matches the filter {filter_string!r}" if filter_string.strip() else ""
     absent = [m for m in (models or []) if m not in set(found.models.values())]
     problems = []
@@ -238,13 +241,23 @@ def _model_runs(client, experiment_ids, models, filter_string, model_key: RunKey
         problems += [f"model '{m}' is in no run {_with(key)}{matching}; models present: "
                      f"{', '.join(present) or 'none'}" for m in absent]
     if not found.runs and not problems:
-        problems.append(f"no run in experiment(s) {', '.join(experiment_ids)} has {key.described} and "
+        problems.append(f"no run in {_experiments(client, experiment_ids)} has {key.described} and "
                         f"{found.dataset_key.described}" + (f" and matches {filter_string!r}" if filter_string else ""))
     if problems and not found.models:
         problems.append(_carried(client, experiment_ids, filter_string))
     if problems:
         raise InputError(problems, header="Cannot collect scores:")
     return found
+
+
+def _experiments(client, experiment_ids) -> str:
+    """``experiment 'Default' (id 0)``, ``experiments 'a' (id 1) and 'b' (id 2)``: each by its name and id."""
+    named = []
+    for eid in experiment_ids:
+        with guard(client):
+            named.append(f"'{client.get_experiment(str(eid)).name}' (id {eid})")
+    return f"experiment{'s' if len(named) > 1 else ''} " + (" and ".join(named) if len(named) < 3 else
+                                                            ", ".join(named[:-1]) + " and " + named[-1])
 
 
 def _with(key: RunKey) -> str:

@@ -15,8 +15,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-__all__ = ["counted", "OUTCOMES", "COLORS", "ARVIZ_STATS", "DECISION_COLORS", "Orientation", "outcome_label",
-           "TwoModelResult", "combined_line", "divergent_transitions", "jsonable", "json_safe", "json_ready"]
+__all__ = ["counted", "names_listed", "OUTCOMES", "COLORS", "ARVIZ_STATS", "DECISION_COLORS", "Orientation",
+           "outcome_label", "TwoModelResult", "combined_line", "divergent_transitions", "jsonable", "json_safe",
+           "json_ready"]
+
+
+def names_listed(names) -> str:
+    """Names side by side as every message lists them: ``a, b, c``; ``a; b`` when a name holds a comma (a search's
+    candidate ``C=1, kernel=rbf``), so that no name reads as two."""
+    names = [str(n) for n in names]
+    return ("; " if any("," in n for n in names) else ", ").join(names)
+
 
 def counted(n: int, noun: str) -> str:
     """``1 dataset``, ``3 datasets``: a count and its noun, as every message and report writes them."""
