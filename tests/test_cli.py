@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 from mlflow import MlflowClient
+from servers import require_module
 from uci_runs import artifact_paths, log_uci, uci_scores
 
 from mlflow_bayescompare.cli import main
@@ -217,6 +218,29 @@ def test_compare_as_a_subprocess_honours_the_environment(tracking_uri, uci_exper
     report = json.loads(done.stdout)  # stdout holds the JSON object and nothing else
     assert report["experiment_id"] == uci_experiment and report["require"]["supported"] is True
     assert MlflowClient(tracking_uri).get_run(report["run_id"]).info.status == "FINISHED"
+
+
+def test_the_demo_reuses_the_source_runs_an_earlier_demo_logged(tmp_path, _empty_sqlite_db):
+    """A demo run again logs no second copy of its source runs (three demos logged 114 runs): the runs an earlier
+    demo logged with the same seed, folds and repeats are read, and said to be; a setting more is cross-validated
+    and logged; the comparisons read exactly this demo's runs (issue 40, item 12)."""
+    require_module("sklearn", "the demo cross-validates with scikit-learn (pip install scikit-learn)")
+    from mlflow_bayescompare import demo
+    from mlflow_bayescompare.reads.collect import collect_scores
+
+    (tmp_path / "mlflow.db").write_bytes(_empty_sqlite_db.read_bytes())
+    uri, said = f"sqlite:///{tmp_path / 'mlflow.db'}", {}
+    kept = {name: demo._log_settings(uri, demo.SETTINGS[:n], repeats=2, folds=3, seed=4, echo=said.setdefault(
+        name, []).append) for name, n in (("first", 2), ("again", 2), ("more", 3))}
+    (eid, first), (_, again), (_, more) = kept.values()
+    client = MlflowClient(uri)
+    assert sorted(again) == sorted(first) and set(first) < set(more) and len(client.search_runs([eid])) == 9
+    assert said["again"][-1] == "  reused 6 runs an earlier demo logged with seed 4 (not logged again)"
+    assert [line.removesuffix(" (an earlier demo's runs)") for line in said["again"][1:3]] == said["first"][1:3]
+    assert said["more"][-1].startswith("  cross-validated and logged 3 runs in ")
+    assert said["more"][-1].endswith(" s; reused 6 runs an earlier demo logged with seed 4 (not logged again)")
+    collected = collect_scores(client, [eid], "accuracy", filter_string=demo.runs_filter(first))
+    assert sorted(collected.scores["dataset"].unique()) == sorted(s.name for s in demo.SETTINGS[:2])
 
 
 @pytest.mark.slow

@@ -296,6 +296,19 @@ def test_keys_detected_from_inputs_and_a_param(client, experiment_id, paper, cap
     assert (found["models"], found["model_key"], found["dataset_key"]) == (["aode", "nbc"], "param:estimator", "input")
 
 
+def test_a_comparison_run_lists_the_datasets_it_compared(client, tracking_uri, experiment_id, paper):
+    """The source runs' dataset inputs become the comparison run's own (context 'compared'), each once: MLflow's UI
+    showed "Datasets: None" on it (issue 40, item 12)."""
+    from mlflow_bayescompare.pipeline.compare import compare_runs
+
+    log_untagged(client, experiment_id, paper, {"uci1": "dataset", "uci2": "dataset", "uci3": "uci3"})
+    outcome = compare_runs(experiment_ids=[experiment_id], metric="accuracy", model_a="nbc", model_b="aode",
+                           tracking_uri=tracking_uri, filter_string="params.rows = 'uci3'")  # one dataset: no Stan
+    inputs = client.get_run(outcome.run_id).inputs.dataset_inputs
+    assert [(i.dataset.name, i.dataset.digest, i.dataset.source_type) for i in inputs] == [("uci3", "duci3", "code")]
+    assert [(t.key, t.value) for t in inputs[0].tags] == [("mlflow.data.context", "compared")]
+
+
 def test_keys_given(client, experiment_id, paper):
     """param:, run-name and logged-model for the model, param: for the dataset; a model named by its logged
     model, created with the run as its source or listed in the run's outputs."""

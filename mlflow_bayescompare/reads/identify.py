@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from mlflow.exceptions import MlflowException
 
+from ..vocabulary import mlflow_internals
 from ..vocabulary import tags as T
 from ..vocabulary.console import log, redact_uri
 from ..vocabulary.errors import BayesCompareError, InputError
@@ -239,7 +240,7 @@ def _training_input(run) -> tuple[str, str] | str | None:
 
 
 def _context(dataset_input) -> str | None:
-    return next((t.value for t in dataset_input.tags if t.key == "mlflow.data.context"), None)
+    return next((t.value for t in dataset_input.tags if t.key == mlflow_internals.DATASET_CONTEXT), None)
 
 
 # ---------------------------------------------------------------------------------------------- search

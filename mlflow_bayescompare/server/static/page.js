@@ -518,8 +518,11 @@
   }
 
   function pastName(c) {
-    if (c.kind === "ranking") return "ranking of " + (c.models || []).length + " models";
-    if (c.kind === "matrix") return (c.models || []).length + " models";
+    const model = c.ranking_model || ((c.metrics || [])[0] || {}).ranking_model;
+    // the model that ranked, by its short name (a BBT ranking and a hierarchical one looked alike otherwise)
+    const by = model ? " · " + (rankingOf(model).short || model) : "";
+    if (c.kind === "ranking") return "ranking of " + (c.models || []).length + " models" + by;
+    if (c.kind === "matrix") return (c.models || []).length + " models" + by;
     return c.model_a + " vs " + c.model_b;
   }
 
