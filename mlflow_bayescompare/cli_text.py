@@ -14,7 +14,8 @@ __all__ = ["comparison_text", "matrix_text", "ranking_text", "ranking_lines"]
 
 
 def _claim_lines(checked: dict[str | None, claims.Report]) -> list[str]:
-    return [(f"{m}: " if m else "") + c.line() for m, c in checked.items()]
+    """The claims that hold; one that does not is said once, by the command's error line (``cli._claimed``)."""
+    return [(f"{m}: " if m else "") + c.line() for m, c in checked.items() if c.supported]
 
 
 def _table(rows: list[tuple[str, str]], indent: str = "  ") -> list[str]:

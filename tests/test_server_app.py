@@ -554,7 +554,10 @@ def _better_first(pair: dict) -> list[str]:
 def test_page_ranks_against_a_model(server):
     """"Rank all models" against a model: the ranking job of the API with ``vs``, its table against the reference
     (one row per other model, the verdict, P(better / equivalent / worse), the difference and its HDI) under the
-    ranking, no pairs; reopened, the form asks the same again."""
+    ranking, no pairs; reopened, the form asks the same again.  Past comparisons names the model that ranked: a BBT
+    ranking and a hierarchical one looked alike there (issue 40, item 12)."""
+    bbt = rank_runs(experiment_ids=[server.experiment_id], metric="accuracy", model="bbt", seed=5, draws=200,
+                    tracking_uri=server.url)
     with _browser() as (page, dialogs):
         page.goto(f"{server.url}/bayescompare/")
         _fill_form(page, server, seed=5, draws=200)
@@ -574,6 +577,8 @@ def test_page_ranks_against_a_model(server):
                          shown[i], f"[{shown[n + i]}, {shown[2 * n + i]}]"] for i, r in enumerate(versus)] and n == 2
         assert page.is_visible("#ranking") and page.is_hidden("#pairs") and page.is_hidden("#pairs-differ")
         assert page.text_content("#job-title") == "Ranking of 3 models · accuracy"
+        names = {r: page.text_content(f'#past tr[data-run-id="{r}"] a.show') for r in (run_id, bbt.run_id)}
+        assert names == {run_id: "ranking of 3 models · hierarchical", bbt.run_id: "ranking of 3 models · BBT"}
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"bayescompare-page-versus-{server.backend.split(':')[0]}.png"),
                         full_page=True)
@@ -636,7 +641,7 @@ def test_page_compare_all_models(server):
                               " r.cells[1].textContent, r.cells[2].querySelector('a.show').textContent,"
                               " r.cells[6].textContent, r.cells[7].textContent, r.cells[8].textContent])")
         at = [r[0] for r in past].index(run_id)
-        assert past[at][1:5] == ["", False, server.experiment_name, "3 models"]
+        assert past[at][1:5] == ["", False, server.experiment_name, "3 models · hierarchical"]  # the model that ranked
         assert past[at + 1:at + 4] == [[p["run_id"], run_id, False, "", f"{p['model_a']} vs {p['model_b']}",
                                         *(format_probability(p[k]) for k in PROBABILITIES)] for p in state["pairs"]]
         assert [r for r in past if r[1] == run_id] == past[at + 1:at + 4]  # no pair of it at the top level
@@ -724,6 +729,12 @@ def test_page_on_one_dataset_says_which_test_and_which_ranking_answered(server):
                                                        "one dataset (the models share one dataset)")
         assert len(page.query_selector_all("#ranking tbody tr")) == 3
         page.frame_locator("#report").locator('img[alt="leader_gaps"]').wait_for(timeout=30_000)
+        page.select_option("#vs", "best")  # refused on one dataset before: the joint model answers it
+        page.click("#rank-btn")
+        page.wait_for_selector("#versus:not([hidden])", timeout=300_000)
+        state = server.api().status(_run_id(page))
+        assert state["ranking_model"] == "joint-t" and [r["reference"] for r in state["versus"]] == [state["best"]] * 2
+        assert page.text_content("#versus-caption") == f"Against {state['best']} on this dataset"
         page.goto(f"{server.url}/bayescompare/?run_id={logged.run_id}")
         page.wait_for_selector("#verdict:not(:empty)", timeout=60_000)
         assert page.text_content("#verdict") == logged.verdict and page.is_hidden("#stages")
@@ -1033,7 +1044,7 @@ def test_stan_programs_compile_at_startup_and_a_job_waits_for_it(tmp_path):
             run_id = urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query)["run_id"][0]
         # the start-up compile logs its programs once every one is compiled: the others may still be compiling
         log = _wait_for_log(srv, r"compiled the Stan program hierarchical at start-up in \d+ s", timeout=600)
-        assert log.count("compiling the Stan program hierarchical once") == 1, log[-3000:]
+        assert log.count("compiling 1 Stan program at once (hierarchical)") == 1, log[-3000:]  # one line says it
         run = MlflowClient(srv.url).get_run(run_id)
         assert run.info.status == "FINISHED" and run.data.metrics["compile_seconds"] > 0  # it waited for that compile
     finally:

@@ -81,7 +81,8 @@ class RankingModel(Family):
     ranking, ``text(result)``; ``differs``: why its pairs and the pair tests shown beside it can differ (or None);
     ``columns``: the ranking table's columns the terminal shows; ``claims``: the prefixes of the ranking claims it
     answers (:data:`~..vocabulary.claims.RANKING_CLAIMS`); ``versus``: it answers ``vs`` (every model against one);
-    ``metric_rope``: it reads the rope in metric units (``metric_rope``)."""
+    ``metric_rope``: it reads the rope in metric units (``metric_rope``); ``short``: its name where a line names the
+    model that ranked (the page's Past comparisons: ``ranking of 4 models · BBT``)."""
 
     engine: str = ""
     check: str | None = None
@@ -92,6 +93,7 @@ class RankingModel(Family):
     claims: tuple[str, ...] = ("best=",)
     versus: bool = False
     metric_rope: bool = True
+    short: str = ""
 
     PARTS = (*Family.PARTS, "engine", "check", "refuse", "text", "differs")
 
@@ -136,21 +138,21 @@ RANKING_MODELS = {family.name: family for family in (
         program="hierarchical_k", takes="folds",
         columns=("model", "p_best", "p_best_next", "mean_rank", "rank_low", "rank_high", "effect", "diff_to_leader",
                  "diff_low", "diff_high"),
-        claims=("best=", "none-better=", "not-worse-than-best="), versus=True),
+        claims=("best=", "none-better=", "not-worse-than-best="), versus=True, short="hierarchical"),
     RankingModel(
         name="bbt", title="Bayesian Bradley-Terry", page_title="Bayesian Bradley–Terry", reference="Wainer 2023",
         engine="ranking.bbt.engine:rank_bbt", refuse="ranking.bbt.engine:refuse_lacking",
         result="ranking.bbt.result:RankingResult", run="ranking.run:bundle",
         report="ranking.bbt.report", plots="ranking.bbt.plots:all_figures", text="ranking.bbt.report:text_lines",
         differs="ranking.bbt.report:DIFFERS", program="bbt", takes="means",
-        columns=("model", "p_best", "mean_rank", "rank_low", "rank_high", "strength"), metric_rope=False),
+        columns=("model", "p_best", "mean_rank", "rank_low", "rank_high", "strength"), metric_rope=False, short="BBT"),
     RankingModel(
         name="joint-t", title="joint correlated-t model of one dataset's folds",
         page_title="joint correlated-t model of one dataset's folds", reference="Corani & Benavoli 2015, generalised",
         engine="ranking.joint.engine:rank_one_dataset", check="ranking.joint.engine:joint_inputs",
         result="ranking.joint.result:JointRankingResult", run="ranking.run:bundle", report="ranking.joint.report",
         plots="ranking.joint.plots:all_figures", text="ranking.joint.report:text_lines", program=None,
-        takes="one dataset",
+        takes="one dataset", versus=True, short="joint-t",
         columns=("model", "p_best", "mean_rank", "rank_low", "rank_high", "mean", "diff_to_leader", "diff_low",
                  "diff_high")),
 )}
@@ -180,8 +182,8 @@ def tests_named(tests, references: bool = False) -> str:
 def page_words() -> dict[str, dict[str, dict[str, Any]]]:
     """What the server's page shows of each family (it names none itself): a test's words and whether its
     probabilities are the next dataset's; a ranking model's words, whether it reads the rope in metric units and why
-    its pairs can differ from the pair tests beside it."""
+    its pairs can differ from the pair tests beside it, and its short name."""
     return {"tests": {t.name: {"title": t.page_title, "next_dataset": t.next_dataset} for t in PAIR_TESTS.values()},
-            "rankings": {m.name: {"title": m.page_title, "metric_rope": m.metric_rope,
+            "rankings": {m.name: {"title": m.page_title, "metric_rope": m.metric_rope, "short": m.short,
                                   "differs": m.part("differs") if m.differs else None}
                          for m in RANKING_MODELS.values()}}

@@ -85,7 +85,7 @@ def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[
             target = _target(client, run_id, source, next(iter(checked.values())).plan.experiment_ids)
             return _logged(client, outcomes, target, run_id, started, progress, lambda o, folder: pairfits.pair_bundle(
                 o.result, o.tensor, o.metric, o.experiment_ids, o.layout, run_id=run_id, experiment_id=target,
-                directory=folder))
+                directory=folder), _compared(checked, (pair.model_a, pair.model_b)))
     return _one_or_several(outcomes)
 
 
@@ -148,7 +148,8 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
                                    layout=checked.layout, directory=Path(folder) / "parent", child_runs=children,
                                    run_params=_matrix_params(how))
             target = _target(client, run_id, source, ids)
-            matrix.run_id = pairfits.log_family(client, bundle, fitted, target, run_id, started, progress, signer)
+            matrix.run_id = pairfits.log_family(client, bundle, fitted, target, run_id, started, progress, signer,
+                                                datasets=checked.collected.datasets_of(models))
             matrix.experiment_id = target
             for p, row in fitted.rows.items():
                 matrix.pairs[p].run_id, matrix.pairs[p].experiment_id = row.run_id, target
@@ -191,7 +192,8 @@ def rank_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str
             target = _target(client, run_id, source, next(iter(checked.values())).plan.experiment_ids)
             return _logged(client, outcomes, target, run_id, started, progress, lambda o, folder: ranking_model(
                 o.result.model).part("run")(o.result, metric=o.metric, experiment_ids=o.experiment_ids,
-                                            layout=o.layout, directory=folder))
+                                            layout=o.layout, directory=folder),
+                           _compared(checked, None))
     return _one_or_several(outcomes)
 
 
@@ -248,10 +250,21 @@ def _one_or_several(outcomes: dict[str, Outcome]) -> Outcome | MetricsOutcome:
     return next(iter(outcomes.values())) if len(outcomes) == 1 else MetricsOutcome(outcomes)
 
 
+def _compared(checked: dict, models) -> list:
+    """The dataset inputs of the runs of ``models`` (None: every model read) over every metric's scores, each once:
+    the inputs of the run that compares them."""
+    seen = {}
+    for one in checked.values():
+        chosen = models if models is not None else list(one.collected.runs_by_model)
+        seen.update({(d.name, d.digest): d for d in one.collected.datasets_of(chosen)})
+    return list(seen.values())
+
+
 def _logged(client, outcomes: dict[str, Outcome], target: str, run_id: str | None, started: int, progress,
-            bundle_of) -> Outcome | MetricsOutcome:
+            bundle_of, datasets=()) -> Outcome | MetricsOutcome:
     """Log the outcome (one metric's, or the decision on several: one run holding each metric's, built by
-    ``bundle_of(outcome, folder)`` into ``folder``) into ``target`` (as ``run_id`` when it exists)."""
+    ``bundle_of(outcome, folder)`` into ``folder``) into ``target`` (as ``run_id`` when it exists), with
+    ``datasets`` as the run's inputs."""
     outcome = _one_or_several(outcomes)
     with tempfile.TemporaryDirectory(prefix="bayescompare-") as folder:
         if isinstance(outcome, MetricsOutcome):
@@ -267,7 +280,7 @@ def _logged(client, outcomes: dict[str, Outcome], target: str, run_id: str | Non
         else:
             bundle = bundle_of(outcome, Path(folder) / "run")
         outcome.run_id = runlog.log_bundle(client, bundle, experiment_id=target, run_id=run_id, start_time=started,
-                                           progress=progress)
+                                           progress=progress, datasets=datasets)
     outcome.experiment_id = target
     for one in outcomes.values():
         one.run_id, one.experiment_id = outcome.run_id, target

@@ -24,7 +24,8 @@ MAX_REPORT_BYTES = 50 * 1024 * 1024
 #: with its interval
 RANKING_COLUMNS = ("model", "p_best", "p_best_next", "mean_rank", "rank_low", "rank_high", "strength", "mean",
                    "effect", "diff_to_leader", "diff_low", "diff_high")
-#: the columns of a row of the hierarchical ranking's table against a reference (``versus.csv``, ``vs``)
+#: the columns of a row of a ranking's table against a reference (``versus.csv``, ``vs``; the joint model of one
+#: dataset has no ``next_*``)
 VERSUS_COLUMNS = ("model", "reference", "p_better", "p_rope", "p_worse", "next_better", "next_rope", "next_worse",
                   "difference", "hdi_low", "hdi_high", "verdict")
 

@@ -119,7 +119,8 @@ def _rename(problem: str, names: dict[str, str], origin: str) -> str:
 
 
 def click_options(*classes, exclude: Iterable[str] = ()):
-    """A decorator declaring one command-line option per field of ``classes`` (except ``exclude``).
+    """A decorator declaring one command-line option per field of ``classes`` (except ``exclude``), the required
+    ones first (``--help`` lists them first), then the others in the classes' order.
 
     Values arrive as given (strings, booleans for flags, tuples for repeatable names): :func:`parse_fields` with
     ``origin="cli"`` validates them, so the command line and the JSON API share one set of rules and messages.
@@ -129,10 +130,10 @@ def click_options(*classes, exclude: Iterable[str] = ()):
     exclude = set(exclude)
 
     def decorate(fn):
-        for cls in reversed(classes):
-            for f in reversed(dataclasses.fields(cls)):
-                if not _excluded(cls, f, exclude) and f.metadata["option"].cli:
-                    fn = _click_option(click, f)(fn)
+        fields = [f for cls in classes for f in dataclasses.fields(cls)
+                  if not _excluded(cls, f, exclude) and f.metadata["option"].cli]
+        for f in reversed(sorted(fields, key=lambda f: not f.metadata["option"].required)):
+            fn = _click_option(click, f)(fn)
         return fn
 
     return decorate

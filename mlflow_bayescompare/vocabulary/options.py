@@ -332,10 +332,10 @@ class RankOptions(SamplerOptions):
                                 "dataset's wins), or auto (hierarchical on fold scores, bbt on per-dataset means). "
                                 "On one dataset the joint correlated-t model of the folds ranks.", "choice",
                         choices=RANK_MODELS)
-    vs: str | None = option(None, "Compare every model with this one on the next dataset (a model, or best for "
-                                  "the leader): one row per model, P(better / equivalent / worse), the expected "
-                                  "difference and a verdict (the hierarchical model).", "str", nullable=True,
-                            max_length=200)
+    vs: str | None = option(None, "Compare every model with this one (a model, or best for the leader): one row "
+                                  "per model, P(better / equivalent / worse) on the next dataset (the hierarchical "
+                                  "model; on one dataset, on it: the joint model), the expected difference and a "
+                                  "verdict.", "str", nullable=True, max_length=200)
     greater_is_better: bool = option(True, "The metric is a loss or error (lower is better).", "bool",
                                       public="lower_is_better", flag_value=False)
     local_rope: str = option("paired", "When a dataset is a tie between two models: paired (|mean of the fold "

@@ -17,7 +17,7 @@ __all__ = [
     "KIND", "KINDS", "STAGE", "SKIPPED", "ERROR", "NOTE", "PARENT", "USER", "MODEL_A", "MODEL_B", "MODELS", "METRIC",
     "VERDICT", "DECISION", "DIAGNOSTICS", "TEST", "REPORT", "NO_REPORT", "BEST", "RANKING", "SOURCE_EXPERIMENTS",
     "STRICT", "REQUIRE", "DATASETS_LEFT_OUT", "CACHED_FROM", "CACHE_FOR", "metric_tag", "joined_names", "split_names",
-    "JOB_OWNER", "JOB_REQUEST",
+    "JOB_OWNER", "JOB_REQUEST", "DEMO",
 ]
 
 KIND = "bayescompare.kind"
@@ -38,6 +38,7 @@ NO_REPORT = "none"
 PAIRS_TABLE = "bayescompare.pairs_table"  # the artifact of a matrix run holding its pairs (and the cache's rows)
 BEST = "bayescompare.best"  # the best model of a matrix or ranking
 RANKING = "bayescompare.ranking"  # the model that ranked them: hierarchical, bbt, or joint-t (one dataset's folds)
+DEMO = "bayescompare.demo"  # the demo's source runs (value: friedman), by which a demo finds an earlier demo's runs
 SOURCE_EXPERIMENTS = "bayescompare.source_experiment_ids"
 STRICT = "bayescompare.strict"  # set by --strict when the sampler's output failed the gate
 REQUIRE = "bayescompare.require"  # "<claim>@<threshold>" asked of a server job

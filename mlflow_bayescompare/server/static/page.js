@@ -333,7 +333,9 @@
   }
 
   function fillVersus(table, rows) {
-    table.caption.textContent = "Against " + rows[0].reference + " on the next dataset";
+    // the joint model of one dataset has no next dataset: its probabilities are about that dataset
+    const where = rows[0].next_better === undefined ? " on this dataset" : " on the next dataset";
+    table.caption.textContent = "Against " + rows[0].reference + where;
     const shown = signed(rows.flatMap((r) => [r.difference, r.hdi_low, r.hdi_high])); // one number of decimals
     fillTable(table, rows.map((r, i) => [r.model, r.verdict, probability(r.p_better), probability(r.p_rope),
       probability(r.p_worse), shown[3 * i], "[" + shown[3 * i + 1] + ", " + shown[3 * i + 2] + "]"]));
@@ -516,8 +518,11 @@
   }
 
   function pastName(c) {
-    if (c.kind === "ranking") return "ranking of " + (c.models || []).length + " models";
-    if (c.kind === "matrix") return (c.models || []).length + " models";
+    const model = c.ranking_model || ((c.metrics || [])[0] || {}).ranking_model;
+    // the model that ranked, by its short name (a BBT ranking and a hierarchical one looked alike otherwise)
+    const by = model ? " · " + (rankingOf(model).short || model) : "";
+    if (c.kind === "ranking") return "ranking of " + (c.models || []).length + " models" + by;
+    if (c.kind === "matrix") return (c.models || []).length + " models" + by;
     return c.model_a + " vs " + c.model_b;
   }
 
