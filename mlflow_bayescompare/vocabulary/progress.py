@@ -8,13 +8,14 @@ on a live line with the elapsed time (:class:`TerminalProgress`); the server rec
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from collections.abc import Callable
 
 from .console import PREFIX, CliHandler, log
 
-__all__ = ["STAGES", "Progress", "notify", "TerminalProgress", "Countdown"]
+__all__ = ["STAGES", "Progress", "notify", "TerminalProgress", "Countdown", "duration"]
 
 #: Stages a comparison goes through, in order; ``failed`` may replace any of them.
 STAGES = ("queued", "fetching", "compiling", "sampling", "reporting", "logging", "done", "failed")
@@ -43,10 +44,11 @@ class Countdown:
         if not 0 < done < self.total:
             return text
         left = (time.monotonic() - self._start) / done * (self.total - done)
-        return f"{text}, about {_duration(left)} left"
+        return f"{text}, about {duration(left)} left"
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """``1 min 5 s``: a time span as the progress line says it."""
     minutes, seconds = divmod(round(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return " ".join(f"{value} {unit}" for value, unit in ((hours, "h"), (minutes, "min"), (seconds, "s"))
@@ -132,10 +134,14 @@ class TerminalProgress:
                     self._write(final=True)
 
     def _write(self, final: bool) -> None:
-        """A whole line (``final``), or the live line rewritten in place."""
+        """A whole line (``final``), or the live line rewritten in place, cut to the terminal's width (a line that
+        wraps cannot be rewritten in place)."""
         if self.stage is None:
             return
         text = self.text()
+        if not final:
+            width = shutil.get_terminal_size().columns - 1
+            text = text if len(text) <= width else text[: max(width - 1, 0)] + "…"
         try:
             if final:
                 self.stream.write(text + "\n")
