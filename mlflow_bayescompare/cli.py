@@ -1,5 +1,5 @@
 """The ``mlflow-bayescompare`` command line: ``compare``, ``matrix``, ``rank`` and ``demo`` over
-:mod:`.pipeline.compare`, and ``compile``.
+:mod:`.pipeline.compare`, ``watch`` over :mod:`.pipeline.watch`, and ``compile``.
 
 The options of each command are declared from :mod:`.vocabulary.options` and validated there; this module adds only
 what is
@@ -25,6 +25,7 @@ from .vocabulary import claims, mlflow_internals
 from .vocabulary.console import install_cli_handler, redact_uri
 from .vocabulary.errors import BayesCompareError, InputError
 from .vocabulary.options import (
+    WATCH_EXCLUDED,
     FitOptions,
     MatrixOptions,
     ModelsOptions,
@@ -32,6 +33,7 @@ from .vocabulary.options import (
     RankOptions,
     SamplerOptions,
     SourceOptions,
+    WatchOptions,
     checked_click_option,
     click_options,
     parse_fields,
@@ -49,6 +51,18 @@ Exit codes:
   2  bad input: unknown experiment, model or metric, incomplete folds, bad option,
      a tracking server that does not answer
   143  stopped by SIGTERM (sampling and workers stopped; Ctrl-C: "Aborted!", 1)"""
+
+#: ``watch``'s exit code for each answer: a pipeline tells "add data and call again" apart from "decided"
+WATCH_EXITS = {"a_better": 0, "b_better": 0, "equivalent": 0, "continue": 3, "inconclusive": 4}
+WATCH_EXIT_CODES = """\b
+Exit codes:
+  0  decided: A better, B better, or practically equivalent
+  3  continue: not decided yet (add repeats or items, and look again)
+  4  inconclusive at the budget (the design's max size reached undecided)
+  1  MLflow failed during the work
+  2  bad input: unknown experiment, model, run or metric, a bad option, a design
+     other than the one registered, a source run deleted since an earlier look
+  143  stopped by SIGTERM (the watch run stays RUNNING for the next look)"""
 
 
 class CliError(click.ClickException):
@@ -199,6 +213,42 @@ def rank(tracking_uri, no_log, as_json, require_best, **fields) -> None:
         out(report, cli_text.ranking_text(outcome, claim, tracking_uri))
     if failures:
         raise CliError("; ".join(failures), exit_code=1)
+
+
+class _DesignCommand(click.Command):
+    """``watch``: its options, a design's among them, declared when the command is used, not when the module is
+    imported (the design's module imports SciPy, which the other commands put off until their first line shows)."""
+
+    def get_params(self, ctx):
+        if not self.params:
+            from .sequential.design import Design
+
+            declare = click_options(Design, WatchOptions, SourceOptions, PairOptions, exclude=WATCH_EXCLUDED,
+                                    required=False)
+            self.params = list(reversed(declare(_run_options(lambda: None)).__click_params__))
+        return super().get_params(ctx)
+
+
+@main.command(cls=_DesignCommand, epilog=WATCH_EXIT_CODES)
+def watch(tracking_uri, no_log, as_json, **fields) -> None:
+    """Stop when decided: look at two models' growing CV runs (or two growing evaluation runs) under a registered
+    design and answer continue, A better, B better, practically equivalent or inconclusive at the budget (the exit
+    code says which).  The first look registers the design (and its simulated error rates) in a watch run; every
+    look is kept there.  --follow looks again every --interval seconds until decided."""
+    with _errors(), _output(as_json) as out:
+        from .pipeline.watchrequest import watch_request
+
+        given = click.get_current_context().get_parameter_source  # a default is no choice of the user's
+        request = watch_request({k: v for k, v in fields.items() if given(k) is not click.core.ParameterSource.DEFAULT},
+                                origin="cli")
+        with _progress() as progress:
+            from .pipeline.watch import watch_runs
+
+            outcome = watch_runs(request=request, log=not no_log, tracking_uri=tracking_uri, progress=progress)
+        out(outcome.to_dict(), cli_text.watch_text(outcome, tracking_uri))
+    code = WATCH_EXITS[outcome.answer]
+    if code:
+        raise SystemExit(code)
 
 
 @main.command(epilog=EXIT_CODES)

@@ -10,7 +10,7 @@ from .vocabulary import claims
 from .vocabulary.console import redact_uri, ui_address
 from .vocabulary.outcomes import counted
 
-__all__ = ["comparison_text", "matrix_text", "ranking_text", "ranking_lines"]
+__all__ = ["comparison_text", "matrix_text", "ranking_text", "ranking_lines", "watch_text"]
 
 
 def _claim_lines(checked: dict[str | None, claims.Report]) -> list[str]:
@@ -146,3 +146,34 @@ def _side_by_side(outcome) -> list[str]:
             table.reset_index().to_string(index=False, formatters={  # as each metric's ranking shows them
                 c: format_probability if c.startswith("p_best") else "{:.2f}".format for c in table.columns}),
             outcome.verdict]
+
+
+def watch_text(outcome, tracking_uri) -> str:
+    """A watch's answer (:class:`~.pipeline.watchrequest.WatchOutcome`): what it compared, the answer in a sentence,
+    each look's probabilities, the design's operating characteristics when this look registered it, the source runs
+    read and where the watch run is."""
+    a, b, design = outcome.model_a, outcome.model_b, outcome.design
+    on = f" on {outcome.dataset}" if outcome.dataset else ""
+    lines = [f"{a} vs {b} · {outcome.measure}{on}: {design.test}, rope ±{design.rope:g}, threshold "
+             f"{design.threshold:g}, looks at {_sizes(design.looks)} {design.unit} (design {design.fingerprint[:12]})",
+             outcome.sentence()]
+    if outcome.look.rows:
+        lines += _table([(f"{r.size} {design.unit}", _look_probabilities(r, a, b)) for r in outcome.look.rows])
+    if outcome.registered and outcome.operating:
+        lines += ["Design registered; its operating characteristics (simulated):",
+                  *("  " + line for line in outcome.operating.get("lines", []))]
+    lines += [f"Note: {note}" for note in [*outcome.look.notes, *outcome.notes]]
+    if outcome.run_id:
+        lines += _where(tracking_uri, "Watch run", outcome.run_id, outcome.experiment_id)
+    return "\n".join(lines)
+
+
+def _look_probabilities(row, a: str, b: str) -> str:
+    said = (f"P({a} better) {format_probability(row.p_a_better)}  P(rope) {format_probability(row.p_rope)}  "
+            f"P({b} better) {format_probability(row.p_b_better)}")
+    return said if row.cs_low is None else f"{said}  sequence [{row.cs_low:.4g}, {row.cs_high:.4g}]"
+
+
+def _sizes(sizes: tuple[int, ...]) -> str:
+    """``2, 3, …, 30``: a schedule of looks, shortened."""
+    return ", ".join(map(str, sizes)) if len(sizes) <= 5 else f"{sizes[0]}, {sizes[1]}, …, {sizes[-1]}"

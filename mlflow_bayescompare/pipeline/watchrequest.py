@@ -12,20 +12,17 @@ from typing import Any
 from ..sequential import Design, Look
 from ..sequential.report import ANSWER_WORDS, look_sentence, probabilities_text
 from ..vocabulary.errors import InputError
-from ..vocabulary.options import PairOptions, SourceOptions, WatchOptions, parse_fields
+from ..vocabulary.options import WATCH_EXCLUDED, PairOptions, SourceOptions, WatchOptions, parse_fields
 from ..vocabulary.options import from_keywords as options_from_keywords
 from ..vocabulary.outcomes import json_ready
 from .watchsources import SourceRun
 
-__all__ = ["WatchRequest", "WatchOutcome", "watch_request", "from_keywords", "CV_ONLY", "EVALS_ONLY", "NOT_WATCHED"]
+__all__ = ["WatchRequest", "WatchOutcome", "watch_request", "from_keywords", "CV_ONLY", "EVALS_ONLY"]
 
 #: what a watch of CV runs reads that a watch of evaluation runs does not, and the other way round (public names)
 CV_ONLY = ("experiment_name", "experiment_id", "metric", "layout", "model_key", "dataset_key", "model_tag",
            "dataset_tag", "filter", "model_a", "model_b", "dataset")
 EVALS_ONLY = ("run_a", "run_b", "scorer", "pair_key", "table_artifact")
-#: a source option a watch does not take: its design's folds are the runs', a model's runs are its repeats
-NOT_WATCHED = ("SourceOptions.folds", "SourceOptions.target_experiment", "on_duplicate", "drop_incomplete",
-                "search_run", "claim")
 
 
 @dataclass(frozen=True)
@@ -110,13 +107,14 @@ def watch_request(fields: Mapping[str, Any], origin: str = "json", exclude: Sequ
         (CV_ONLY, [Design, WatchOptions])
     problems = [f"{_shown(k, origin)} applies to {'an evaluation watch' if cv else 'correlated-t (CV runs)'}, not "
                 f"test {fields.get('test') or 'correlated-t'}" for k in wrong if k in given]
+    header = "invalid options:" if origin == "cli" else "invalid request:"
     try:
         parsed = parse_fields({k: v for k, v in fields.items() if k not in wrong}, classes, origin=origin,
-                              exclude=(*NOT_WATCHED, *exclude))
+                              exclude=(*WATCH_EXCLUDED, *exclude))
     except InputError as exc:
-        raise InputError(problems + exc.problems, header=exc.header) from None
+        raise InputError(problems + exc.problems, header=header) from None
     if problems:
-        raise InputError(problems, header="invalid options:" if origin == "cli" else "invalid request:")
+        raise InputError(problems, header=header)
     return _checked(WatchRequest(*parsed))
 
 

@@ -39,7 +39,8 @@ from .optionspec import Option, OptionsBase, PerMetric, option, required_option
 from .runkey import DEFAULT_KEYS, RunKey, parse_key
 
 __all__ = [
-    "Option", "SourceOptions", "SamplerOptions", "FitOptions", "PairOptions", "WatchOptions", "ModelsOptions",
+    "Option", "SourceOptions", "SamplerOptions", "FitOptions", "PairOptions", "WatchOptions", "WATCH_EXCLUDED",
+    "ModelsOptions",
     "MatrixOptions",
     "RankOptions", "ENGINES", "RAY_ADDRESS_ENV",
     "parse_fields", "click_options", "checked_click_option", "build", "from_keywords", "defaults", "public_name",
@@ -304,6 +305,13 @@ class WatchOptions(OptionsBase):
         if self.run_a is not None and self.run_a == self.run_b:
             return [f"run_a and run_b are both {self.run_a!r}; watch two different runs"]
         return []
+
+
+#: the fields of :class:`SourceOptions` and :class:`PairOptions` a watch does not take (its design's folds are the
+#: runs', a model's runs are its repeats, its target experiment is :attr:`WatchOptions.target_experiment`, its claim
+#: the design's answer)
+WATCH_EXCLUDED = ("SourceOptions.folds", "SourceOptions.target_experiment", "on_duplicate", "drop_incomplete",
+                  "search_run", "claim")
 
 
 @dataclass(frozen=True)

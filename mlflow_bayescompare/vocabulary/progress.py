@@ -118,10 +118,15 @@ class TerminalProgress:
     def _cli_handlers() -> list[CliHandler]:
         return [h for h in log.handlers if isinstance(h, CliHandler)]
 
-    def text(self) -> str:
+    def text(self, width: int | None = None) -> str:
+        """``bayescompare: <stage> <detail> (<elapsed> s)``; within ``width`` characters, the detail cut short
+        (``…``), the stage and the elapsed time kept."""
         elapsed = time.monotonic() - self._stage_start
-        detail = f" {self.detail}" if self.detail else ""
-        return f"{PREFIX} {self.stage}{detail} ({elapsed:.0f} s)"
+        head, detail, tail = f"{PREFIX} {self.stage}", f" {self.detail}" if self.detail else "", f" ({elapsed:.0f} s)"
+        room = None if width is None else width - len(head) - len(tail)
+        if room is not None and len(detail) > room:
+            detail = detail[: room - 1] + "…" if room > 1 else ""
+        return head + detail + tail
 
     def _ticker(self) -> None:
         while not self._stop.wait(self.tick):
@@ -134,14 +139,11 @@ class TerminalProgress:
                     self._write(final=True)
 
     def _write(self, final: bool) -> None:
-        """A whole line (``final``), or the live line rewritten in place, cut to the terminal's width (a line that
-        wraps cannot be rewritten in place)."""
+        """A whole line (``final``), or the live line rewritten in place, fitted to the terminal's width (a line
+        that wraps cannot be rewritten in place)."""
         if self.stage is None:
             return
-        text = self.text()
-        if not final:
-            width = shutil.get_terminal_size().columns - 1
-            text = text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+        text = self.text(None if final else shutil.get_terminal_size().columns - 1)
         try:
             if final:
                 self.stream.write(text + "\n")
