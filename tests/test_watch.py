@@ -21,6 +21,7 @@ from scipy import stats
 from mlflow_bayescompare.pipeline.watch import watch_runs
 from mlflow_bayescompare.reads.cvlog import log_cv_scores
 from mlflow_bayescompare.runs import watchrun
+from mlflow_bayescompare.server.owners import stale_reason
 from mlflow_bayescompare.vocabulary import tags as T
 from mlflow_bayescompare.vocabulary.errors import InputError
 
@@ -94,6 +95,17 @@ def test_a_watch_registers_its_design_and_keeps_every_look_until_decided(trackin
     _repeat(client, experiment_id, 99, -0.2)
     again = _watch(tracking_uri, experiment_id)
     assert again.answer == "a_better" and again.run_id == run_id and len(again.rows) == len(seen)
+
+
+def test_a_watch_run_running_between_looks_is_never_stale_to_a_server(tracking_uri, client, experiment_id):
+    """A server ends FAILED a RUNNING job run older than its grace period (owners.stale_reason); a watch run is
+    RUNNING between looks by design, for days if the repeats come slowly."""
+    _repeat(client, experiment_id, 0, 0.0)
+    run = client.get_run(_watch(tracking_uri, experiment_id).run_id)
+    later = run.info.start_time + 30 * 24 * 3600 * 1000
+    assert run.info.status == "RUNNING" and stale_reason(run, 60, now_ms=later) is None
+    job = client.create_run(experiment_id, tags={T.KIND: "comparison"})
+    assert "beyond the grace period of 60 s" in stale_reason(job, 60, now_ms=later)
 
 
 def test_a_later_look_with_another_design_is_refused_naming_what_changed(tracking_uri, client, experiment_id):
