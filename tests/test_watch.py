@@ -21,6 +21,7 @@ from scipy import stats
 from mlflow_bayescompare.pipeline.watch import watch_runs
 from mlflow_bayescompare.reads.cvlog import log_cv_scores
 from mlflow_bayescompare.runs import watchrun
+from mlflow_bayescompare.sequential.look import look
 from mlflow_bayescompare.server.owners import stale_reason
 from mlflow_bayescompare.vocabulary import tags as T
 from mlflow_bayescompare.vocabulary.errors import InputError
@@ -191,3 +192,21 @@ def test_evaluation_runs_growing_batch_by_batch(tracking_uri, client, experiment
     looks = json.loads(_artifact(client, out.run_id, watchrun.LOOKS_JSON))
     assert [r["size"] for r in looks["rows"]] == [size for size, _ in answers]
     assert {s["run_id"] for s in looks["sources"]} == {run_a, run_b}
+
+
+def test_the_confidence_sequence_on_request_is_kept_beside_and_gate_both_waits_for_it(tracking_uri, client,
+                                                                                       experiment_id):
+    """With ``cs`` each look keeps the confidence sequence's bounds (those of ``look`` on the scores read), and
+    ``gate both`` does not decide where the posterior alone would (4 repeats: P(rf better) 0.967) while the
+    sequence, over a few repeats, still spans the rope."""
+    diffs = np.concatenate([_repeat(client, experiment_id, seed, 0.02) for seed in range(4)])
+    out = _watch(tracking_uri, experiment_id, cs_check=True, gate="both")
+    assert out.answer == "continue" and out.look.size == 4
+    expected = look(out.design, diffs=diffs)
+    looks = json.loads(_artifact(client, out.run_id, watchrun.LOOKS_JSON))["rows"]
+    assert [(r["size"], r["cs_low"], r["cs_high"]) for r in looks] == pytest.approx(
+        [(r.size, r.cs_low, r.cs_high) for r in expected.rows], abs=1e-12)
+    assert looks[-1]["bayes_answer"] == "a_better" and looks[-1]["cs_answer"] == "continue"
+    assert looks[-1]["cs_low"] < -0.01 and looks[-1]["cs_high"] > 0.01
+    note = client.get_run(out.run_id).data.tags["mlflow.note.content"]
+    assert "sequence low" in note and "sequence high" in note
