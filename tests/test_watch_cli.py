@@ -85,7 +85,7 @@ def test_follow_looks_again_as_repeats_arrive_until_decided(tracking_uri, client
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["answer"] == "a_better" and [r["size"] for r in report["looks"]] == [2, 3, 4]
-    assert "next read in 0.2 s" in result.stderr
+    assert "next read in 0.2 s" in result.stderr and report["registered"] and report["operating"]["lines"]
     (run,) = _watch_runs(client, experiment_id)
     assert run.info.status == "FINISHED"
     assert sorted(m.step for m in client.get_metric_history(run.info.run_id, "p_a_better")) == [2, 3, 4]

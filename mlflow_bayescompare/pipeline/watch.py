@@ -48,11 +48,14 @@ def watch_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[st
     client = MlflowClient(tracking_uri)
     reach.check_reachable(client.tracking_uri)
     progress = runlog.stage_recorder(client, run_id, progress)
-    started = time.monotonic()
+    started, registered = time.monotonic(), None
     while True:
         outcome = watchlook.look_once(client, request, log=log, run_id=run_id, progress=progress,
                                       can_read=can_read)
         outcome.seconds = time.monotonic() - started
+        registered = outcome if outcome.registered else registered
+        if registered is not None:  # following: the look that registered the design says so in the last one too
+            outcome.registered, outcome.operating = True, registered.operating
         if not request.watch.follow or outcome.answer != "continue":
             return outcome
         timeout, interval = request.watch.timeout, request.watch.interval
