@@ -1,7 +1,7 @@
 """A watch (issue 41) through a real ``mlflow server --app-name bayescompare`` on sqlite: the looks are made with
 ``watch_runs`` over HTTP, the plugin's JSON API gives the watch run's path (its design and every look, the same
 probabilities), the run stays RUNNING between looks (a server does not mark it stale), and the page draws the path
-in headless Chromium."""
+in headless Chromium, model A's name a script that must not run."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from test_watch import DESIGN, _repeat
 from mlflow_bayescompare.pipeline.watch import watch_runs
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
+MODEL_A = '<img src=x onerror=alert("a")>rf'
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +26,8 @@ def watched(tmp_path_factory):
         client = MlflowClient(srv.url)
         experiment_id = client.create_experiment("cv")
         for seed in range(3):
-            _repeat(client, experiment_id, seed, 0.02)
-        outcome = watch_runs(experiment_ids=[experiment_id], tracking_uri=srv.url, metric="accuracy", model_a="rf",
+            _repeat(client, experiment_id, seed, 0.02, models=(MODEL_A, "svm"))
+        outcome = watch_runs(experiment_ids=[experiment_id], tracking_uri=srv.url, metric="accuracy", model_a=MODEL_A,
                              model_b="svm", **DESIGN)
         yield srv, client, outcome
     finally:
@@ -68,7 +69,8 @@ def test_the_page_draws_the_path_of_the_looks(watched):
         cells = page.eval_on_selector_all("#looks tbody tr",
                                           "rs => rs.map(r => Array.from(r.cells, c => c.textContent))")
         assert cells == [["2", "0.888", "0.112", "<0.001", "continue"], ["3", "0.947", "0.053", "<0.001", "continue"]]
-        assert page.text_content("#looks-a") == "P(rf better)"
+        assert page.text_content("#looks-a") == f"P({MODEL_A} better)"
+        assert page.locator("img").count() == 0
         assert page.eval_on_selector_all("#watch-path text", "ts => ts.map(t => t.textContent)")[-3:] == [
-            "rf", "rope", "svm"]
+            MODEL_A, "rope", "svm"]
     assert dialogs == []

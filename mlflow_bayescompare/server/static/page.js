@@ -443,12 +443,15 @@
 
   const SVG = "http://www.w3.org/2000/svg";
 
-  function svgChild(parent, name, attributes, text) {
+  function svgElement(name, attributes, text) {
     const el = document.createElementNS(SVG, name);
     Object.keys(attributes).forEach((k) => el.setAttribute(k, String(attributes[k])));
     if (text !== undefined) el.textContent = text;
-    parent.appendChild(el);
     return el;
+  }
+
+  function svgChild(parent, name, attributes, text) {
+    return parent.appendChild(svgElement(name, attributes, text));
   }
 
   // A look's answer in words (sequential/report.py's ANSWER_WORDS, its twin in Python).
@@ -464,8 +467,11 @@
     const w = job.watch, d = w.design, rows = w.rows || [];
     $("watch-design").textContent = d.test + ", rope ±" + d.rope + ", threshold " + d.threshold + ", looks from " +
       d.min_size + " to " + d.max_size + " " + w.unit + " · design " + (w.fingerprint || "").slice(0, 12);
-    const svg = $("watch-path");
-    Array.from(svg.children).forEach((c) => { if (c.tagName !== "title") c.remove(); });
+    // made here, not in the page: a page with no watch shown holds no svg (tests/test_security.py counts them)
+    $("watch-path")?.remove();
+    const svg = svgElement("svg", { id: "watch-path", class: "watch-path", viewBox: "0 0 600 220", role: "img" });
+    svgChild(svg, "title", {}, "The probabilities after each look, and the threshold");
+    $("watch-design").after(svg);
     const left = 40, right = 590, top = 10, bottom = 190;
     const low = Math.min(d.min_size, rows.length ? rows[0].size : d.min_size);
     const x = (size) => left + (right - left) * (d.max_size === low ? 1 : (size - low) / (d.max_size - low));
