@@ -210,3 +210,36 @@ def test_the_confidence_sequence_on_request_is_kept_beside_and_gate_both_waits_f
     assert looks[-1]["cs_low"] < -0.01 and looks[-1]["cs_high"] > 0.01
     note = client.get_run(out.run_id).data.tags["mlflow.note.content"]
     assert "sequence low" in note and "sequence high" in note
+
+
+def test_a_repeat_slipped_in_before_those_read_is_refused_by_their_digest(tracking_uri, client, experiment_id):
+    """A run of model A started before the runs an earlier look read (here: logged later with an earlier start
+    time) changes the repeats that look read: refused, naming the look."""
+    for seed in range(2):
+        _repeat(client, experiment_id, seed, 0.0)
+    first = _watch(tracking_uri, experiment_id)
+    assert first.look.size == 2
+    earliest = min(r.info.start_time for r in client.search_runs([experiment_id], "tags.model = 'rf'"))
+    early = client.create_run(experiment_id, start_time=earliest - 60_000, tags={"model": "rf", "dataset": "iris"})
+    client.log_param(early.info.run_id, "cv_folds", FOLDS)
+    for fold in range(FOLDS):
+        client.log_metric(early.info.run_id, "accuracy", 0.5, step=fold)
+    client.set_terminated(early.info.run_id)
+    _repeat(client, experiment_id, 2, 0.0, models=("svm",))
+    with pytest.raises(InputError) as caught:
+        _watch(tracking_uri, experiment_id)
+    assert "the scores of the first 2 repeats differ from those the look at 2 read" in str(caught.value)
+    assert len(client.get_metric_history(first.run_id, "p_a_better")) == 1
+
+
+def test_an_evaluation_run_deleted_between_looks_is_named(tracking_uri, client, experiment_id):
+    run_a = client.create_run(experiment_id, run_name="prompt A").info.run_id
+    run_b = client.create_run(experiment_id, run_name="prompt B").info.run_id
+    for run_id in (run_a, run_b):
+        client.log_text(run_id, _long_table(range(20), lambda i: i % 2 == 0), "eval_scores.csv")
+    design = dict(test="eval-binary", rope=0.02, min_size=20, max_size=100, look_every=20, planning_sd=0.5)
+    assert watch_runs(tracking_uri=tracking_uri, run_a=run_a, run_b=run_b, **design).answer == "continue"
+    client.delete_run(run_b)
+    with pytest.raises(InputError, match=f"source run {run_b} \\(side B, prompt B: 20 items of scorer correct\\) "
+                                         "was deleted since an earlier look read it"):
+        watch_runs(tracking_uri=tracking_uri, run_a=run_a, run_b=run_b, **design)
