@@ -17,28 +17,16 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from watched_runs import DESIGN, FOLDS, log_repeat, watch_runs_in
 
 from mlflow_bayescompare.pipeline.watch import watch_runs
-from mlflow_bayescompare.reads.cvlog import log_cv_scores
 from mlflow_bayescompare.runs import watchrun
 from mlflow_bayescompare.sequential.look import look
 from mlflow_bayescompare.server.owners import stale_reason
 from mlflow_bayescompare.vocabulary import tags as T
 from mlflow_bayescompare.vocabulary.errors import InputError
 
-FOLDS = 10
-DESIGN = dict(test="correlated-t", rope=0.01, threshold=0.95, min_size=2, max_size=8, folds=FOLDS, planning_sd=0.03)
 HOSTILE = "<script>alert(1)</script>](http://evil.example)*x*"
-
-
-def _repeat(client, experiment_id, seed: int, shift: float, models=("rf", "svm"), dataset="iris") -> np.ndarray:
-    """One repeat of FOLDS folds of each model, logged as a run each (A first); returns A - B."""
-    rng = np.random.default_rng(seed)
-    b = np.clip(rng.normal(0.80, 0.02, FOLDS), 0, 1)
-    a = np.clip(b + shift + rng.normal(0, 0.015, FOLDS), 0, 1)
-    for model, scores in zip(models, (a, b)):
-        log_cv_scores(model, dataset, scores, folds=FOLDS, experiment_id=experiment_id, client=client)
-    return a - b
 
 
 def _expected(diffs: np.ndarray, rope: float) -> tuple[float, float, float]:
@@ -58,18 +46,14 @@ def _artifact(client, run_id: str, name: str) -> str:
         return file.read()
 
 
-def _watch_runs(client, experiment_id):
-    return client.search_runs([experiment_id], f"tags.`{T.KIND}` = '{T.WATCH}'")
-
-
 def test_a_watch_registers_its_design_and_keeps_every_look_until_decided(tracking_uri, client, experiment_id):
-    diffs = _repeat(client, experiment_id, 0, 0.02)
+    diffs = log_repeat(client, experiment_id, 0, 0.02)
     first = _watch(tracking_uri, experiment_id)
     assert first.answer == "continue" and first.registered and first.look.row is None
     assert "first look is at 2 repeats; 1 read so far" in first.sentence()
     run_id, seen = first.run_id, []
     for seed in range(1, DESIGN["max_size"]):
-        diffs = np.concatenate([diffs, _repeat(client, experiment_id, seed, 0.02)])
+        diffs = np.concatenate([diffs, log_repeat(client, experiment_id, seed, 0.02)])
         out = _watch(tracking_uri, experiment_id)
         assert out.run_id == run_id and not out.registered
         seen.append(out.look.size)
@@ -93,7 +77,7 @@ def test_a_watch_registers_its_design_and_keeps_every_look_until_decided(trackin
     assert {c["truth"] for c in operating["cells"]} == {"no difference", "rope edge", "clear"}
     assert run.data.metrics["oc_false_decision_rate"] == operating["false_decision"]
     # decided: a later look reads the answer kept, not the new data
-    _repeat(client, experiment_id, 99, -0.2)
+    log_repeat(client, experiment_id, 99, -0.2)
     again = _watch(tracking_uri, experiment_id)
     assert again.answer == "a_better" and again.run_id == run_id and len(again.rows) == len(seen)
 
@@ -101,7 +85,7 @@ def test_a_watch_registers_its_design_and_keeps_every_look_until_decided(trackin
 def test_a_watch_run_running_between_looks_is_never_stale_to_a_server(tracking_uri, client, experiment_id):
     """A server ends FAILED a RUNNING job run older than its grace period (owners.stale_reason); a watch run is
     RUNNING between looks by design, for days if the repeats come slowly."""
-    _repeat(client, experiment_id, 0, 0.0)
+    log_repeat(client, experiment_id, 0, 0.0)
     run = client.get_run(_watch(tracking_uri, experiment_id).run_id)
     later = run.info.start_time + 30 * 24 * 3600 * 1000
     assert run.info.status == "RUNNING" and stale_reason(run, 60, now_ms=later) is None
@@ -111,7 +95,7 @@ def test_a_watch_run_running_between_looks_is_never_stale_to_a_server(tracking_u
 
 def test_a_later_look_with_another_design_is_refused_naming_what_changed(tracking_uri, client, experiment_id):
     for seed in range(2):
-        _repeat(client, experiment_id, seed, 0.0)
+        log_repeat(client, experiment_id, seed, 0.0)
     first = _watch(tracking_uri, experiment_id)
     assert first.answer == "continue" and first.look.size == 2
     with pytest.raises(InputError) as caught:
@@ -119,16 +103,16 @@ def test_a_later_look_with_another_design_is_refused_naming_what_changed(trackin
     message = str(caught.value)
     assert "different design is refused" in message and "threshold: 0.95 → 0.99" in message
     assert "max_size: 8 → 9" in message and first.design.fingerprint[:12] in message
-    (run,) = _watch_runs(client, experiment_id)
+    (run,) = watch_runs_in(client, experiment_id)
     assert run.info.status == "RUNNING" and run.data.tags[T.DESIGN_FINGERPRINT] == first.design.fingerprint
     assert [m.step for m in client.get_metric_history(run.info.run_id, "p_a_better")] == [2]
 
 
 def test_a_source_run_deleted_between_looks_is_named(tracking_uri, client, experiment_id):
     for seed in range(2):
-        _repeat(client, experiment_id, seed, 0.0)
+        log_repeat(client, experiment_id, seed, 0.0)
     assert _watch(tracking_uri, experiment_id).look.size == 2
-    _repeat(client, experiment_id, 2, 0.0)
+    log_repeat(client, experiment_id, 2, 0.0)
     svm_runs = client.search_runs([experiment_id], "tags.model = 'svm'", order_by=["attributes.start_time ASC"])
     gone = svm_runs[0].info.run_id
     client.delete_run(gone)
@@ -137,7 +121,7 @@ def test_a_source_run_deleted_between_looks_is_named(tracking_uri, client, exper
     message = str(caught.value)
     assert f"source run {gone} (side B, svm: repeat 1) was deleted since an earlier look read it" in message
     assert "mlflow runs restore" in message
-    (run,) = _watch_runs(client, experiment_id)
+    (run,) = watch_runs_in(client, experiment_id)
     assert json.loads(_artifact(client, run.info.run_id, watchrun.LOOKS_JSON))["size"] == 2
 
 
@@ -147,15 +131,15 @@ def test_a_source_run_deleted_between_looks_is_named(tracking_uri, client, exper
     (dict(rope=2.0), "rope 2 must be smaller"),
 ])
 def test_bad_input_is_refused_up_front_and_leaves_no_run(tracking_uri, client, experiment_id, changes, named):
-    _repeat(client, experiment_id, 0, 0.0)
+    log_repeat(client, experiment_id, 0, 0.0)
     with pytest.raises(InputError, match=named):
         _watch(tracking_uri, experiment_id, **changes)
-    assert _watch_runs(client, experiment_id) == []
+    assert watch_runs_in(client, experiment_id) == []
 
 
 def test_hostile_names_reach_the_description_escaped(tracking_uri, client, experiment_id):
     for seed in range(2):
-        _repeat(client, experiment_id, seed, 0.0, models=(HOSTILE, "svm"), dataset=HOSTILE)
+        log_repeat(client, experiment_id, seed, 0.0, models=(HOSTILE, "svm"), dataset=HOSTILE)
     out = watch_runs(experiment_ids=[experiment_id], tracking_uri=tracking_uri, metric="accuracy", model_a=HOSTILE,
                      model_b="svm", **DESIGN)
     note = client.get_run(out.run_id).data.tags["mlflow.note.content"]
@@ -199,7 +183,7 @@ def test_the_confidence_sequence_on_request_is_kept_beside_and_gate_both_waits_f
     """With ``cs`` each look keeps the confidence sequence's bounds (those of ``look`` on the scores read), and
     ``gate both`` does not decide where the posterior alone would (4 repeats: P(rf better) 0.967) while the
     sequence, over a few repeats, still spans the rope."""
-    diffs = np.concatenate([_repeat(client, experiment_id, seed, 0.02) for seed in range(4)])
+    diffs = np.concatenate([log_repeat(client, experiment_id, seed, 0.02) for seed in range(4)])
     out = _watch(tracking_uri, experiment_id, cs_check=True, gate="both")
     assert out.answer == "continue" and out.look.size == 4
     expected = look(out.design, diffs=diffs)
@@ -216,7 +200,7 @@ def test_a_repeat_slipped_in_before_those_read_is_refused_by_their_digest(tracki
     """A run of model A started before the runs an earlier look read (here: logged later with an earlier start
     time) changes the repeats that look read: refused, naming the look."""
     for seed in range(2):
-        _repeat(client, experiment_id, seed, 0.0)
+        log_repeat(client, experiment_id, seed, 0.0)
     first = _watch(tracking_uri, experiment_id)
     assert first.look.size == 2
     earliest = min(r.info.start_time for r in client.search_runs([experiment_id], "tags.model = 'rf'"))
@@ -225,7 +209,7 @@ def test_a_repeat_slipped_in_before_those_read_is_refused_by_their_digest(tracki
     for fold in range(FOLDS):
         client.log_metric(early.info.run_id, "accuracy", 0.5, step=fold)
     client.set_terminated(early.info.run_id)
-    _repeat(client, experiment_id, 2, 0.0, models=("svm",))
+    log_repeat(client, experiment_id, 2, 0.0, models=("svm",))
     with pytest.raises(InputError) as caught:
         _watch(tracking_uri, experiment_id)
     assert "the scores of the first 2 repeats differ from those the look at 2 read" in str(caught.value)

@@ -13,7 +13,7 @@ import time
 import pytest
 from click.testing import CliRunner
 from mlflow import MlflowClient
-from test_watch import DESIGN, _repeat, _watch_runs
+from watched_runs import DESIGN, log_repeat, watch_runs_in
 
 from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.vocabulary.progress import TerminalProgress
@@ -32,12 +32,12 @@ def _invoke(*argv):
 
 def test_exit_codes_say_continue_decided_and_inconclusive(tracking_uri, client, experiment_id):
     for seed in range(2):
-        _repeat(client, experiment_id, seed, 0.02)
+        log_repeat(client, experiment_id, seed, 0.02)
     first = _invoke(*_argv(tracking_uri))
     assert first.exit_code == 3, first.output
     assert "Continue: at 2 repeats, P(rf better) 0.888" in first.stdout and "Design registered" in first.stdout
     for seed in (2, 3):
-        _repeat(client, experiment_id, seed, 0.02)
+        log_repeat(client, experiment_id, seed, 0.02)
     decided = _invoke(*_argv(tracking_uri, "--json"))
     assert decided.exit_code == 0, decided.output
     report = json.loads(decided.stdout)
@@ -51,7 +51,7 @@ def test_exit_codes_say_continue_decided_and_inconclusive(tracking_uri, client, 
 
 def test_a_changed_design_and_a_deleted_source_run_exit_2_with_a_message(tracking_uri, client, experiment_id):
     for seed in range(2):
-        _repeat(client, experiment_id, seed, 0.0)
+        log_repeat(client, experiment_id, seed, 0.0)
     assert _invoke(*_argv(tracking_uri)).exit_code == 3
     changed = _invoke(*_argv(tracking_uri, rope=0.02))
     assert changed.exit_code == 2 and "Traceback" not in changed.output
@@ -68,13 +68,13 @@ def test_a_changed_design_and_a_deleted_source_run_exit_2_with_a_message(trackin
 def test_follow_looks_again_as_repeats_arrive_until_decided(tracking_uri, client, experiment_id):
     """Another thread logs a repeat of each model every 0.3 s; ``--follow`` reads every 0.2 s and stops once the
     design decides (at 4 repeats, as in test_watch.py), with the progress of each read on stderr."""
-    _repeat(client, experiment_id, 0, 0.02)
+    log_repeat(client, experiment_id, 0, 0.02)
 
     def grow():
         writer = MlflowClient(tracking_uri)
         for seed in range(1, 6):
             time.sleep(0.3)
-            _repeat(writer, experiment_id, seed, 0.02)
+            log_repeat(writer, experiment_id, seed, 0.02)
 
     thread = threading.Thread(target=grow)
     thread.start()
@@ -86,18 +86,18 @@ def test_follow_looks_again_as_repeats_arrive_until_decided(tracking_uri, client
     report = json.loads(result.stdout)
     assert report["answer"] == "a_better" and [r["size"] for r in report["looks"]] == [2, 3, 4]
     assert "next read in 0.2 s" in result.stderr and report["registered"] and report["operating"]["lines"]
-    (run,) = _watch_runs(client, experiment_id)
+    (run,) = watch_runs_in(client, experiment_id)
     assert run.info.status == "FINISHED"
     assert sorted(m.step for m in client.get_metric_history(run.info.run_id, "p_a_better")) == [2, 3, 4]
 
 
 def test_follow_gives_up_at_its_timeout_undecided(tracking_uri, client, experiment_id):
-    _repeat(client, experiment_id, 0, 0.02)
+    log_repeat(client, experiment_id, 0, 0.02)
     started = time.monotonic()
     result = _invoke(*_argv(tracking_uri, "--follow", "--interval", "0.3", "--timeout", "1"))
     assert result.exit_code == 3, result.output
     assert "stopped following after" in result.stdout and time.monotonic() - started < 30
-    (run,) = _watch_runs(client, experiment_id)
+    (run,) = watch_runs_in(client, experiment_id)
     assert run.info.status == "RUNNING"
 
 

@@ -9,7 +9,7 @@ import pytest
 import requests
 from mlflow import MlflowClient
 from servers import Server, chromium_page, require_chromium
-from test_watch import DESIGN, _repeat
+from watched_runs import DESIGN, log_repeat
 
 from mlflow_bayescompare.pipeline.watch import watch_runs
 
@@ -26,7 +26,7 @@ def watched(tmp_path_factory):
         client = MlflowClient(srv.url)
         experiment_id = client.create_experiment("cv")
         for seed in range(3):
-            _repeat(client, experiment_id, seed, 0.02, models=(MODEL_A, "svm"))
+            log_repeat(client, experiment_id, seed, 0.02, models=(MODEL_A, "svm"))
         outcome = watch_runs(experiment_ids=[experiment_id], tracking_uri=srv.url, metric="accuracy", model_a=MODEL_A,
                              model_b="svm", **DESIGN)
         yield srv, client, outcome
