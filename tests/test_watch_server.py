@@ -71,6 +71,8 @@ def test_the_page_draws_the_path_of_the_looks(watched):
         assert cells == [["2", "0.888", "0.112", "<0.001", "continue"], ["3", "0.947", "0.053", "<0.001", "continue"]]
         assert page.text_content("#looks-a") == f"P({MODEL_A} better)"
         assert page.locator("img").count() == 0
+        page.wait_for_selector(f'#past tr[data-run-id="{outcome.run_id}"]')
+        assert page.text_content(f'#past tr[data-run-id="{outcome.run_id}"] td.status') == "RUNNING · between looks"
         assert page.eval_on_selector_all("#watch-path text", "ts => ts.map(t => t.textContent)")[-3:] == [
             MODEL_A, "rope", "svm"]
     assert dialogs == []

@@ -575,6 +575,7 @@
   // ---------------------------------------------------------------------------------------------- past comparisons
 
   function statusText(c) {
+    if (c.kind === "watch" && c.status === "RUNNING") return "RUNNING · between looks"; // until decided
     return c.status + (c.status === "RUNNING" && c.stage ? " · " + c.stage : "");
   }
 
