@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import html
-import io
 import json
 
 import numpy as np
-import pandas as pd
 import pytest
 from scipy import stats
-from watched_runs import DESIGN, FOLDS, log_repeat, watch_runs_in
+from watched_runs import DESIGN, FOLDS, log_repeat, long_table, watch_runs_in
 
 from mlflow_bayescompare.pipeline.watch import watch_runs
 from mlflow_bayescompare.runs import watchrun
@@ -148,13 +146,6 @@ def test_hostile_names_reach_the_description_escaped(tracking_uri, client, exper
     assert note == _artifact(client, out.run_id, "report.md")
 
 
-def _long_table(items: range, passes) -> str:
-    buffer = io.StringIO()
-    pd.DataFrame({"item": [f"q{i}" for i in items], "scorer": "correct",
-                  "value": [float(passes(i)) for i in items]}).to_csv(buffer, index=False)
-    return buffer.getvalue()
-
-
 def test_evaluation_runs_growing_batch_by_batch(tracking_uri, client, experiment_id):
     """Two evaluation runs whose long tables grow by 20 items between looks (A fails one item in eight, B one in
     three): undecided at 20 items (P(A better) 0.876), A better at 40 (0.982)."""
@@ -165,8 +156,8 @@ def test_evaluation_runs_growing_batch_by_batch(tracking_uri, client, experiment
     answers = []
     for batch in range(1, 6):
         items = range(20 * batch)
-        client.log_text(run_a, _long_table(items, lambda i: i % 8 != 3), "eval_scores.csv")
-        client.log_text(run_b, _long_table(items, lambda i: i % 3 != 0), "eval_scores.csv")
+        client.log_text(run_a, long_table(items, lambda i: i % 8 != 3), "eval_scores.csv")
+        client.log_text(run_b, long_table(items, lambda i: i % 3 != 0), "eval_scores.csv")
         out = watch_runs(tracking_uri=tracking_uri, run_a=run_a, run_b=run_b, **design)
         answers.append((out.look.size, out.answer))
         if out.decided:
@@ -220,7 +211,7 @@ def test_an_evaluation_run_deleted_between_looks_is_named(tracking_uri, client, 
     run_a = client.create_run(experiment_id, run_name="prompt A").info.run_id
     run_b = client.create_run(experiment_id, run_name="prompt B").info.run_id
     for run_id in (run_a, run_b):
-        client.log_text(run_id, _long_table(range(20), lambda i: i % 2 == 0), "eval_scores.csv")
+        client.log_text(run_id, long_table(range(20), lambda i: i % 2 == 0), "eval_scores.csv")
     design = dict(test="eval-binary", rope=0.02, min_size=20, max_size=100, look_every=20, planning_sd=0.5)
     assert watch_runs(tracking_uri=tracking_uri, run_a=run_a, run_b=run_b, **design).answer == "continue"
     client.delete_run(run_b)

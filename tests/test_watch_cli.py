@@ -13,7 +13,7 @@ import time
 import pytest
 from click.testing import CliRunner
 from mlflow import MlflowClient
-from watched_runs import DESIGN, log_repeat, watch_runs_in
+from watched_runs import DESIGN, log_repeat, long_table, watch_runs_in
 
 from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.vocabulary.progress import TerminalProgress
@@ -63,6 +63,22 @@ def test_a_changed_design_and_a_deleted_source_run_exit_2_with_a_message(trackin
     assert deleted.exit_code == 2 and f"source run {gone} (side A, rf" in deleted.stderr, deleted.output
     wrong = _invoke(*_argv(tracking_uri, "--run-a", "x"))
     assert wrong.exit_code == 2 and "--run-a applies to an evaluation watch, not test correlated-t" in wrong.stderr
+
+
+def test_an_evaluation_watch_from_the_command_line(tracking_uri, client, experiment_id):
+    """Two evaluation runs named by id (no CV option given: the CV options' defaults are no choice of the user's);
+    A fails one item in eight, B one in three: continue at 20 items, A better at 40 (as in test_watch.py)."""
+    runs = [client.create_run(experiment_id, run_name=name).info.run_id for name in ("prompt A", "prompt B")]
+    argv = ["watch", "--tracking-uri", tracking_uri, "--run-a", runs[0], "--run-b", runs[1], "--test", "eval-binary",
+            "--rope", "0.02", "--min-size", "20", "--max-size", "100", "--look-every", "20", "--planning-sd", "0.5"]
+    codes = []
+    for items in (20, 40):
+        for run_id, passes in zip(runs, (lambda i: i % 8 != 3, lambda i: i % 3 != 0)):
+            client.log_text(run_id, long_table(range(items), passes), "eval_scores.csv")
+        result = _invoke(*argv)
+        codes.append(result.exit_code)
+    assert codes == [3, 0], result.output
+    assert "Decided at 40 items: prompt A better" in result.stdout
 
 
 def test_follow_looks_again_as_repeats_arrive_until_decided(tracking_uri, client, experiment_id):

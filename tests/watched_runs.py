@@ -1,14 +1,18 @@
 """What the watch tests share (test_watch.py, test_watch_cli.py, test_watch_server.py): a design, repeats of two
-models' 10-fold CV logged one run each (:func:`log_repeat`), and the watch runs of an experiment."""
+models' 10-fold CV logged one run each (:func:`log_repeat`), an evaluation's long table of pass/fail items
+(:func:`long_table`), and the watch runs of an experiment."""
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
+import pandas as pd
 
 from mlflow_bayescompare.reads.cvlog import log_cv_scores
 from mlflow_bayescompare.vocabulary import tags as T
 
-__all__ = ["FOLDS", "DESIGN", "log_repeat", "watch_runs_in"]
+__all__ = ["FOLDS", "DESIGN", "log_repeat", "long_table", "watch_runs_in"]
 
 FOLDS = 10
 #: a look at every repeat from 2 to 8; with a shift of 0.02 (log_repeat, seeds 0, 1, …) P(rf better) is 0.888 at
@@ -28,3 +32,11 @@ def log_repeat(client, experiment_id, seed: int, shift: float, models=("rf", "sv
 
 def watch_runs_in(client, experiment_id) -> list:
     return client.search_runs([experiment_id], f"tags.`{T.KIND}` = '{T.WATCH}'")
+
+
+def long_table(items: range, passes) -> str:
+    """A harness's long table (``eval_scores.csv``) of scorer ``correct``: item ``q<i>`` passes when ``passes(i)``."""
+    buffer = io.StringIO()
+    pd.DataFrame({"item": [f"q{i}" for i in items], "scorer": "correct",
+                  "value": [float(passes(i)) for i in items]}).to_csv(buffer, index=False)
+    return buffer.getvalue()
