@@ -1,10 +1,10 @@
 """The ``mlflow-bayescompare`` command line: ``compare``, ``matrix``, ``rank`` and ``demo`` over
-:mod:`.pipeline.compare`, and ``compile``.
+:mod:`.pipeline.compare`, ``watch`` over :mod:`.pipeline.watch`, and ``compile``.
 
-The options of each command are declared from :mod:`.vocabulary.options` and validated there; this module adds only
-what is
-the command line's own: where the store is, whether to log, JSON output, ``--strict`` and the text shown.  It imports
-MLflow and the engines only once a command's progress line shows (they take seconds to import on a first run).
+The options of each command are declared from :mod:`.vocabulary.options` and validated there; this module adds
+only what is the command line's own: where the store is, whether to log, JSON output, ``--strict``; the text shown is
+:mod:`.cli_text`'s.  It imports MLflow and the engines only once a command's progress line shows (they take seconds to
+import on a first run).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import sys
-import textwrap
 import threading
 
 import click
@@ -26,6 +25,7 @@ from .vocabulary import claims, mlflow_internals
 from .vocabulary.console import install_cli_handler, redact_uri
 from .vocabulary.errors import BayesCompareError, InputError
 from .vocabulary.options import (
+    WATCH_EXCLUDED,
     FitOptions,
     MatrixOptions,
     ModelsOptions,
@@ -33,6 +33,7 @@ from .vocabulary.options import (
     RankOptions,
     SamplerOptions,
     SourceOptions,
+    WatchOptions,
     checked_click_option,
     click_options,
     parse_fields,
@@ -41,22 +42,6 @@ from .vocabulary.outcomes import json_safe
 from .vocabulary.progress import TerminalProgress, notify
 
 __all__ = ["main"]
-
-
-def exit_codes(*, require: bool = True, strict: bool = True) -> str:
-    """The exit codes of a command, as its ``--help`` ends: what 1 means names only the options it has."""
-    failures = [*(["the claim of --require is not supported"] if require else []),
-                *(["--strict found sampler problems"] if strict else []), "Stan failed"]
-    one = textwrap.wrap(f"1  {', '.join(failures)}, or MLflow failed during the work", 80,
-                        initial_indent="  ", subsequent_indent="     ")
-    return "\n".join(["\b", "Exit codes:", "  0  done" + (" (and, with --require, the claim is supported)" if require
-                                                        else ""), *one,
-                      "  2  bad input: unknown experiment, model or metric, incomplete folds, bad option,",
-                      "     a tracking server that does not answer",
-                      '  143  stopped by SIGTERM (sampling and workers stopped; Ctrl-C: "Aborted!", 1)'])
-
-
-EXIT_CODES = exit_codes()
 
 
 class CliError(click.ClickException):
@@ -68,7 +53,8 @@ class CliError(click.ClickException):
         self.exit_code = exit_code
 
 
-@click.group(help=f"Bayesian comparison of models across datasets, read from and logged to MLflow.\n\n{EXIT_CODES}")
+@click.group(help="Bayesian comparison of models across datasets, read from and logged to MLflow.\n\n"
+             + cli_text.EXIT_CODES)
 @click.version_option(package_name="mlflow-bayescompare", message="%(prog)s %(version)s")
 def main() -> None:
     install_cli_handler()
@@ -130,7 +116,7 @@ def _run_options(fn):
     return fn
 
 
-@main.command(epilog=EXIT_CODES)
+@main.command(epilog=cli_text.EXIT_CODES)
 @click_options(SourceOptions, FitOptions, PairOptions)
 @_run_options
 @click.option("--strict", is_flag=True, help="Exit 1 (and tag the run) when R-hat > 1.01 or any divergence.")
@@ -159,7 +145,7 @@ def compare(tracking_uri, no_log, as_json, strict, **fields) -> None:
         raise CliError("; ".join(failures), exit_code=1)
 
 
-@main.command(epilog=exit_codes(require=False, strict=False))
+@main.command(epilog=cli_text.exit_codes(require=False, strict=False))
 @click_options(SourceOptions, FitOptions, ModelsOptions, MatrixOptions, exclude=("sensitivity",))
 @_run_options
 @click.option("--jobs", type=click.IntRange(min=1),
@@ -180,7 +166,7 @@ def matrix(tracking_uri, no_log, as_json, jobs, **fields) -> None:
         out(outcome.to_dict(), cli_text.matrix_text(outcome, tracking_uri))
 
 
-@main.command(epilog=exit_codes(strict=False))
+@main.command(epilog=cli_text.exit_codes(strict=False))
 @click_options(SourceOptions, RankOptions, ModelsOptions, exclude=("RankOptions.drop_incomplete", "pair_reports"))
 @_run_options
 @click.option("--require", "require_best", metavar="CLAIM=MODEL",
@@ -209,7 +195,43 @@ def rank(tracking_uri, no_log, as_json, require_best, **fields) -> None:
         raise CliError("; ".join(failures), exit_code=1)
 
 
-@main.command(epilog=exit_codes(require=False, strict=False))
+class _DesignCommand(click.Command):
+    """``watch``: its options, a design's among them, declared when the command is used, not when the module is
+    imported (the design's module imports SciPy, which the other commands put off until their first line shows)."""
+
+    def get_params(self, ctx):
+        if not self.params:
+            from .sequential.design import Design
+
+            declare = click_options(Design, WatchOptions, SourceOptions, PairOptions, exclude=WATCH_EXCLUDED,
+                                    required=False)
+            self.params = list(reversed(declare(_run_options(lambda: None)).__click_params__))
+        return super().get_params(ctx)
+
+
+@main.command(cls=_DesignCommand, epilog=cli_text.WATCH_EXIT_CODES)
+def watch(tracking_uri, no_log, as_json, **fields) -> None:
+    """Stop when decided: look at two models' growing CV runs (or two growing evaluation runs) under a registered
+    design and answer continue, A better, B better, practically equivalent or inconclusive at the budget (the exit
+    code says which).  The first look registers the design (and its simulated error rates) in a watch run; every
+    look is kept there.  --follow looks again every --interval seconds until decided."""
+    with _errors(), _output(as_json) as out:
+        from .pipeline.watchrequest import watch_request
+
+        given = click.get_current_context().get_parameter_source  # a default is no choice of the user's
+        request = watch_request({k: v for k, v in fields.items() if given(k) is not click.core.ParameterSource.DEFAULT},
+                                origin="cli")
+        with _progress() as progress:
+            from .pipeline.watch import watch_runs
+
+            outcome = watch_runs(request=request, log=not no_log, tracking_uri=tracking_uri, progress=progress)
+        out(outcome.to_dict(), cli_text.watch_text(outcome, tracking_uri))
+    code = cli_text.WATCH_EXITS[outcome.answer]
+    if code:
+        raise SystemExit(code)
+
+
+@main.command(epilog=cli_text.exit_codes(require=False, strict=False))
 @click.option("--tracking-uri", envvar=mlflow_internals.TRACKING_URI_ENV, show_envvar=True,
               help="Where to log (default: sqlite:///mlflow.db in the current directory).")
 @click.option("--datasets", type=click.IntRange(2, len(SETTINGS)), default=12, show_default=True,

@@ -4,13 +4,45 @@ comparison's probabilities and verdict, a matrix's pairs, a ranking's table in i
 
 from __future__ import annotations
 
+import textwrap
+
 from .families import pair_test, ranking_model, tests_named
 from .shared.report_html import format_numbers, format_probability
 from .vocabulary import claims
 from .vocabulary.console import redact_uri, ui_address
 from .vocabulary.outcomes import counted
 
-__all__ = ["comparison_text", "matrix_text", "ranking_text", "ranking_lines"]
+__all__ = ["exit_codes", "EXIT_CODES", "WATCH_EXITS", "WATCH_EXIT_CODES", "comparison_text", "matrix_text",
+           "ranking_text", "ranking_lines", "watch_text"]
+
+
+
+def exit_codes(*, require: bool = True, strict: bool = True) -> str:
+    """The exit codes of a command, as its ``--help`` ends: what 1 means names only the options it has."""
+    failures = [*(["the claim of --require is not supported"] if require else []),
+                *(["--strict found sampler problems"] if strict else []), "Stan failed"]
+    one = textwrap.wrap(f"1  {', '.join(failures)}, or MLflow failed during the work", 80,
+                        initial_indent="  ", subsequent_indent="     ")
+    return "\n".join(["\b", "Exit codes:", "  0  done" + (" (and, with --require, the claim is supported)" if require
+                                                        else ""), *one,
+                      "  2  bad input: unknown experiment, model or metric, incomplete folds, bad option,",
+                      "     a tracking server that does not answer",
+                      '  143  stopped by SIGTERM (sampling and workers stopped; Ctrl-C: "Aborted!", 1)'])
+
+
+EXIT_CODES = exit_codes()
+
+#: ``watch``'s exit code for each answer: a pipeline tells "add data and call again" apart from "decided"
+WATCH_EXITS = {"a_better": 0, "b_better": 0, "equivalent": 0, "continue": 3, "inconclusive": 4}
+WATCH_EXIT_CODES = """\b
+Exit codes:
+  0  decided: A better, B better, or practically equivalent
+  3  continue: not decided yet (add repeats or items, and look again)
+  4  inconclusive at the budget (the design's max size reached undecided)
+  1  MLflow failed during the work
+  2  bad input: unknown experiment, model, run or metric, a bad option, a design
+     other than the one registered, a source run deleted since an earlier look
+  143  stopped by SIGTERM (the watch run stays RUNNING for the next look)"""
 
 
 def _claim_lines(checked: dict[str | None, claims.Report]) -> list[str]:
@@ -147,3 +179,34 @@ def _side_by_side(outcome) -> list[str]:
             table.reset_index().to_string(index=False, formatters={  # as each metric's ranking shows them
                 c: format_probability if c.startswith("p_best") else "{:.2f}".format for c in table.columns}),
             outcome.verdict]
+
+
+def watch_text(outcome, tracking_uri) -> str:
+    """A watch's answer (:class:`~.pipeline.watchrequest.WatchOutcome`): what it compared, the answer in a sentence,
+    each look's probabilities, the design's operating characteristics when this look registered it, the source runs
+    read and where the watch run is."""
+    a, b, design = outcome.model_a, outcome.model_b, outcome.design
+    on = f" on {outcome.dataset}" if outcome.dataset else ""
+    lines = [f"{a} vs {b} · {outcome.measure}{on}: {design.test}, rope ±{design.rope:g}, threshold "
+             f"{design.threshold:g}, looks at {_sizes(design.looks)} {design.unit} (design {design.fingerprint[:12]})",
+             outcome.sentence()]
+    if outcome.look.rows:
+        lines += _table([(f"{r.size} {design.unit}", _look_probabilities(r, a, b)) for r in outcome.look.rows])
+    if outcome.registered and outcome.operating:
+        lines += ["Design registered; its operating characteristics (simulated):",
+                  *("  " + line for line in outcome.operating.get("lines", []))]
+    lines += [f"Note: {note}" for note in [*outcome.look.notes, *outcome.notes]]
+    if outcome.run_id:
+        lines += _where(tracking_uri, "Watch run", outcome.run_id, outcome.experiment_id)
+    return "\n".join(lines)
+
+
+def _look_probabilities(row, a: str, b: str) -> str:
+    said = (f"P({a} better) {format_probability(row.p_a_better)}  P(rope) {format_probability(row.p_rope)}  "
+            f"P({b} better) {format_probability(row.p_b_better)}")
+    return said if row.cs_low is None else f"{said}  sequence [{row.cs_low:.4g}, {row.cs_high:.4g}]"
+
+
+def _sizes(sizes: tuple[int, ...]) -> str:
+    """``2, 3, …, 30``: a schedule of looks, shortened."""
+    return ", ".join(map(str, sizes)) if len(sizes) <= 5 else f"{sizes[0]}, {sizes[1]}, …, {sizes[-1]}"

@@ -364,6 +364,8 @@ def test_long_tables_from_any_harness(tables):
     assert value_of(table, "harness-csv", HOSTILE_ITEMS[0], "accuracy", 1)["value"] == "yes"
     assert value_of(table, "harness-csv", HOSTILE_ITEMS[0], HOSTILE_SCORER, 1)["value"] == 7
     assert not ((table["item"] == "plain") & (table["scorer"] == "accuracy") & (table["system"] == "harness-csv")).any()
+    # the order the items came in (a table's rows), which the table itself (sorted by item) does not keep
+    assert read.arrival == {"harness-json": HOSTILE_ITEMS, "harness-csv": [*HOSTILE_ITEMS, "alone"]}
 
 
 def test_a_low_overlap_is_refused_naming_the_runs_and_the_numbers(tables):

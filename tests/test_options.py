@@ -354,9 +354,10 @@ def test_progress_on_a_terminal_rewrites_one_live_line():
 
 
 def test_the_live_line_fits_an_80_column_terminal_and_lines_go_above_it(monkeypatch):
-    """On a pseudo-terminal of 80 columns a long live line (wide characters in it) is cut to 79 columns ending
-    in "…", so that each refresh rewrites its one row: a wrapped line left a stale row per refresh (issue 40, item
-    10).  ``$COLUMNS``, when set, is the width; a line echoed during the work takes a row of its own above."""
+    """On a pseudo-terminal of 80 columns a long live line (wide characters in it) is cut to 79 columns, its
+    detail ending in "…" and its elapsed time kept, so that each refresh rewrites its one row: a wrapped line left a
+    stale row per refresh (issue 40, item 10).  ``$COLUMNS``, when set, is the width; a line echoed during the work
+    takes a row of its own above."""
     import fcntl
     import struct
     import termios
@@ -380,7 +381,8 @@ def test_the_live_line_fits_an_80_column_terminal_and_lines_go_above_it(monkeypa
     os.close(master)
     segments = [s for s in re.split(r"\r|\n", raw) if s.strip()]
     assert len(segments) >= 6 and max(columns(s) for s in segments) <= 79
-    assert all(s.startswith("bayescompare: sampling 模型") and s.endswith("…") for s in segments if s != "a line above")
+    assert all(s.startswith("bayescompare: sampling 模型") and re.search(r"… \(\d+ s\)$", s)
+               for s in segments if s != "a line above")
     assert re.search(r"\r +\ra line above\r?\n", raw), repr(raw)  # on the live line's row, blanked first
 
     class Tty(io.StringIO):

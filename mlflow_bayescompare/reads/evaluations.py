@@ -76,7 +76,8 @@ class EvaluationRead:
     """What :func:`read_evaluations` read: the runs in order, the ``pairing`` rule used (a key of
     :data:`PAIRINGS`) and the ``pair_key`` field, the ``scorers`` in the table, the items of each system left out
     because another run lacks them (``unpaired``), each item's inputs (canonical JSON, cut to 200 characters) and
-    the warnings given."""
+    the warnings given; ``arrival``: each system's items in the order they came (traces by time, a table's rows
+    in order), which a sequential look reads them in."""
 
     runs: list[RunRead]
     pairing: str
@@ -85,6 +86,7 @@ class EvaluationRead:
     unpaired: dict[str, list[str]]
     inputs: dict[str, str]
     notes: list[str] = field(default_factory=list)
+    arrival: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def systems(self) -> list[str]:
@@ -132,8 +134,9 @@ def read_evaluations(run_ids: Sequence[str], *, pair_key: str | None = None, clu
     for note in notes:
         log.warning("%s", note)
     inputs = _inputs_preview(keyed, set(table["item"]))
+    arrival = {system: list(pd.unique(k["item"].dropna())) for system, k in zip(systems, keyed)}
     return table, EvaluationRead(runs_read, pairing, None if fields["pair_key"] is None else str(fields["pair_key"]),
-                                 scorers_read, unpaired, inputs, notes)
+                                 scorers_read, unpaired, inputs, notes, arrival)
 
 
 # ---------------------------------------------------------------------------------------------- the runs

@@ -32,7 +32,7 @@ from ..vocabulary.progress import STAGES
 from ..vocabulary.runkey import DEFAULT_KEYS, parse_key
 from . import context, lifecycle, permissions, security
 from .accept import accept
-from .artifacts import read_ranking, read_report, read_versus
+from .artifacts import read_ranking, read_report, read_versus, read_watch
 from .jobs import QueueFull
 from .owners import stale_reason
 from .requests import ApiError, key_arg, max_results_arg, wait_arg
@@ -162,6 +162,8 @@ def _job_run(run=None):
 def _status() -> Response:
     run = _when_changed(_job_run(), wait_arg())
     out = summarise_run(run)
+    if out["kind"] == T.WATCH:
+        out["watch"] = read_watch(run)
     if out["kind"] in ("matrix", "ranking") and out["status"] == "FINISHED":
         if "metrics" in out:  # a ranking on several metrics: each metric's tables, by metric
             metrics = [m["metric"] for m in out["metrics"]]

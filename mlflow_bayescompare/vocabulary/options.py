@@ -8,6 +8,8 @@ Options come in frozen dataclasses, one per concern:
 * :class:`FitOptions`: the two-model tests (the hierarchical test of Corani et al. 2017, the Bayesian
   signed-rank test and the Bayesian correlated t-test): rope, direction, prior, threshold and the hyper-prior bounds;
 * :class:`PairOptions`: the two models of a comparison and the claim to require;
+* :class:`WatchOptions`: what a stop-when-decided watch reads besides its design (the dataset, or two evaluation runs
+  and their scorer) and how it follows them (the design itself: :class:`~..sequential.design.Design`);
 * :class:`ModelsOptions`: the models of a matrix or ranking, and whether a matrix's pairs get full reports;
 * :class:`MatrixOptions`: how a matrix runs (on this machine or a Ray cluster), what it logs at large k, and its
   cache of pair results;
@@ -37,7 +39,9 @@ from .optionspec import Option, OptionsBase, PerMetric, option, required_option
 from .runkey import DEFAULT_KEYS, RunKey, parse_key
 
 __all__ = [
-    "Option", "SourceOptions", "SamplerOptions", "FitOptions", "PairOptions", "ModelsOptions", "MatrixOptions",
+    "Option", "SourceOptions", "SamplerOptions", "FitOptions", "PairOptions", "WatchOptions", "WATCH_EXCLUDED",
+    "ModelsOptions",
+    "MatrixOptions",
     "RankOptions", "ENGINES", "RAY_ADDRESS_ENV",
     "parse_fields", "click_options", "checked_click_option", "build", "from_keywords", "defaults", "public_name",
     "draw_seed", "per_metric", "PerMetric", "DIRECTIONS", "direction_word", "PRIORS", "PRIOR_ALIASES", "BACKENDS",
@@ -84,6 +88,13 @@ MATRIX_PAIR_WARMUP = 300
 # --------------------------------------------------------------------------------------------------- the options
 
 
+def _target_experiment() -> Any:
+    """The one spec of the target experiment, which a comparison's sources and a watch's both carry."""
+    return option(None, "Log the result into this experiment (an id, or a name: a new name, not a number, is "
+                        "created); default: the first source (an evaluation watch: run A's experiment).", "str",
+                  nullable=True)
+
+
 @dataclass(frozen=True)
 class SourceOptions(OptionsBase):
     """Where the per-fold scores are and how to read them from MLflow."""
@@ -118,9 +129,7 @@ class SourceOptions(OptionsBase):
                                 choices=("error", "latest"), public="latest", flag_value="latest")
     drop_incomplete: bool = option(False, "Drop datasets with missing folds (with a warning).", "bool",
                                     flag_value=True)
-    target_experiment: str | None = option(None, "Log the result into this experiment (an id, or a name: a new "
-                                                  "name, not a number, is created); default: the first source.",
-                                            "str", nullable=True)
+    target_experiment: str | None = _target_experiment()
     search_run: str | None = option(None, "Read a scikit-learn GridSearchCV/RandomizedSearchCV run logged by "
                                           "mlflow.sklearn.autolog(): its candidates are the models, named by their "
                                           "setting ('C=1, kernel=rbf', or best), --metric its scorer ('score' for "
@@ -259,6 +268,50 @@ class PairOptions(OptionsBase):
         if self.model_a is not None and self.model_a == self.model_b:
             return [f"model A and model B are both {self.model_a!r}; compare two different models"]
         return []
+
+
+@dataclass(frozen=True)
+class WatchOptions(OptionsBase):
+    """What a watch (``mlflow-bayescompare watch``, :mod:`..pipeline.watch`) reads besides its design: for
+    ``correlated-t`` the dataset of two models' CV runs (found as ``compare`` finds them: :class:`SourceOptions`,
+    :class:`PairOptions`); for an evaluation test two evaluation runs and their scorer; and how it follows them."""
+
+    _what = "watch options"
+
+    dataset: str | None = option(None, "correlated-t: the dataset whose repeats grow (default: the one dataset both "
+                                       "models have).", "str", nullable=True)
+    run_a: str | None = option(None, "eval-binary, eval-continuous: the evaluation run of system A (its id).", "str",
+                               nullable=True, max_length=64)
+    run_b: str | None = option(None, "eval-binary, eval-continuous: the evaluation run of system B.", "str",
+                               nullable=True, max_length=64)
+    scorer: str | None = option(None, "eval-binary, eval-continuous: the scorer compared (default: the one scorer "
+                                      "both runs have).", "str", nullable=True)
+    pair_key: str | None = option(None, "eval-binary, eval-continuous: the field that pairs the items, "
+                                        "inputs.<field> or tag:<name> (default: the test case, else the inputs).",
+                                  "str", nullable=True)
+    table_artifact: str | None = option(None, "eval-binary, eval-continuous: the runs' table artifact to read (a "
+                                              "harness's long table, or eval_results_table.json).", "str",
+                                        nullable=True)
+    target_experiment: str | None = _target_experiment()
+    follow: bool = option(False, "Read the runs again every --interval seconds until the design decides (or "
+                                 "--timeout passes).", "bool", flag_value=True)
+    interval: float = option(30.0, "With --follow: seconds between two reads of the runs.", "float", low=0.1)
+    timeout: float | None = option(None, "With --follow: give up after this many seconds (the answer is then "
+                                         "'continue').", "float", low=0, nullable=True)
+
+    def _cross_checks(self) -> list[str]:
+        if (self.run_a is None) != (self.run_b is None):
+            return ["name both evaluation runs, run_a and run_b"]
+        if self.run_a is not None and self.run_a == self.run_b:
+            return [f"run_a and run_b are both {self.run_a!r}; watch two different runs"]
+        return []
+
+
+#: the fields of :class:`SourceOptions` and :class:`PairOptions` a watch does not take (its design's folds are the
+#: runs', a model's runs are its repeats, its target experiment is :attr:`WatchOptions.target_experiment`, its claim
+#: the design's answer)
+WATCH_EXCLUDED = ("SourceOptions.folds", "SourceOptions.target_experiment", "on_duplicate", "drop_incomplete",
+                  "search_run", "claim")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from .console import PREFIX, CliHandler, log
 
-__all__ = ["STAGES", "Progress", "notify", "TerminalProgress", "Countdown", "CLOSED_FORM"]
+__all__ = ["STAGES", "Progress", "notify", "TerminalProgress", "Countdown", "CLOSED_FORM", "duration"]
 
 #: Stages a comparison goes through, in order; ``failed`` may replace any of them.
 STAGES = ("queued", "fetching", "compiling", "sampling", "reporting", "logging", "done", "failed")
@@ -48,10 +48,11 @@ class Countdown:
         if not 0 < done < self.total:
             return text
         left = (time.monotonic() - self._start) / done * (self.total - done)
-        return f"{text}, about {_duration(left)} left"
+        return f"{text}, about {duration(left)} left"
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """``1 min 5 s``: a time span as the progress line says it."""
     minutes, seconds = divmod(round(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return " ".join(f"{value} {unit}" for value, unit in ((hours, "h"), (minutes, "min"), (seconds, "s"))
@@ -131,11 +132,16 @@ class TerminalProgress:
     def _cli_handlers() -> list[CliHandler]:
         return [h for h in log.handlers if isinstance(h, CliHandler)]
 
-    def text(self) -> str:
+    def text(self, columns: int | None = None) -> str:
+        """``bayescompare: <stage> <detail> (<elapsed> s)``; within ``columns`` terminal columns the detail is cut
+        short (ending in "…"), the stage and the elapsed time kept."""
         elapsed = time.monotonic() - self._stage_start
-        detail = f" {self.detail}" if self.detail else ""
         closed_form = self.stage == "sampling" and CLOSED_FORM in (self.detail or "")
-        return f"{PREFIX} {'computing' if closed_form else self.stage}{detail} ({elapsed:.0f} s)"
+        head = f"{PREFIX} {'computing' if closed_form else self.stage}"
+        detail, tail = f" {self.detail}" if self.detail else "", f" ({elapsed:.0f} s)"
+        if columns is not None:
+            detail = _fitted(detail, columns - _width(head) - _width(tail))
+        return head + detail + tail
 
     def columns(self) -> int:
         """The terminal's width: ``$COLUMNS`` when set (as ``shutil.get_terminal_size`` reads it), else the width of
@@ -160,15 +166,16 @@ class TerminalProgress:
                     self._write(final=True)
 
     def _write(self, final: bool) -> None:
-        """A whole line (``final``), or the live line rewritten in place."""
+        """A whole line (``final``), or the live line rewritten in place, fitted to the terminal's width (a line
+        that wraps cannot be rewritten in place)."""
         if self.stage is None:
             return
-        text = self.text()
+        # the live line one column short of the terminal: a wrapped line would leave its first row behind
+        text = self.text(None if final else self.columns() - 1)
         try:
             if final:
                 self.stream.write(text + "\n")
-            else:  # one row shorter than the terminal: a wrapped line would leave its first row behind
-                text = _fitted(text, self.columns() - 1)
+            else:
                 self.stream.write("\r" + text + " " * max(self._width - _width(text), 0))
                 self._width = _width(text)
             self.stream.flush()
@@ -186,6 +193,8 @@ def _fitted(text: str, columns: int) -> str:
     """``text`` cut to ``columns`` terminal columns, ending in "…" when cut."""
     if _width(text) <= columns:
         return text
+    if columns < 1:
+        return ""
     out, used = [], 1  # the ellipsis
     for c in text:
         used += _width(c)

@@ -1,8 +1,9 @@
 """The tags of the runs this package writes: one home for their names and for the kinds of run.
 
 A run written by the package carries ``bayescompare.kind``: ``comparison`` (two models), ``matrix`` (every pair of
-several models, the pairs as child runs) or ``ranking`` (several models ranked at once).  Runs of these kinds are
-never read back as source runs.
+several models, the pairs as child runs), ``ranking`` (several models ranked at once) or ``watch`` (a registered
+stop-when-decided design and its looks at two models' growing runs; RUNNING between its looks).  Runs of these
+kinds are never read back as source runs.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ __all__ = [
     "KIND", "KINDS", "STAGE", "SKIPPED", "ERROR", "NOTE", "PARENT", "USER", "MODEL_A", "MODEL_B", "MODELS", "METRIC",
     "VERDICT", "DECISION", "DIAGNOSTICS", "TEST", "REPORT", "NO_REPORT", "BEST", "RANKING", "SOURCE_EXPERIMENTS",
     "STRICT", "REQUIRE", "DATASETS_LEFT_OUT", "CACHED_FROM", "CACHE_FOR", "metric_tag", "joined_names", "split_names",
-    "JOB_OWNER", "JOB_REQUEST", "DEMO",
+    "JOB_OWNER", "JOB_REQUEST", "DEMO", "WATCH", "DESIGN_FINGERPRINT", "WATCH_SOURCES", "WATCH_ANSWER", "DATASET",
 ]
 
 KIND = "bayescompare.kind"
-KINDS = ("comparison", "matrix", "ranking")
+KINDS = ("comparison", "matrix", "ranking", "watch")
+WATCH = "watch"  # the kind of a watch run (pipeline/watch.py)
 STAGE = "bayescompare.stage"  # where the work on the run is (progress.STAGES)
 SKIPPED = "bayescompare.stages_skipped"  # comma-separated stages the work went past without doing (compiling: cached)
 ERROR = "bayescompare.error"  # why the run FAILED
@@ -45,6 +47,10 @@ REQUIRE = "bayescompare.require"  # "<claim>@<threshold>" asked of a server job
 DATASETS_LEFT_OUT = "bayescompare.datasets_left_out"  # the datasets a pair did not compare (joined_names)
 CACHED_FROM = "bayescompare.cached_from"  # on a matrix's pair run read from the cache: the run that fitted it
 CACHE_FOR = "bayescompare.cache_for"  # on a matrix run whose pairs table is signed: whose cache (runs/cachekey.py)
+DATASET = "bayescompare.dataset"  # the dataset a watch reads the growing CV repeats of
+DESIGN_FINGERPRINT = "bayescompare.design_fingerprint"  # a watch run's registered design: sha256 of its design.json
+WATCH_SOURCES = "bayescompare.watch_sources"  # sha256 of the selection a watch reads: a later look finds it by it
+WATCH_ANSWER = "bayescompare.watch_answer"  # continue, a_better, b_better, equivalent or inconclusive
 
 
 def metric_tag(tag: str, metric: str) -> str:

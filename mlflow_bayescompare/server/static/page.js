@@ -441,12 +441,73 @@
     report.style.height = doc.documentElement.scrollHeight + 2 + "px";
   }
 
+  // ---------------------------------------------------------------------------------------------- a watch
+
+  const SVG = "http://www.w3.org/2000/svg";
+
+  function svgElement(name, attributes, text) {
+    const el = document.createElementNS(SVG, name);
+    Object.keys(attributes).forEach((k) => el.setAttribute(k, String(attributes[k])));
+    if (text !== undefined) el.textContent = text;
+    return el;
+  }
+
+  function svgChild(parent, name, attributes, text) {
+    return parent.appendChild(svgElement(name, attributes, text));
+  }
+
+  // A look's answer in words (sequential/report.py's ANSWER_WORDS, its twin in Python).
+  function answerWords(answer, job) {
+    const words = { continue: "continue", a_better: job.model_a + " better", b_better: job.model_b + " better",
+      equivalent: "practically equivalent", inconclusive: "inconclusive at the budget" };
+    return words[answer] || answer || "";
+  }
+
+  // The watch's path: each probability after each look (x: the look's size, up to the budget; y: 0 to 1), the
+  // design's threshold as a dashed line, and the table of looks.
+  function renderWatch(job) {
+    const w = job.watch, d = w.design, rows = w.rows || [];
+    $("watch-design").textContent = d.test + ", rope ±" + d.rope + ", threshold " + d.threshold + ", looks from " +
+      d.min_size + " to " + d.max_size + " " + w.unit + " · design " + (w.fingerprint || "").slice(0, 12);
+    // made here, not in the page: a page with no watch shown holds no svg (tests/test_security.py counts them)
+    $("watch-path")?.remove();
+    const svg = svgElement("svg", { id: "watch-path", class: "watch-path", viewBox: "0 0 600 220", role: "img" });
+    svgChild(svg, "title", {}, "The probabilities after each look, and the threshold");
+    $("watch-design").after(svg);
+    const left = 40, right = 590, top = 10, bottom = 190;
+    const low = Math.min(d.min_size, rows.length ? rows[0].size : d.min_size);
+    const x = (size) => left + (right - left) * (d.max_size === low ? 1 : (size - low) / (d.max_size - low));
+    const y = (p) => bottom - (bottom - top) * p;
+    svgChild(svg, "path", { class: "axis", d: "M" + left + " " + top + "V" + bottom + "H" + right });
+    svgChild(svg, "line", { class: "threshold", x1: left, x2: right, y1: y(d.threshold), y2: y(d.threshold) });
+    svgChild(svg, "text", { x: left - 4, y: y(d.threshold) + 4, "text-anchor": "end" }, String(d.threshold));
+    [[1, top + 4], [0, bottom]].filter(([p]) => Math.abs(y(p) - y(d.threshold)) > 12).forEach(([p, at]) =>
+      svgChild(svg, "text", { x: left - 4, y: at, "text-anchor": "end" }, String(p)));
+    [[low, "start"], [d.max_size, "end"]].forEach(([size, anchor]) =>
+      svgChild(svg, "text", { x: x(size), y: bottom + 16, "text-anchor": anchor }, size + " " + w.unit));
+    [["a", "p_a_better"], ["rope", "p_rope"], ["b", "p_b_better"]].forEach(([cls, key]) => {
+      const points = rows.map((r) => x(r.size).toFixed(1) + "," + y(r[key]).toFixed(1));
+      svgChild(svg, "polyline", { class: cls, points: points.join(" ") });
+      rows.forEach((r) => svgChild(svg, "circle", { class: cls, cx: x(r.size), cy: y(r[key]), r: 3 }));
+    });
+    const last = rows[rows.length - 1]; // each line named at its last look
+    if (last) [["p_a_better", job.model_a], ["p_rope", "rope"], ["p_b_better", job.model_b]].forEach(([key, name]) =>
+      svgChild(svg, "text", { x: x(last.size) + 6, y: y(last[key]) + 4 }, name));
+    $("looks-unit").textContent = w.unit.charAt(0).toUpperCase() + w.unit.slice(1);
+    $("looks-a").textContent = "P(" + job.model_a + " better)";
+    $("looks-b").textContent = "P(" + job.model_b + " better)";
+    fillTable($("looks"), rows.map((r) => [r.size, probability(r.p_a_better), probability(r.p_rope),
+      probability(r.p_b_better), answerWords(r.answer, job)]));
+  }
+
   function render(job) {
     $("job").hidden = false;
     $("job-title").textContent = jobTitle(job);
     showStages(job);
-    $("job-status").textContent =
-      job.status === "RUNNING" ? "Running: " + (job.stage || "queued") + "…" : job.status;
+    const watch = job.kind === "watch" && job.watch ? job.watch : null; // RUNNING between looks, by design
+    $("job-status").textContent = watch && job.status === "RUNNING"
+      ? "Watching: undecided at the last look; the next run of watch looks again"
+      : job.status === "RUNNING" ? "Running: " + (job.stage || "queued") + "…" : job.status;
     $("job-status").dataset.status = job.status;
     const err = $("job-error");
     err.hidden = !job.error;
@@ -456,7 +517,9 @@
     const done = job.status === "FINISHED";
     const pair = done && job.kind === "comparison";
     const byMetric = pair && Array.isArray(job.metrics); // several metrics: a row each, no single bar
-    $("result").hidden = !(done || job.status === "FAILED");
+    $("result").hidden = !(done || job.status === "FAILED" || watch);
+    $("watch").hidden = !watch;
+    if (watch) renderWatch(job);
     $("verdict").textContent = job.verdict || "";
     ["bar", "probs"].forEach((id) => ($(id).hidden = !pair || byMetric));
     $("test-used").hidden = !pair;
@@ -500,7 +563,7 @@
           render(job);
           if (first && refill) fillForm(job);
           first = false;
-          if (job.status === "RUNNING") polling = setTimeout(tick, 1500);
+          if (job.status === "RUNNING" && job.kind !== "watch") polling = setTimeout(tick, 1500);
           else refreshHistory();
         })
         .catch((e) => {
@@ -514,6 +577,7 @@
   // ---------------------------------------------------------------------------------------------- past comparisons
 
   function statusText(c) {
+    if (c.kind === "watch" && c.status === "RUNNING") return "RUNNING · between looks"; // until decided
     return c.status + (c.status === "RUNNING" && c.stage ? " · " + c.stage : "");
   }
 
