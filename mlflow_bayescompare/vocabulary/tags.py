@@ -17,7 +17,7 @@ __all__ = [
     "KIND", "KINDS", "STAGE", "SKIPPED", "ERROR", "NOTE", "PARENT", "USER", "MODEL_A", "MODEL_B", "MODELS", "METRIC",
     "VERDICT", "DECISION", "DIAGNOSTICS", "TEST", "REPORT", "NO_REPORT", "BEST", "RANKING", "SOURCE_EXPERIMENTS",
     "STRICT", "REQUIRE", "DATASETS_LEFT_OUT", "CACHED_FROM", "CACHE_FOR", "metric_tag", "joined_names", "split_names",
-    "JOB_OWNER", "JOB_REQUEST",
+    "JOB_OWNER", "JOB_REQUEST", "RUN_A", "RUN_B", "SOURCE_RUNS",
 ]
 
 KIND = "bayescompare.kind"
@@ -39,6 +39,10 @@ PAIRS_TABLE = "bayescompare.pairs_table"  # the artifact of a matrix run holding
 BEST = "bayescompare.best"  # the best model of a matrix or ranking
 RANKING = "bayescompare.ranking"  # the model that ranked them: hierarchical, bbt, or joint-t (one dataset's folds)
 SOURCE_EXPERIMENTS = "bayescompare.source_experiment_ids"
+# a comparison of evaluation runs (its test: paired-evals) names the runs it read, the systems it compared
+RUN_A = "bayescompare.run_a"  # the baseline evaluation run A
+RUN_B = "bayescompare.run_b"  # the candidate evaluation run B
+SOURCE_RUNS = "bayescompare.source_run_ids"  # every evaluation run read, in the order of the systems, comma-separated
 STRICT = "bayescompare.strict"  # set by --strict when the sampler's output failed the gate
 REQUIRE = "bayescompare.require"  # "<claim>@<threshold>" asked of a server job
 DATASETS_LEFT_OUT = "bayescompare.datasets_left_out"  # the datasets a pair did not compare (joined_names)
