@@ -1,5 +1,5 @@
 """The ``mlflow-bayescompare`` command line: ``compare``, ``matrix``, ``rank`` and ``demo`` over
-:mod:`.pipeline.compare`, and ``compile``.
+:mod:`.pipeline.compare`, ``compare-evals`` over :mod:`.pipeline.evals`, and ``compile``.
 
 The options of each command are declared from :mod:`.vocabulary.options` and validated there; this module adds only
 what is
@@ -25,6 +25,7 @@ from .vocabulary import claims, mlflow_internals
 from .vocabulary.console import install_cli_handler, redact_uri
 from .vocabulary.errors import BayesCompareError, InputError
 from .vocabulary.options import (
+    EvalOptions,
     FitOptions,
     MatrixOptions,
     ModelsOptions,
@@ -197,6 +198,31 @@ def rank(tracking_uri, no_log, as_json, require_best, **fields) -> None:
         claim = claims.reports(outcome, wanted, options.threshold) if wanted else {}
         failures = _claimed(report, claim)
         out(report, cli_text.ranking_text(outcome, claim, tracking_uri))
+    if failures:
+        raise CliError("; ".join(failures), exit_code=1)
+
+
+@main.command("compare-evals", epilog=EXIT_CODES)
+@click_options(EvalOptions)
+@_run_options
+def compare_evals(tracking_uri, no_log, as_json, **fields) -> None:
+    """Is evaluation run B really better than run A, scorer by scorer, on the same items?  Reads
+    mlflow.genai.evaluate runs (traces and their assessments), mlflow.models.evaluate runs or long tables, pairs
+    their items and answers per scorer, exactly for tens of items (no MCMC); logs a comparison run.  --runs a,b,c
+    ranks three or more runs instead (--vs RUN against one)."""
+    with _errors(), _output(as_json) as out:
+        (options,) = parse_fields(fields, [EvalOptions], origin="cli")
+        with _progress() as progress:
+            from .pipeline import evals as api
+
+            pipeline = api.rank_evaluation_runs if options.ranked else api.compare_evaluation_runs
+            outcome = pipeline(options=options, log=not no_log, tracking_uri=tracking_uri, progress=progress)
+        report, checked, failures = outcome.to_dict(), None, []
+        if options.claim is not None:
+            checked = api.claim_reports(outcome, options.claim)
+            report["require"] = api.claim_dict(checked)
+            failures = [] if checked["joint"].supported else [checked["joint"].failure()]
+        out(report, cli_text.evals_text(outcome, checked, tracking_uri))
     if failures:
         raise CliError("; ".join(failures), exit_code=1)
 

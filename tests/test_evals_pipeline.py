@@ -16,10 +16,12 @@ import uuid
 import mlflow
 import pandas as pd
 import pytest
+from click.testing import CliRunner
 from mlflow import MlflowClient
 from mlflow.entities import AssessmentSource
 from mlflow.genai.scorers import scorer
 
+from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.families.evals.models import PRIOR_ALPHA
 from mlflow_bayescompare.pipeline.evals import compare_evaluation_runs, rank_evaluation_runs, require_evaluations
 from mlflow_bayescompare.reads.evalitems import inputs_key
@@ -231,3 +233,54 @@ def test_a_comparison_through_a_tracking_server(mlflow_server):
     assert run.data.tags[T.SOURCE_RUNS] == f"{a},{b}" and outcome.result.counts["items"] == 8
     names = {f.path for f in MlflowClient(mlflow_server).list_artifacts(outcome.run_id)}
     assert {"pairs.csv", "report.html", "report.md", "summary.json", "rope_sensitivity.csv", "plots"} <= names
+
+
+# ---------------------------------------------------------------------------------------------- the command line
+
+
+def compare_evals(uri: str, *args: str):
+    return CliRunner().invoke(main, ["compare-evals", "--tracking-uri", uri, "--seed", "4", *args])
+
+
+def test_the_command_line_prints_each_scorer_and_logs_the_run(store):
+    uri, experiment_id, ids = store
+    before = run_ids(uri, experiment_id)
+    result = compare_evals(uri, "--run-a", ids["C"], "--run-b", ids["A"], "--scorers", "exact,tone",
+                           "--rope", "exact=0.05", "--require", "exact=better")
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert text.startswith("prompt-C vs prompt-A · evaluation runs: 24 paired items of 2 runs (genai evaluations)")
+    assert "  exact (pass_fail, higher is better, rope ±0.05; 24 items)" in text
+    assert "    prompt-A − prompt-C = +0.6" in text and "P(prompt-A better) 1.000" in text  # closed form: 18/28
+    assert "Claim 'prompt-A vs prompt-C: better on exact'" in text and "→ supported" in text
+    assert f"selectedRunUuid={ids['C']}&compareToRunUuid={ids['A']}" in text
+    [new] = run_ids(uri, experiment_id) - before
+    assert f"Comparison run {new} in experiment {experiment_id}" in text
+    assert MlflowClient(uri).get_run(new).data.tags[T.REQUIRE] == "exact=better@0.95"
+
+
+def test_the_command_lines_json_and_exit_codes(store):
+    uri, experiment_id, ids = store
+    before = run_ids(uri, experiment_id)
+    refused = compare_evals(uri, "--run-a", ids["A"], "--run-b", ids["B"], "--require", "improves", "--no-log",
+                            "--json")
+    assert refused.exit_code == 1 and "Error: claim " in refused.stderr and "not supported" in refused.stderr
+    report = json.loads(refused.stdout)
+    assert report["require"]["claim"] == "improves" and report["require"]["supported"] is False
+    assert set(report["require"]["scorers"]) == {"exact", "tone", HOSTILE_SCORER}
+    assert [r["run_id"] for r in report["runs"]] == [ids["A"], ids["B"]] and report["run_id"] is None
+    ranked = compare_evals(uri, "--runs", f"{ids['A']},{ids['B']},{ids['C']}", "--scorers", "exact", "--vs",
+                           ids["C"], "--no-log")
+    assert ranked.exit_code == 0, ranked.output
+    assert ranked.stdout.startswith("Ranking of 3 evaluation runs") and "against prompt-C" not in ranked.stderr
+    absent = uuid.uuid4().hex
+    for args, words in ((["--run-a", ids["A"], "--run-b", absent], f"run '{absent}' not found"),
+                        (["--run-a", ids["A"], "--run-b", ids["B"], "--scorers", "bleu"],
+                         "scorer 'bleu' is in none of the runs"),
+                        (["--run-a", ids["A"], "--run-b", ids["D"]], "share no item"),
+                        (["--run-a", ids["A"]], "name the evaluation runs: run_a and run_b"),
+                        (["--run-a", ids["A"], "--run-b", ids["B"], "--require", "exact=best"], "--require")):
+        result = compare_evals(uri, *args)
+        assert result.exit_code == 2 and words in result.stderr, (args, result.output)
+        assert "Traceback" not in result.output
+    assert run_ids(uri, experiment_id) == before

@@ -218,7 +218,7 @@ def claim_reports(outcome, claim) -> dict:
 
 def claim_dict(reports: dict) -> dict:
     """The JSON of :func:`claim_reports`: the claim as asked, the joint report, each scorer's."""
-    return {"claim": reports["text"], **reports["joint"].to_dict(), "statement": reports["joint"].claim,
+    return {**reports["joint"].to_dict(), "claim": reports["text"], "statement": reports["joint"].claim,
             "scorers": {s: r.to_dict() for s, r in reports["scorers"].items()}}
 
 
