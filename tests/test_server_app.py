@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import requests
 from mlflow import MlflowClient
@@ -30,6 +31,7 @@ from uci_runs import log_uci_with_time
 from mlflow_bayescompare.client import JobFailed
 from mlflow_bayescompare.families.ranking.hierarchical_k.report import DIFFERS as JOINT_DIFFERS
 from mlflow_bayescompare.pipeline.compare import compare_matrix, compare_runs, rank_runs, require
+from mlflow_bayescompare.pipeline.evals import compare_evaluation_runs
 from mlflow_bayescompare.reads.cvlog import log_cv_scores
 from mlflow_bayescompare.sampling import programs, pystan_backend
 from mlflow_bayescompare.server.owners import owner_tags
@@ -380,6 +382,49 @@ def test_experiments_and_choices(server):
     assert choices == {"experiment_id": server.experiment_id, "models": sorted(MODELS), "metrics": ["accuracy"],
                        "datasets": [f"dataset-{d}" for d in range(5)], "runs": 15, "model_key": "tag:model",
                        "dataset_key": "tag:dataset"}
+
+
+EVAL_RUN_NAMES = ("prompt-A", '<script>alert("evals")</script>](javascript:x) #B')
+
+
+def _log_eval_tables(client: MlflowClient, name: str, items: int = 16) -> tuple[str, list[str]]:
+    """Two evaluation runs of a harness (a long table each: item, scorer, value): B passes more items and is
+    slower."""
+    eid = client.create_experiment(name)
+    ids = []
+    for k, run_name in enumerate(EVAL_RUN_NAMES):
+        rows = [{"item": f"q{i}", "scorer": s, "value": v} for i in range(items)
+                for s, v in (("correct", i % (3 + 2 * k) != 0), ("latency", 1.0 + 0.1 * k + 0.01 * i))]
+        run = client.create_run(eid, run_name=run_name)
+        client.log_table(run.info.run_id, pd.DataFrame(rows), "eval_scores.json")
+        client.set_terminated(run.info.run_id)
+        ids.append(run.info.run_id)
+    return eid, ids
+
+
+def test_evaluation_runs_compared_through_the_api_as_the_python_api_does(server):
+    api = server.api()
+    eid, (a, b) = _log_eval_tables(server.client, f"evals-{uuid.uuid4().hex[:8]}")
+    listed = api.evaluation_runs(eid)
+    assert [(r["run_id"], r["kind"], r["artifact"]) for r in listed] == [(b, "table", "eval_scores.json"),
+                                                                      (a, "table", "eval_scores.json")]
+    fields = {"run_a": a, "run_b": b, "rope": "latency=0.05", "seed": 5}
+    state = api.wait(api.start("evals", fields))
+    assert (state["status"], state["error"]) == ("FINISHED", None), state
+    expected = compare_evaluation_runs(a, b, rope="latency=0.05", seed=5, tracking_uri=server.url, log=False)
+    by_scorer = {m["metric"]: m for m in state["metrics"]}
+    for scorer, one in expected.result.by_scorer.items():
+        assert {k: by_scorer[scorer][k] for k in PROBABILITIES} == {k: getattr(one, k) for k in PROBABILITIES}
+    assert state["source_runs"] == [a, b] and state["model_b"] == EVAL_RUN_NAMES[1]
+    assert state["compare_url"] == f"/#/experiments/{eid}/evaluation-runs?selectedRunUuid={a}&compareToRunUuid={b}"
+    report = api.session.get(f"{server.root}{state['report_url']}", timeout=30)
+    assert report.status_code == 200 and "<script>alert" not in report.text
+    before = {r.info.run_id for r in server.client.search_runs([eid])}
+    for extra, words in (({"scorers": "bleu"}, "scorer 'bleu' is in none of the runs"),
+                         ({"run_b": uuid.uuid4().hex}, "not found"), ({"rope": "nope=1"}, "rope names scorer")):
+        resp = api.session.post(f"{server.url}/bayescompare/api/evals", json={**fields, **extra}, timeout=60)
+        assert resp.status_code == 400 and words in resp.json()["error"], resp.text
+    assert {r.info.run_id for r in server.client.search_runs([eid])} == before
 
 
 def test_stock_mlflow_ui_and_rest_api_still_answer(server):
