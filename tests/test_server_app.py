@@ -586,6 +586,43 @@ def test_page_runs_a_comparison_and_follows_its_stages(server):
     assert dialogs == []
 
 
+@pytest.mark.browser
+@ON_SQLITE
+def test_page_compares_two_evaluation_runs_and_links_mlflows_own_view(server):
+    """"Compare evaluation runs": the experiment's evaluation runs listed (a hostile name shown as text: the page's
+    CSP is off, so escaping alone is tested), the newest as B; a scorer not in the runs refused with the server's
+    message; the comparison followed to its verdict per scorer, as the API answers it, with the link to MLflow's
+    side-by-side view of the two runs."""
+    eid, (a, b) = _log_eval_tables(server.client, f"evals-page-{uuid.uuid4().hex[:8]}")
+    with chromium_page(bypass_csp=True) as (page, dialogs):
+        page.goto(f"{server.url}/bayescompare/")
+        page.select_option("#evals-experiment", eid)
+        page.wait_for_selector("#evals-run-a option:nth-child(2)", state="attached")
+        assert (page.input_value("#evals-run-a"), page.input_value("#evals-run-b")) == (a, b)
+        assert _options(page, "#evals-run-b")[0].startswith(EVAL_RUN_NAMES[1] + " · table · ")
+        assert page.text_content("#evals-info") == "2 evaluation runs"
+        page.fill("#evals-scorers", "bleu")
+        page.click("#evals-btn")
+        page.wait_for_selector("#evals-error:not([hidden])")
+        assert "scorer 'bleu' is in none of the runs" in page.text_content("#evals-error")
+        page.fill("#evals-scorers", "")
+        page.fill("#evals-rope", "latency=0.05")
+        page.click("#evals-section details summary")
+        page.fill("#evals-seed", "5")
+        page.click("#evals-btn")
+        page.wait_for_function("document.getElementById('job-status').textContent === 'FINISHED'", timeout=120_000)
+        state = server.api().status(_run_id(page))
+        assert page.text_content("#job-title") == f"prompt-A vs {EVAL_RUN_NAMES[1]} · correct, latency"
+        assert page.text_content("#by-metric-caption") == "By scorer" and page.text_content("#by-metric-per") == \
+            "Scorer"
+        rows = page.eval_on_selector_all("#by-metric tbody tr", "rs => rs.map(r => r.cells[0].textContent)")
+        assert rows == [m["metric"] for m in state["metrics"]] == ["correct", "latency"]
+        assert page.is_visible("#compare-link") and page.get_attribute("#compare-link", "href") == \
+            state["compare_url"]
+        assert page.is_hidden("#evals-error")
+    assert dialogs == []
+
+
 def _better_first(pair: dict) -> list[str]:
     """A pair's row on the page: the model more probably better first, its verdict and probabilities."""
     a, b, p_a, p_b = pair["model_a"], pair["model_b"], pair["p_a_better"], pair["p_b_better"]
