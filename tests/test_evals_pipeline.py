@@ -12,6 +12,7 @@ import json
 import math
 import shutil
 import uuid
+from html import escape as html_escape
 
 import mlflow
 import pandas as pd
@@ -32,6 +33,7 @@ pytestmark = pytest.mark.slow  # the module's store holds real evaluations (a fe
 
 HOSTILE_RUN = "<script>alert(1)</script>](javascript:alert(2)) # prompt-B"
 HOSTILE_SCORER = "<img src=x onerror=alert(3)>](javascript:x) #tone"
+HOSTILE_PASSAGE = "<script>alert(4)</script>](javascript:y) # p"  # a field of every item's inputs
 ITEMS = 24
 
 
@@ -68,7 +70,7 @@ def tone(outputs):
 
 
 def rows(numbers) -> list[dict]:
-    return [{"inputs": {"question": f"question {i}", "passage": f"p{i // 4}"},
+    return [{"inputs": {"question": f"question {i}", "passage": f"{HOSTILE_PASSAGE}{i // 4}"},
              "expectations": {"answer": answer(i)}} for i in numbers]
 
 
@@ -79,7 +81,7 @@ def evaluate(name: str, data, predict) -> str:
 
 
 def item_key(i: int) -> str:
-    return inputs_key({"question": f"question {i}", "passage": f"p{i // 4}"})
+    return inputs_key({"question": f"question {i}", "passage": f"{HOSTILE_PASSAGE}{i // 4}"})
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +155,7 @@ def test_two_runs_compared_and_logged_with_every_name_escaped(store, tmp_path):
     for raw in ("<script>", "<img", "](javascript", "# prompt-B", "#tone"):
         assert raw not in note, raw
     html = artifact(client, outcome.run_id, "report.html", tmp_path)
-    assert "<script" not in html.lower() and "<img src=x" not in html and "&lt;script&gt;" in html
+    assert "<script" not in html.lower() and "<img src=x" not in html and "&lt;script&gt;alert(4)" in html
     # pairs.csv: each item's value in both runs, as the scorer defines it; disagreements first
     pairs = pd.read_csv(client.download_artifacts(outcome.run_id, "pairs.csv", str(tmp_path)))
     exact_rows = pairs[pairs["scorer"] == "exact"].reset_index(drop=True)
@@ -182,7 +184,7 @@ def test_the_gate_reads_one_joint_probability(store):
         require_evaluations(outcome, "latency=better")
 
 
-def test_three_runs_ranked_and_logged(store):
+def test_three_runs_ranked_and_logged(store, tmp_path):
     uri, experiment_id, ids = store
     outcome = rank_evaluation_runs([ids["A"], ids["B"], ids["C"]], scorers=["exact"], seed=2)
     ranking = outcome.result.by_scorer["exact"].ranking
@@ -192,7 +194,13 @@ def test_three_runs_ranked_and_logged(store):
         [ids["A"], ids["B"], ids["C"]]
     p_best = {k: v for k, v in run.data.metrics.items() if k.startswith("p_best")}
     assert len(p_best) == 3 and sum(p_best.values()) == pytest.approx(1)
-    assert "<script>" not in run.data.tags["mlflow.note.content"]
+    hostile = rank_evaluation_runs([ids["A"], ids["B"], ids["C"]], vs=ids["B"], seed=2)  # every scorer
+    assert set(hostile.result.by_scorer) == {"exact", "tone"}  # C has no reviewer's rating: not shared
+    run = MlflowClient(uri).get_run(hostile.run_id)
+    html = artifact(MlflowClient(uri), hostile.run_id, "report.html", tmp_path)
+    for raw in ("<script>", "](javascript", "# prompt-B"):
+        assert raw not in run.data.tags["mlflow.note.content"], raw
+    assert "<script" not in html.lower() and f"against {html_escape(HOSTILE_RUN)}" in html
 
 
 @pytest.mark.parametrize("request_, words", [
