@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from mlflow import MlflowClient
 from mlflow.entities import AssessmentSource
 from mlflow.genai.scorers import scorer
+from mlflow.metrics import MetricValue, make_metric
 
 from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.families.evals.models import PRIOR_ALPHA
@@ -292,3 +293,29 @@ def test_the_command_lines_json_and_exit_codes(store):
         assert result.exit_code == 2 and words in result.stderr, (args, result.output)
         assert "Traceback" not in result.output
     assert run_ids(uri, experiment_id) == before
+
+
+# ---------------------------------------------------------------------------------------------- classic evaluations
+
+
+def test_two_classic_evaluations_compared_row_by_row(store, tmp_path):
+    """Two ``mlflow.models.evaluate`` runs (static predictions on the same 12 rows; a per-row metric where lower is
+    better, as the metric declares it) compared pair by pair of rows."""
+    uri, experiment_id, _ = store
+    data = pd.DataFrame({"question": [f"question {i}" for i in range(12)], "target": [i % 3 for i in range(12)]})
+    metric = make_metric(eval_fn=lambda predictions, targets, metrics: MetricValue(
+        scores=(predictions - targets).abs().tolist()), greater_is_better=False, name="abs_error")
+    ids = []
+    for name, predictions in (("model-G", [(i * 2) % 3 for i in range(12)]), ("model-H", [i % 3 for i in range(12)])):
+        with mlflow.start_run(run_name=name) as run:
+            mlflow.models.evaluate(data=data.assign(pred=predictions), targets="target", predictions="pred",
+                                   extra_metrics=[metric], evaluators="default")
+        ids.append(run.info.run_id)
+    outcome = compare_evaluation_runs(*ids, scorers="abs_error", direction="abs_error=lower", seed=1)
+    one = outcome.result.by_scorer["abs_error"]
+    assert outcome.read.pairing == "row" and one.counts["items"] == 12 and not one.greater_is_better
+    assert one.difference["mean"] < 0 and one.p_b_better > 0.95  # H is exact on every row, G on 4 of 12 (off by 1 on 8)
+    pairs = pd.read_csv(MlflowClient(uri).download_artifacts(outcome.run_id, "pairs.csv", str(tmp_path)))
+    g = [abs((i * 2) % 3 - i % 3) for i in range(12)]
+    assert dict(zip(pairs["item"], pairs["value_a"])) == {f"row {i}": float(g[i]) for i in range(12)}
+    assert set(pairs["value_b"]) == {0.0} and (pairs["outcome"] == "B better").sum() == sum(v > 0 for v in g)
