@@ -419,6 +419,13 @@ def test_evaluation_runs_compared_through_the_api_as_the_python_api_does(server)
     assert state["compare_url"] == f"/#/experiments/{eid}/evaluation-runs?selectedRunUuid={a}&compareToRunUuid={b}"
     report = api.session.get(f"{server.root}{state['report_url']}", timeout=30)
     assert report.status_code == 200 and "<script>alert" not in report.text
+    one = api.wait(api.start("evals", {"run_a": a, "run_b": b, "scorers": "correct", "require": "better",
+                                       "seed": 5}))  # shown as a comparison of one metric
+    correct = compare_evaluation_runs(a, b, scorers="correct", seed=5, tracking_uri=server.url,
+                                      log=False).result.by_scorer["correct"]
+    assert {k: one[k] for k in (*PROBABILITIES, "verdict")} == {k: getattr(correct, k) for k in
+                                                                  (*PROBABILITIES, "verdict")}
+    assert one["require"]["probability"] == pytest.approx(correct.p_b_better) and one["kind"] == "comparison"
     before = {r.info.run_id for r in server.client.search_runs([eid])}
     for extra, words in (({"scorers": "bleu"}, "scorer 'bleu' is in none of the runs"),
                          ({"run_b": uuid.uuid4().hex}, "not found"), ({"rope": "nope=1"}, "rope names scorer")):
