@@ -8,8 +8,10 @@ table's Dirichlet posterior (mean and sd of p01 − p10), not from the code unde
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import shutil
 import uuid
 from html import escape as html_escape
@@ -91,10 +93,30 @@ def store(tmp_path_factory, _empty_sqlite_db):
     (a hostile name) and C on the same 24 items, D on other items, and a run that is no evaluation."""
     folder = tmp_path_factory.mktemp("evals-pipeline")
     shutil.copy(_empty_sqlite_db, folder / "mlflow.db")
-    uri, previous = f"sqlite:///{folder / 'mlflow.db'}", mlflow.get_tracking_uri()
+    uri = f"sqlite:///{folder / 'mlflow.db'}"
+    with active_store(uri, lambda: mlflow.create_experiment("evals", (folder / "artifacts").as_uri())) as experiment_id:
+        yield uri, experiment_id, _log_runs(experiment_id)
+
+
+@contextlib.contextmanager
+def active_store(uri: str, experiment):
+    """``uri`` the tracking URI and the experiment ``experiment()`` creates the active one while inside; then both as
+    they were, environment included (``mlflow.set_experiment`` sets ``MLFLOW_EXPERIMENT_ID``, which a later ``mlflow
+    run`` in a subprocess would read)."""
+    saved = {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_ID")}
+    previous = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(uri)
-    experiment_id = mlflow.create_experiment("evals", (folder / "artifacts").as_uri())
-    mlflow.set_experiment(experiment_id=experiment_id)
+    try:
+        experiment_id = experiment()
+        mlflow.set_experiment(experiment_id=experiment_id)
+        yield experiment_id
+    finally:
+        mlflow.set_tracking_uri(previous)
+        for key, value in saved.items():
+            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+
+
+def _log_runs(experiment_id: str) -> dict[str, str]:
     ids = {"A": evaluate("prompt-A", rows(range(ITEMS)), predict_a),
            "B": evaluate(HOSTILE_RUN, rows(range(ITEMS)), predict_b),
            "C": evaluate("prompt-C", rows(range(ITEMS)), predict_c),
@@ -107,8 +129,7 @@ def store(tmp_path_factory, _empty_sqlite_db):
     with mlflow.start_run(run_name="training") as run:
         mlflow.log_metric("accuracy", 0.9)
     ids["plain"] = run.info.run_id
-    yield uri, experiment_id, ids
-    mlflow.set_tracking_uri(previous)
+    return ids
 
 
 def run_ids(uri: str, experiment_id: str) -> set[str]:
@@ -227,15 +248,10 @@ def test_a_bad_request_is_named_and_writes_nothing(store, request_, words):
 def test_a_comparison_through_a_tracking_server(mlflow_server):
     """Logged through a real ``mlflow server`` (sqlite, and PostgreSQL when configured), compared there, the
     comparison run written there."""
-    previous = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(mlflow_server)
-    try:
-        experiment_id = mlflow.create_experiment(f"evals-{uuid.uuid4().hex[:8]}")
-        mlflow.set_experiment(experiment_id=experiment_id)
+    with active_store(mlflow_server, lambda: mlflow.create_experiment(f"evals-{uuid.uuid4().hex[:8]}")) as \
+            experiment_id:
         a, b = (evaluate(name, rows(range(8)), predict) for name, predict in (("srv-A", predict_a),
                                                                                ("srv-B", predict_b)))
-    finally:
-        mlflow.set_tracking_uri(previous)
     outcome = compare_evaluation_runs(a, b, tracking_uri=mlflow_server, seed=1)
     run = MlflowClient(mlflow_server).get_run(outcome.run_id)
     assert run.info.status == "FINISHED" and run.info.experiment_id == experiment_id

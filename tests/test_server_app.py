@@ -627,6 +627,14 @@ def test_page_compares_two_evaluation_runs_and_links_mlflows_own_view(server):
         assert page.is_visible("#compare-link") and page.get_attribute("#compare-link", "href") == \
             state["compare_url"]
         assert page.is_hidden("#evals-error")
+        page.select_option("#evals-run-a", b)  # B against A: reopened, the runs are chosen again (not the defaults)
+        page.select_option("#evals-run-b", a)
+        page.click("#evals-btn")
+        page.wait_for_function(f"location.search !== '?run_id={state['run_id']}' && "
+                               "document.getElementById('job-status').textContent === 'FINISHED'", timeout=120_000)
+        page.goto(f"{server.url}/bayescompare/?run_id={_run_id(page)}")
+        page.wait_for_function(f"document.getElementById('evals-run-a').value === '{b}'", timeout=30_000)
+        assert (page.input_value("#evals-experiment"), page.input_value("#evals-run-b")) == (eid, a)
     assert dialogs == []
 
 

@@ -118,19 +118,30 @@
     return select.selectedOptions.length ? select.selectedOptions[0].textContent : "";
   }
 
-  // A reopened comparison of evaluation runs: its runs chosen again, when they are in the list shown.
-  document.addEventListener("bayescompare:refill", (ev) => {
-    const runs = ev.detail.source_runs || [];
+  function chooseRuns(job) {
+    const runs = job.source_runs || [];
     const choose = (select, value) => {
       if (Array.from(select.options).some((o) => o.value === value)) select.value = value;
     };
-    if (ev.detail.kind === "ranking") {
+    if (job.kind === "ranking") {
       Array.from($("evals-runs").options).forEach((o) => (o.selected = runs.includes(o.value)));
     } else if (runs.length === 2) {
       choose($("evals-run-a"), runs[0]);
       choose($("evals-run-b"), runs[1]);
     }
     updateButtons();
+  }
+
+  // A reopened comparison of evaluation runs: its experiment and its runs chosen again (when the runs are listed).
+  document.addEventListener("bayescompare:refill", (ev) => {
+    const job = ev.detail;
+    const experiments = (job.settings || {}).experiment_ids || [];
+    const select = $("evals-experiment");
+    const listed = experiments.length === 1 && Array.from(select.options).some((o) => o.value === experiments[0]);
+    if (listed && select.value !== experiments[0]) {
+      select.value = experiments[0];
+      loadRuns().then(() => chooseRuns(job));
+    } else chooseRuns(job);
     $("evals-section").scrollIntoView({ behavior: "smooth" });
   });
 
