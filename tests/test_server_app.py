@@ -426,6 +426,9 @@ def test_evaluation_runs_compared_through_the_api_as_the_python_api_does(server)
     assert {k: one[k] for k in (*PROBABILITIES, "verdict")} == {k: getattr(correct, k) for k in
                                                                   (*PROBABILITIES, "verdict")}
     assert one["require"]["probability"] == pytest.approx(correct.p_b_better) and one["kind"] == "comparison"
+    ranked = api.wait(api.start("evals", {"runs": [a, b], "vs": a, "scorers": "correct", "seed": 5}))
+    assert (ranked["status"], ranked["kind"], ranked["source_runs"]) == ("FINISHED", "ranking", [a, b]), ranked
+    assert ranked["compare_url"] is None  # MLflow's side-by-side view is of run A and run B
     before = {r.info.run_id for r in server.client.search_runs([eid])}
     for extra, words in (({"scorers": "bleu"}, "scorer 'bleu' is in none of the runs"),
                          ({"run_b": uuid.uuid4().hex}, "not found"), ({"rope": "nope=1"}, "rope names scorer")):
