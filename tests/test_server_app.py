@@ -638,6 +638,13 @@ def test_page_compares_two_evaluation_runs_and_links_mlflows_own_view(server):
         page.goto(f"{server.url}/bayescompare/?run_id={_run_id(page)}")
         page.wait_for_function(f"document.getElementById('evals-run-a').value === '{b}'", timeout=30_000)
         assert (page.input_value("#evals-experiment"), page.input_value("#evals-run-b")) == (eid, a)
+        page.select_option("#evals-runs", [a, b])  # ranked: per scorer, each run's P(best)
+        page.click("#evals-rank-btn")
+        page.wait_for_function("document.getElementById('job-title').textContent.startsWith('Ranking of 2') && "
+                               "document.getElementById('job-status').textContent === 'FINISHED'", timeout=120_000)
+        ranked = server.api().status(_run_id(page))
+        assert ranked["kind"] == "ranking" and page.is_visible("#rankings") and page.is_hidden("#compare-link-line")
+        assert EVAL_RUN_NAMES[1] in page.text_content("#rankings")
     assert dialogs == []
 
 
