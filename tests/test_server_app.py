@@ -640,7 +640,8 @@ def test_page_compares_two_evaluation_runs_and_links_mlflows_own_view(server):
         assert (page.input_value("#evals-experiment"), page.input_value("#evals-run-b")) == (eid, a)
         page.select_option("#evals-runs", [a, b])  # ranked: per scorer, each run's P(best)
         page.click("#evals-rank-btn")
-        page.wait_for_function("document.getElementById('job-title').textContent.startsWith('Ranking of 2') && "
+        page.wait_for_function("document.getElementById('job-title').textContent === "
+                               "'Ranking of 2 evaluation runs · correct, latency' && "
                                "document.getElementById('job-status').textContent === 'FINISHED'", timeout=120_000)
         ranked = server.api().status(_run_id(page))
         assert ranked["kind"] == "ranking" and page.is_visible("#rankings") and page.is_hidden("#compare-link-line")

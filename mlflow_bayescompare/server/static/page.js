@@ -294,7 +294,8 @@
 
   function jobTitle(job) {
     const metrics = (job.metric || "").split(",").join(", ");
-    if (job.kind === "ranking") return "Ranking of " + (job.models || []).length + " models · " + metrics;
+    const ranked = job.source_runs ? " evaluation runs · " : " models · "; // runs ranked, or an experiment's models
+    if (job.kind === "ranking") return "Ranking of " + (job.models || []).length + ranked + metrics;
     if (job.kind === "matrix") return "All models (" + (job.models || []).length + ") · " + metrics;
     return (job.model_a || "A") + " vs " + (job.model_b || "B") + " · " + metrics;
   }
