@@ -24,6 +24,7 @@ from mlflow import MlflowClient
 from mlflow.entities import AssessmentSource
 from mlflow.genai.scorers import scorer
 from mlflow.metrics import MetricValue, make_metric
+from servers import chromium_page, require_chromium
 
 from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.families.evals.models import PRIOR_ALPHA
@@ -335,3 +336,21 @@ def test_two_classic_evaluations_compared_row_by_row(store, tmp_path):
     g = [abs((i * 2) % 3 - i % 3) for i in range(12)]
     assert dict(zip(pairs["item"], pairs["value_a"])) == {f"row {i}": float(g[i]) for i in range(12)}
     assert set(pairs["value_b"]) == {0.0} and (pairs["outcome"] == "B better").sum() == sum(v > 0 for v in g)
+
+
+@pytest.mark.server
+@pytest.mark.browser
+@pytest.mark.parametrize("mlflow_server", ["sqlite"], indirect=True)
+def test_the_link_opens_mlflows_own_comparison_of_the_two_runs(mlflow_server):
+    """The route every view links (``compare_route``) opens MLflow's Evaluations tab comparing run A to run B, in
+    MLflow's own UI in Chromium."""
+    require_chromium()
+    with active_store(mlflow_server, lambda: mlflow.create_experiment(f"evals-{uuid.uuid4().hex[:8]}")):
+        a, b = (evaluate(name, rows(range(4)), predict) for name, predict in (("view-A", predict_a),
+                                                                               ("view-B", predict_b)))
+    outcome = compare_evaluation_runs(a, b, tracking_uri=mlflow_server, log=False, seed=1)
+    with chromium_page() as (page, dialogs):
+        page.goto(f"{mlflow_server}/{outcome.compare_route}")
+        page.get_by_text("Comparing", exact=True).wait_for(timeout=60_000)
+        assert page.get_by_text("view-A", exact=True).count() >= 2 and page.get_by_text("view-B").count() >= 2
+    assert dialogs == []
