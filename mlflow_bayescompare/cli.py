@@ -1,5 +1,6 @@
 """The ``mlflow-bayescompare`` command line: ``compare``, ``matrix``, ``rank`` and ``demo`` over
-:mod:`.pipeline.compare`, ``watch`` over :mod:`.pipeline.watch`, and ``compile``.
+:mod:`.pipeline.compare`, ``watch`` over :mod:`.pipeline.watch`, ``compare-evals`` over :mod:`.pipeline.evals`, and
+``compile``.
 
 The options of each command are declared from :mod:`.vocabulary.options` and validated there; this module adds
 only what is the command line's own: where the store is, whether to log, JSON output, ``--strict``; the text shown is
@@ -12,13 +13,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import sys
-import threading
 
 import click
 
 from . import cli_text
+from .cli_signals import stop_on_sigterm, stopped_wins
 from .demo import SETTINGS
 from .sampling.programs import PROGRAMS
 from .vocabulary import claims, mlflow_internals
@@ -26,6 +26,7 @@ from .vocabulary.console import install_cli_handler, redact_uri
 from .vocabulary.errors import BayesCompareError, InputError
 from .vocabulary.options import (
     WATCH_EXCLUDED,
+    EvalOptions,
     FitOptions,
     MatrixOptions,
     ModelsOptions,
@@ -58,50 +59,7 @@ class CliError(click.ClickException):
 @click.version_option(package_name="mlflow-bayescompare", message="%(prog)s %(version)s")
 def main() -> None:
     install_cli_handler()
-    _stop_on_sigterm()
-
-
-class StoppedBySigterm(SystemExit):
-    """The exit of a command stopped by SIGTERM: its status, and its text where a failed run records the reason."""
-
-    def __str__(self) -> str:
-        return "stopped by SIGTERM"
-
-
-def _stop_on_sigterm() -> None:
-    """SIGTERM (``kill``, ``timeout``, a CI runner or a scheduler stopping the command) ends it as Ctrl-C does
-    instead of at once: Stan's sampler processes are killed, a matrix's workers are stopped (:mod:`.workers`) and a
-    run being logged ends FAILED, none of which happens when Python dies of the signal.  Exit status 128 + 15."""
-    _SIGTERM["stopped"] = None
-    if threading.current_thread() is not threading.main_thread():
-        return
-
-    def stop(signum, frame):
-        from .sampling.pystan_backend import stop_samplers
-
-        stop_samplers()
-        stopped = _SIGTERM["stopped"] = StoppedBySigterm(128 + signum)
-        click.echo(f"Error: {stopped}.", err=True)
-        raise stopped
-
-    signal.signal(signal.SIGTERM, stop)
-
-
-_SIGTERM: dict[str, StoppedBySigterm | None] = {"stopped": None}  # the stop of this command, once SIGTERM came
-
-
-@contextlib.contextmanager
-def _stopped_wins():
-    """Once SIGTERM has stopped the command, it ends with the stop's status whatever the stop became on its way
-    out: raised inside a library's call, it may come out as that library's own exit (Ray's ``ray.wait`` turns it into
-    ``SystemExit(1)``) or error."""
-    try:
-        yield
-    except BaseException as exc:
-        stopped = _SIGTERM["stopped"]
-        if stopped is not None and exc is not stopped:
-            raise stopped from None
-        raise
+    stop_on_sigterm()
 
 
 def _run_options(fn):
@@ -231,6 +189,31 @@ def watch(tracking_uri, no_log, as_json, **fields) -> None:
         raise SystemExit(code)
 
 
+@main.command("compare-evals", epilog=cli_text.exit_codes(strict=False))
+@click_options(EvalOptions)
+@_run_options
+def compare_evals(tracking_uri, no_log, as_json, **fields) -> None:
+    """Is evaluation run B really better than run A, scorer by scorer, on the same items?  Reads
+    mlflow.genai.evaluate runs (traces and their assessments), mlflow.models.evaluate runs or long tables, pairs
+    their items and answers per scorer, exactly for tens of items (no MCMC); logs a comparison run.  --runs a,b,c
+    ranks three or more runs instead (--vs RUN against one)."""
+    with _errors(), _output(as_json) as out:
+        (options,) = parse_fields(fields, [EvalOptions], origin="cli")
+        with _progress() as progress:
+            from .pipeline import evals as api
+
+            pipeline = api.rank_evaluation_runs if options.ranked else api.compare_evaluation_runs
+            outcome = pipeline(options=options, log=not no_log, tracking_uri=tracking_uri, progress=progress)
+        report, checked, failures = outcome.to_dict(), None, []
+        if options.claim is not None:
+            checked = api.claim_reports(outcome, options.claim)
+            report["require"] = api.claim_dict(checked)
+            failures = [] if checked["joint"].supported else [checked["joint"].failure()]
+        out(report, cli_text.evals_text(outcome, checked, tracking_uri))
+    if failures:
+        raise CliError("; ".join(failures), exit_code=1)
+
+
 @main.command(epilog=cli_text.exit_codes(require=False, strict=False))
 @click.option("--tracking-uri", envvar=mlflow_internals.TRACKING_URI_ENV, show_envvar=True,
               help="Where to log (default: sqlite:///mlflow.db in the current directory).")
@@ -304,9 +287,9 @@ def _progress():
 @contextlib.contextmanager
 def _errors():
     """This package's errors (and MLflow's) → ``Error: …`` with exit code 2 for bad input, 1 otherwise; a command
-    stopped by SIGTERM exits 143 (:func:`_stopped_wins`)."""
+    stopped by SIGTERM exits 143 (:func:`.cli_signals.stopped_wins`)."""
     try:
-        with _stopped_wins():
+        with stopped_wins():
             yield
     except InputError as exc:
         raise CliError(str(exc), exit_code=2) from exc

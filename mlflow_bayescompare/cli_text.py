@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import textwrap
 
-from .families import pair_test, ranking_model, tests_named
+from .families import eval_test, pair_test, ranking_model, tests_named
 from .shared.report_html import format_numbers, format_probability
 from .vocabulary import claims
 from .vocabulary.console import redact_uri, ui_address
 from .vocabulary.outcomes import counted
 
 __all__ = ["exit_codes", "EXIT_CODES", "WATCH_EXITS", "WATCH_EXIT_CODES", "comparison_text", "matrix_text",
-           "ranking_text", "ranking_lines", "watch_text"]
+           "ranking_text", "ranking_lines", "watch_text",
+           "evals_text"]
 
 
 
@@ -210,3 +211,38 @@ def _look_probabilities(row, a: str, b: str) -> str:
 def _sizes(sizes: tuple[int, ...]) -> str:
     """``2, 3, …, 30``: a schedule of looks, shortened."""
     return ", ".join(map(str, sizes)) if len(sizes) <= 5 else f"{sizes[0]}, {sizes[1]}, …, {sizes[-1]}"
+
+
+def evals_text(outcome, checked: dict | None, tracking_uri) -> str:
+    """A comparison of evaluation runs (per scorer B − A, its HDI, the probabilities, the verdict, the items that
+    would decide an inconclusive one, the decision; the claims across scorers) or a ranking of them (per scorer its
+    table and its sentence); the claim of ``--require`` (joint, and each scorer's); where it was logged and MLflow's
+    own side-by-side view of the two runs."""
+    from .families.evals.gates import across
+    from .families.evals.words import subtitle
+
+    family, result = eval_test(), outcome.result
+    ranked = not hasattr(result, "system_a")
+    head = f"Ranking of {len(result.systems)} evaluation runs" if ranked else \
+        f"{result.system_a} vs {result.system_b} · evaluation runs"
+    lines = [f"{head}: {subtitle(result, outcome.read)}", f"  {family.title}", *family.part("text")(result)]
+    if not ranked and len(result.by_scorer) > 1:
+        lines.append("Across scorers, about " + result.system_b + ": " + " · ".join(
+            f"P({claim}) {format_probability(p)}" for claim, p in across(result).items()))
+    for scorer, r in (outcome.next_suite or {}).items():
+        lines.append(f"Next suite · {scorer}: P({r.model_a} better) {format_probability(r.p_a_better)} · P(rope) "
+                     f"{format_probability(r.p_rope)} · P({r.model_b} better) {format_probability(r.p_b_better)}: "
+                     f"{r.verdict}")
+    if checked:
+        lines.append(checked["joint"].line())
+        if len(checked["scorers"]) > 1:
+            lines += [f"  {scorer} alone: {report.line()}" for scorer, report in checked["scorers"].items()]
+    if outcome.run_id:
+        lines += _where(tracking_uri, "Comparison run" if not ranked else "Ranking run", outcome.run_id,
+                        outcome.experiment_id)
+    route = outcome.compare_route
+    if route:
+        first = outcome.read.runs[0]
+        lines.append(f"MLflow's side-by-side view of the two runs: "
+                     f"{ui_address(tracking_uri, first.experiment_id, first.run_id, route)[0]}")
+    return "\n".join(lines)

@@ -111,7 +111,7 @@ def test_strict_fails_and_tags_the_run_on_sampler_problems(tracking_uri, uci_exp
 
 
 def test_help_documents_exit_codes():
-    for argv in ([], ["compare"], ["matrix"], ["demo"]):
+    for argv in ([], ["compare"], ["matrix"], ["demo"], ["compare-evals"]):
         result = CliRunner().invoke(main, [*argv, "--help"])
         assert result.exit_code == 0 and "Exit codes:" in result.output and "2  bad input" in result.output
 

@@ -167,7 +167,8 @@ def _click_option(click, f: dataclasses.Field, required: bool = True):
     default = None if f.default in (dataclasses.MISSING, None, "", ()) else f.default
     if isinstance(default, tuple):
         default = ",".join(f"{v:g}" for v in default)
-    metavar = "[" + "|".join(spec.choices) + "]" if spec.kind == "choice" else _METAVARS[spec.kind]
+    metavar = "[" + "|".join(spec.choices) + "]" if spec.kind == "choice" else \
+        _METAVARS[spec.kind].replace("METRIC", spec.per.upper())
     return click.option(flag, dest, multiple=spec.kind == "strings", required=spec.required and required,
                         default=None if default is None else str(default), show_default=default is not None,
                         metavar=metavar, help=spec.help, envvar=spec.envvar, show_envvar=spec.envvar is not None)

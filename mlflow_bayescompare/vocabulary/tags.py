@@ -19,6 +19,7 @@ __all__ = [
     "VERDICT", "DECISION", "DIAGNOSTICS", "TEST", "REPORT", "NO_REPORT", "BEST", "RANKING", "SOURCE_EXPERIMENTS",
     "STRICT", "REQUIRE", "DATASETS_LEFT_OUT", "CACHED_FROM", "CACHE_FOR", "metric_tag", "joined_names", "split_names",
     "JOB_OWNER", "JOB_REQUEST", "DEMO", "WATCH", "DESIGN_FINGERPRINT", "WATCH_SOURCES", "WATCH_ANSWER", "DATASET",
+    "RUN_A", "RUN_B", "SOURCE_RUNS",
 ]
 
 KIND = "bayescompare.kind"
@@ -42,6 +43,10 @@ BEST = "bayescompare.best"  # the best model of a matrix or ranking
 RANKING = "bayescompare.ranking"  # the model that ranked them: hierarchical, bbt, or joint-t (one dataset's folds)
 DEMO = "bayescompare.demo"  # the demo's source runs (value: friedman), by which a demo finds an earlier demo's runs
 SOURCE_EXPERIMENTS = "bayescompare.source_experiment_ids"
+# a comparison of evaluation runs (its test: paired-evals) names the runs it read, the systems it compared
+RUN_A = "bayescompare.run_a"  # the baseline evaluation run A
+RUN_B = "bayescompare.run_b"  # the candidate evaluation run B
+SOURCE_RUNS = "bayescompare.source_run_ids"  # every evaluation run read, in the order of the systems, comma-separated
 STRICT = "bayescompare.strict"  # set by --strict when the sampler's output failed the gate
 REQUIRE = "bayescompare.require"  # "<claim>@<threshold>" asked of a server job
 DATASETS_LEFT_OUT = "bayescompare.datasets_left_out"  # the datasets a pair did not compare (joined_names)

@@ -207,6 +207,11 @@
   // metric_rope (which a Bradley–Terry ranking does not use: the field is then left as it is); its reference (vs)
   // goes back into "against".
   function fillForm(job) {
+    if (job.source_runs) {
+      // a comparison of runs (not of an experiment's models): the part of the page that starts one refills itself
+      document.dispatchEvent(new CustomEvent("bayescompare:refill", { detail: job }));
+      return;
+    }
     const s = job.settings || {};
     const metricRope = rankingOf(job.ranking_model).metric_rope !== false;
     const rope = job.kind !== "ranking" ? s.rope : metricRope ? s.metric_rope : undefined;
@@ -289,7 +294,8 @@
 
   function jobTitle(job) {
     const metrics = (job.metric || "").split(",").join(", ");
-    if (job.kind === "ranking") return "Ranking of " + (job.models || []).length + " models · " + metrics;
+    const ranked = job.source_runs ? " evaluation runs · " : " models · "; // runs ranked, or an experiment's models
+    if (job.kind === "ranking") return "Ranking of " + (job.models || []).length + ranked + metrics;
     if (job.kind === "matrix") return "All models (" + (job.models || []).length + ") · " + metrics;
     return (job.model_a || "A") + " vs " + (job.model_b || "B") + " · " + metrics;
   }
@@ -319,7 +325,9 @@
   function renderByMetric(job) {
     const next = $("probs-caption"); // probabilities of the next dataset (the hierarchical test's): say so
     const labelled = job.metrics.every((m) => testOf(m.test).next_dataset);
-    $("by-metric-caption").textContent = "By metric" + (labelled ? " · " + next.textContent : "");
+    const per = testOf(job.metrics[0].test).per || "metric"; // a decision per metric, or per scorer
+    $("by-metric-per").textContent = per.charAt(0).toUpperCase() + per.slice(1);
+    $("by-metric-caption").textContent = "By " + per + (labelled ? " · " + next.textContent : "");
     $("by-metric-caption").title = labelled ? next.title : "";
     $("by-metric-a").textContent = "P(" + job.model_a + " better)";
     $("by-metric-b").textContent = "P(" + job.model_b + " better)";
@@ -332,10 +340,11 @@
       typeof r.mean_rank === "number" ? r.mean_rank.toFixed(2) : "", rankInterval(r)]));
   }
 
-  function fillVersus(table, rows) {
-    // the joint model of one dataset has no next dataset: its probabilities are about that dataset
-    const where = rows[0].next_better === undefined ? " on this dataset" : " on the next dataset";
-    table.caption.textContent = "Against " + rows[0].reference + where;
+  function fillVersus(table, rows, model) {
+    // the joint model of one dataset speaks of that dataset; a ranking of evaluation runs of its items
+    const next = rankingOf(model).next_dataset === false ? ""
+      : rows[0].next_better === undefined ? " on this dataset" : " on the next dataset";
+    table.caption.textContent = "Against " + rows[0].reference + next;
     const shown = signed(rows.flatMap((r) => [r.difference, r.hdi_low, r.hdi_high])); // one number of decimals
     fillTable(table, rows.map((r, i) => [r.model, r.verdict, probability(r.p_better), probability(r.p_rope),
       probability(r.p_worse), shown[3 * i], "[" + shown[3 * i + 1] + ", " + shown[3 * i + 2] + "]"]));
@@ -372,7 +381,7 @@
       const versus = (job.versus || {})[m.metric];
       if (!versus || !versus.length) return;
       const table = tableFor("versus", m.metric);
-      fillVersus(table, versus);
+      fillVersus(table, versus, m.ranking_model);
       table.caption.textContent = m.metric + " · " + table.caption.textContent;
       against.appendChild(table);
     });
@@ -513,6 +522,8 @@
     err.hidden = !job.error;
     err.textContent = job.error ? "Failed: " + job.error : "";
     $("run-link").href = job.run_url;
+    $("compare-link-line").hidden = !job.compare_url; // MLflow's own view of the two runs a comparison read
+    if (job.compare_url) $("compare-link").href = job.compare_url;
     $("run-link").textContent = "Open the " + (job.kind || "comparison") + " run in the MLflow UI";
     const done = job.status === "FINISHED";
     const pair = done && job.kind === "comparison";
@@ -533,7 +544,7 @@
     if (ranking) fillRanking($("ranking"), ranking);
     const versus = done && Array.isArray(job.versus) ? job.versus : null;
     $("versus").hidden = !versus;
-    if (versus) fillVersus($("versus"), versus);
+    if (versus) fillVersus($("versus"), versus, job.ranking_model);
     const rankings = done && job.rankings && Array.isArray(job.metrics);
     ["rankings", "versus-by-metric"].forEach((id) => ($(id).hidden = !rankings));
     if (rankings) renderRankings(job);
@@ -707,6 +718,12 @@
     $("job").scrollIntoView({ behavior: "smooth" });
   });
 
+  // another part of the page started a job: follow it here, as one started by this form
+  document.addEventListener("bayescompare:follow", (ev) => {
+    history.replaceState(null, "", BASE + "/?run_id=" + encodeURIComponent(ev.detail.runId));
+    follow(ev.detail.runId, ev.detail.title);
+    refreshHistory();
+  });
   $("experiment").addEventListener("change", loadChoices);
   $("model_key").addEventListener("change", loadChoices);
   $("dataset_key").addEventListener("change", loadChoices);
