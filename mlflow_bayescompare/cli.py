@@ -196,7 +196,7 @@ def compare_evals(tracking_uri, no_log, as_json, **fields) -> None:
     """Is evaluation run B really better than run A, scorer by scorer, on the same items?  Reads
     mlflow.genai.evaluate runs (traces and their assessments), mlflow.models.evaluate runs or long tables, pairs
     their items and answers per scorer, exactly for tens of items (no MCMC); logs a comparison run.  --runs a,b,c
-    ranks three or more runs instead (--vs RUN against one)."""
+    ranks two or more runs instead (--vs RUN against one)."""
     with _errors(), _output(as_json) as out:
         (options,) = parse_fields(fields, [EvalOptions], origin="cli")
         with _progress() as progress:

@@ -3,7 +3,7 @@ them: :func:`check_evaluation_runs`) → the paired models (:mod:`..families.eva
 hierarchical test for the next suite] → the run → log.
 
 :func:`compare_evaluation_runs` compares run B with run A, scorer by scorer, :func:`rank_evaluation_runs` ranks
-three or more, and :func:`require_evaluations` is the gate (the claims of ``compare-evals --require``) for a pytest
+two or more, and :func:`require_evaluations` is the gate (the claims of ``compare-evals --require``) for a pytest
 test, an ``@mlflow.test`` function or a pipeline step.  Everything that can refuse a request (the runs readable and
 evaluation runs, the scorers, every option, the target experiment) is checked before a run is written; the command
 line and the server's jobs call these.

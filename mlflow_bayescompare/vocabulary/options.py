@@ -455,7 +455,7 @@ _FIELD_HELP = "inputs.<field> (a field of the item's inputs; a table's column) o
 @dataclass(frozen=True)
 class EvalOptions(OptionsBase):
     """A comparison of evaluation runs (``mlflow.genai.evaluate``, ``mlflow.models.evaluate`` or a long table): two
-    runs A and B, or three or more ranked, paired per item (``families/evals``; no MCMC)."""
+    runs A and B, or two or more ranked, paired per item (``families/evals``; no MCMC)."""
 
     _what = "evaluation settings"
 
