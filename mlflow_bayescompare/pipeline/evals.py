@@ -32,8 +32,8 @@ from ..vocabulary.errors import InputError
 from ..vocabulary.options import EvalOptions, from_keywords
 from ..vocabulary.optionspec import clean_field
 from ..vocabulary.progress import Progress, notify
-from .compare import _begin, _failing_run
 from .outcomes import EvalsOutcome
+from .work import begin, failing_run
 
 __all__ = ["EvalPlan", "check_evaluation_runs", "compare_evaluation_runs", "rank_evaluation_runs",
            "require_evaluations", "claim_reports", "claim_dict", "EvalsOutcome"]
@@ -119,8 +119,8 @@ def _options(options: EvalOptions | None, keywords: dict, **given) -> EvalOption
 
 
 def _pipeline(options: EvalOptions, log: bool, tracking_uri, run_id, progress, can_read) -> EvalsOutcome:
-    client, progress, started = _begin(tracking_uri, run_id, progress)
-    with _failing_run(client, run_id):
+    client, progress, started = begin(tracking_uri, run_id, progress)
+    with failing_run(client, run_id):
         if log and run_id is None:
             runlog.check_target(client, options.target_experiment)
         plan = check_evaluation_runs(options, tracking_uri=client.tracking_uri, can_read=can_read, progress=progress)

@@ -11,15 +11,12 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from mlflow import MlflowClient
-
-from ..reads import reach
-from ..runs import runlog
 from ..sequential import Design
 from ..vocabulary.options import SourceOptions, WatchOptions
 from ..vocabulary.progress import Progress, duration, notify
 from . import watchlook
 from .watchrequest import WatchOutcome, WatchRequest, from_keywords
+from .work import begin
 
 __all__ = ["watch_runs"]
 
@@ -45,9 +42,7 @@ def watch_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[st
     the probabilities."""
     if request is None:
         request = from_keywords(experiment_names, experiment_ids, options, design, source, watch)
-    client = MlflowClient(tracking_uri)
-    reach.check_reachable(client.tracking_uri)
-    progress = runlog.stage_recorder(client, run_id, progress)
+    client, progress, _ = begin(tracking_uri, run_id, progress)
     started, registered = time.monotonic(), None
     while True:
         outcome = watchlook.look_once(client, request, log=log, run_id=run_id, progress=progress,

@@ -16,12 +16,12 @@ import json
 from ..families import eval_test
 from ..pipeline.evals import check_evaluation_runs
 from ..reads.eval_runs import evaluation_runs
-from ..runs.runlog import fail_if_running, start_run
+from ..runs.runlog import start_run
 from ..shared.run_content import fit_tag, run_name
 from ..vocabulary import tags as T
 from ..vocabulary.outcomes import json_safe
 from . import context, permissions
-from .accept import job_uri
+from .accept import job_uri, submit_started
 from .jobs import JobSpec
 from .owners import owner_tags
 from .requests import max_results_arg
@@ -52,11 +52,7 @@ def accept_evals(granted: permissions.Granted):
                        evals=dataclasses.replace(options, target_experiment=str(target)),
                        tracking_uri=job_uri(), state_dir=str(settings.state_dir), slots=settings.max_jobs,
                        credentials=permissions.credentials())
-        try:
-            submit(spec)
-        except BaseException as exc:
-            fail_if_running(store, run_id, f"not started: {type(exc).__name__}: {exc}")
-            raise
+        submit_started(submit, store, run_id, spec)
     return accepted(run_id, target)
 
 
