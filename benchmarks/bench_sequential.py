@@ -34,11 +34,12 @@ import numpy as np
 from mlflow_bayescompare.sequential import Design, look, operating_characteristics
 
 DESIGNS = {
-    "correlated-t": Design(test="correlated-t", folds=10, min_size=2, max_size=30, planning_sd=0.01, rope=0.01),
+    "correlated-t": Design(test="correlated-t", folds=10, min_size=2, max_size=30, planning_sd=0.01, rope=0.01,
+                           cs_check=True),
     "eval-binary": Design(test="eval-binary", min_size=100, max_size=2000, look_every=100, planning_sd=0.2**0.5,
-                          rope=0.03),
+                          rope=0.03, cs_check=True),
     "eval-continuous": Design(test="eval-continuous", min_size=100, max_size=2000, look_every=100, planning_sd=0.25,
-                              rope=0.02),
+                              rope=0.02, cs_check=True),
 }
 
 

@@ -5,11 +5,12 @@ The Bayesian hierarchical correlated t-test of Corani, Benavoli, Demšar, Mangil
 correlated t-test on one dataset, the Bayesian signed-rank test on per-dataset means, and rankings of many models.
 
 The public face: the names of :data:`__all__`, and nothing else (a module's own names may move between releases).
-The pipelines on MLflow runs (``compare_runs``, ``compare_matrix``, ``rank_runs``, ``require``) and the outcomes they
-return; the tests and the ranking on scores in hand (``hierarchical_test``, ``correlated_t_test``,
-``signed_rank_test``, ``rank_models``, ``rank_wins``) and every result class they return; the options; the errors;
-``log_cv_scores``.  They are imported on first use, so that importing a part of the package (the command line, above
-all) does not import MLflow, ArviZ, SciPy and matplotlib before it needs them.
+The pipelines on MLflow runs (``compare_runs``, ``compare_matrix``, ``rank_runs``, ``require``; ``watch_runs``, stop
+when decided; on evaluation runs ``compare_evaluation_runs``, ``rank_evaluation_runs``, ``require_evaluations``)
+and the outcomes they return; the tests and the ranking on scores in hand (``hierarchical_test``,
+``correlated_t_test``, ``signed_rank_test``, ``rank_models``, ``rank_wins``) and every result class they return;
+the options; the errors; ``log_cv_scores``.  They are imported on first use, so that importing a part of the
+package (the command line, above all) does not import MLflow, ArviZ, SciPy and matplotlib before it needs them.
 """
 
 from importlib import import_module
@@ -25,6 +26,12 @@ _HOMES = {
     "MatrixOutcome": ".pipeline.compare",
     "RankingOutcome": ".pipeline.compare",
     "MetricsOutcome": ".pipeline.compare",
+    "watch_runs": ".pipeline.watch",
+    "WatchOutcome": ".pipeline.watchrequest",
+    "compare_evaluation_runs": ".pipeline.evals",
+    "rank_evaluation_runs": ".pipeline.evals",
+    "require_evaluations": ".pipeline.evals",
+    "EvalsOutcome": ".pipeline.evals",
     "hierarchical_test": ".families.hierarchical.engine",
     "HierarchicalResult": ".families.hierarchical.result",
     "signed_rank_test": ".families.signed_rank.engine",
@@ -43,6 +50,8 @@ _HOMES = {
     "PairOptions": ".vocabulary.options",
     "ModelsOptions": ".vocabulary.options",
     "MatrixOptions": ".vocabulary.options",
+    "WatchOptions": ".vocabulary.options",
+    "EvalOptions": ".vocabulary.options",
     "BayesCompareError": ".vocabulary.errors",
     "InputError": ".vocabulary.errors",
     "SamplingError": ".vocabulary.errors",

@@ -1,10 +1,11 @@
 """The ``mlflow-bayescompare`` command line: ``compare``, ``matrix``, ``rank`` and ``demo`` over
-:mod:`.pipeline.compare`, and ``compile``.
+:mod:`.pipeline.compare`, ``watch`` over :mod:`.pipeline.watch`, ``compare-evals`` over :mod:`.pipeline.evals`, and
+``compile``.
 
-The options of each command are declared from :mod:`.vocabulary.options` and validated there; this module adds only
-what is
-the command line's own: where the store is, whether to log, JSON output, ``--strict`` and the text shown.  It imports
-MLflow and the engines only once a command's progress line shows (they take seconds to import on a first run).
+The options of each command are declared from :mod:`.vocabulary.options` and validated there; this module adds
+only what is the command line's own: where the store is, whether to log, JSON output, ``--strict``; the text shown is
+:mod:`.cli_text`'s.  It imports MLflow and the engines only once a command's progress line shows (they take seconds to
+import on a first run).
 """
 
 from __future__ import annotations
@@ -12,19 +13,20 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import sys
-import threading
 
 import click
 
 from . import cli_text
+from .cli_signals import stop_on_sigterm, stopped_wins
 from .demo import SETTINGS
 from .sampling.programs import PROGRAMS
 from .vocabulary import claims, mlflow_internals
 from .vocabulary.console import install_cli_handler, redact_uri
 from .vocabulary.errors import BayesCompareError, InputError
 from .vocabulary.options import (
+    WATCH_EXCLUDED,
+    EvalOptions,
     FitOptions,
     MatrixOptions,
     ModelsOptions,
@@ -32,6 +34,7 @@ from .vocabulary.options import (
     RankOptions,
     SamplerOptions,
     SourceOptions,
+    WatchOptions,
     checked_click_option,
     click_options,
     parse_fields,
@@ -40,15 +43,6 @@ from .vocabulary.outcomes import json_safe
 from .vocabulary.progress import TerminalProgress, notify
 
 __all__ = ["main"]
-
-EXIT_CODES = """\b
-Exit codes:
-  0  done (and, with --require, the claim is supported)
-  1  the claim of --require is not supported, --strict found sampler problems,
-     Stan failed, or MLflow failed during the work
-  2  bad input: unknown experiment, model or metric, incomplete folds, bad option,
-     a tracking server that does not answer
-  143  stopped by SIGTERM (sampling and workers stopped; Ctrl-C: "Aborted!", 1)"""
 
 
 class CliError(click.ClickException):
@@ -60,54 +54,12 @@ class CliError(click.ClickException):
         self.exit_code = exit_code
 
 
-@click.group(help=f"Bayesian comparison of models across datasets, read from and logged to MLflow.\n\n{EXIT_CODES}")
+@click.group(help="Bayesian comparison of models across datasets, read from and logged to MLflow.\n\n"
+             + cli_text.EXIT_CODES)
 @click.version_option(package_name="mlflow-bayescompare", message="%(prog)s %(version)s")
 def main() -> None:
     install_cli_handler()
-    _stop_on_sigterm()
-
-
-class StoppedBySigterm(SystemExit):
-    """The exit of a command stopped by SIGTERM: its status, and its text where a failed run records the reason."""
-
-    def __str__(self) -> str:
-        return "stopped by SIGTERM"
-
-
-def _stop_on_sigterm() -> None:
-    """SIGTERM (``kill``, ``timeout``, a CI runner or a scheduler stopping the command) ends it as Ctrl-C does
-    instead of at once: Stan's sampler processes are killed, a matrix's workers are stopped (:mod:`.workers`) and a
-    run being logged ends FAILED, none of which happens when Python dies of the signal.  Exit status 128 + 15."""
-    _SIGTERM["stopped"] = None
-    if threading.current_thread() is not threading.main_thread():
-        return
-
-    def stop(signum, frame):
-        from .sampling.pystan_backend import stop_samplers
-
-        stop_samplers()
-        stopped = _SIGTERM["stopped"] = StoppedBySigterm(128 + signum)
-        click.echo(f"Error: {stopped}.", err=True)
-        raise stopped
-
-    signal.signal(signal.SIGTERM, stop)
-
-
-_SIGTERM: dict[str, StoppedBySigterm | None] = {"stopped": None}  # the stop of this command, once SIGTERM came
-
-
-@contextlib.contextmanager
-def _stopped_wins():
-    """Once SIGTERM has stopped the command, it ends with the stop's status whatever the stop became on its way
-    out: raised inside a library's call, it may come out as that library's own exit (Ray's ``ray.wait`` turns it into
-    ``SystemExit(1)``) or error."""
-    try:
-        yield
-    except BaseException as exc:
-        stopped = _SIGTERM["stopped"]
-        if stopped is not None and exc is not stopped:
-            raise stopped from None
-        raise
+    stop_on_sigterm()
 
 
 def _run_options(fn):
@@ -122,7 +74,7 @@ def _run_options(fn):
     return fn
 
 
-@main.command(epilog=EXIT_CODES)
+@main.command(epilog=cli_text.EXIT_CODES)
 @click_options(SourceOptions, FitOptions, PairOptions)
 @_run_options
 @click.option("--strict", is_flag=True, help="Exit 1 (and tag the run) when R-hat > 1.01 or any divergence.")
@@ -151,7 +103,7 @@ def compare(tracking_uri, no_log, as_json, strict, **fields) -> None:
         raise CliError("; ".join(failures), exit_code=1)
 
 
-@main.command(epilog=EXIT_CODES)
+@main.command(epilog=cli_text.exit_codes(require=False, strict=False))
 @click_options(SourceOptions, FitOptions, ModelsOptions, MatrixOptions, exclude=("sensitivity",))
 @_run_options
 @click.option("--jobs", type=click.IntRange(min=1),
@@ -172,7 +124,7 @@ def matrix(tracking_uri, no_log, as_json, jobs, **fields) -> None:
         out(outcome.to_dict(), cli_text.matrix_text(outcome, tracking_uri))
 
 
-@main.command(epilog=EXIT_CODES)
+@main.command(epilog=cli_text.exit_codes(strict=False))
 @click_options(SourceOptions, RankOptions, ModelsOptions, exclude=("RankOptions.drop_incomplete", "pair_reports"))
 @_run_options
 @click.option("--require", "require_best", metavar="CLAIM=MODEL",
@@ -201,7 +153,68 @@ def rank(tracking_uri, no_log, as_json, require_best, **fields) -> None:
         raise CliError("; ".join(failures), exit_code=1)
 
 
-@main.command(epilog=EXIT_CODES)
+class _DesignCommand(click.Command):
+    """``watch``: its options, a design's among them, declared when the command is used, not when the module is
+    imported (the design's module imports SciPy, which the other commands put off until their first line shows)."""
+
+    def get_params(self, ctx):
+        if not self.params:
+            from .sequential.design import Design
+
+            declare = click_options(Design, WatchOptions, SourceOptions, PairOptions, exclude=WATCH_EXCLUDED,
+                                    required=False)
+            self.params = list(reversed(declare(_run_options(lambda: None)).__click_params__))
+        return super().get_params(ctx)
+
+
+@main.command(cls=_DesignCommand, epilog=cli_text.WATCH_EXIT_CODES)
+def watch(tracking_uri, no_log, as_json, **fields) -> None:
+    """Stop when decided: look at two models' growing CV runs (or two growing evaluation runs) under a registered
+    design and answer continue, A better, B better, practically equivalent or inconclusive at the budget (the exit
+    code says which).  The first look registers the design (and its simulated error rates) in a watch run; every
+    look is kept there.  --follow looks again every --interval seconds until decided."""
+    with _errors(), _output(as_json) as out:
+        from .pipeline.watchrequest import watch_request
+
+        given = click.get_current_context().get_parameter_source  # a default is no choice of the user's
+        request = watch_request({k: v for k, v in fields.items() if given(k) is not click.core.ParameterSource.DEFAULT},
+                                origin="cli")
+        with _progress() as progress:
+            from .pipeline.watch import watch_runs
+
+            outcome = watch_runs(request=request, log=not no_log, tracking_uri=tracking_uri, progress=progress)
+        out(outcome.to_dict(), cli_text.watch_text(outcome, tracking_uri))
+    code = cli_text.WATCH_EXITS[outcome.answer]
+    if code:
+        raise SystemExit(code)
+
+
+@main.command("compare-evals", epilog=cli_text.exit_codes(strict=False))
+@click_options(EvalOptions)
+@_run_options
+def compare_evals(tracking_uri, no_log, as_json, **fields) -> None:
+    """Is evaluation run B really better than run A, scorer by scorer, on the same items?  Reads
+    mlflow.genai.evaluate runs (traces and their assessments), mlflow.models.evaluate runs or long tables, pairs
+    their items and answers per scorer, exactly for tens of items (no MCMC); logs a comparison run.  --runs a,b,c
+    ranks two or more runs instead (--vs RUN against one)."""
+    with _errors(), _output(as_json) as out:
+        (options,) = parse_fields(fields, [EvalOptions], origin="cli")
+        with _progress() as progress:
+            from .pipeline import evals as api
+
+            pipeline = api.rank_evaluation_runs if options.ranked else api.compare_evaluation_runs
+            outcome = pipeline(options=options, log=not no_log, tracking_uri=tracking_uri, progress=progress)
+        report, checked, failures = outcome.to_dict(), None, []
+        if options.claim is not None:
+            checked = api.claim_reports(outcome, options.claim)
+            report["require"] = api.claim_dict(checked)
+            failures = [] if checked["joint"].supported else [checked["joint"].failure()]
+        out(report, cli_text.evals_text(outcome, checked, tracking_uri))
+    if failures:
+        raise CliError("; ".join(failures), exit_code=1)
+
+
+@main.command(epilog=cli_text.exit_codes(require=False, strict=False))
 @click.option("--tracking-uri", envvar=mlflow_internals.TRACKING_URI_ENV, show_envvar=True,
               help="Where to log (default: sqlite:///mlflow.db in the current directory).")
 @click.option("--datasets", type=click.IntRange(2, len(SETTINGS)), default=12, show_default=True,
@@ -210,7 +223,8 @@ def rank(tracking_uri, no_log, as_json, require_best, **fields) -> None:
 @checked_click_option(SamplerOptions, "chains")
 @checked_click_option(SamplerOptions, "draws")
 def demo(tracking_uri, datasets, seed, chains, draws) -> None:
-    """Run the paper's Friedman experiment at small scale (LDA vs CART, 10x10 CV), log it and compare."""
+    """Run the paper's Friedman experiment at small scale: LDA, CART and naive Bayes cross-validated 10x10 on
+    Friedman's functions, logged to MLflow, the three ranked and LDA compared with CART."""
     from .demo import run_demo
 
     with _errors():
@@ -273,9 +287,9 @@ def _progress():
 @contextlib.contextmanager
 def _errors():
     """This package's errors (and MLflow's) → ``Error: …`` with exit code 2 for bad input, 1 otherwise; a command
-    stopped by SIGTERM exits 143 (:func:`_stopped_wins`)."""
+    stopped by SIGTERM exits 143 (:func:`.cli_signals.stopped_wins`)."""
     try:
-        with _stopped_wins():
+        with stopped_wins():
             yield
     except InputError as exc:
         raise CliError(str(exc), exit_code=2) from exc

@@ -4,17 +4,51 @@ comparison's probabilities and verdict, a matrix's pairs, a ranking's table in i
 
 from __future__ import annotations
 
-from .families import pair_test, ranking_model, tests_named
+import textwrap
+
+from .families import eval_test, pair_test, ranking_model, tests_named
 from .shared.report_html import format_numbers, format_probability
 from .vocabulary import claims
 from .vocabulary.console import redact_uri, ui_address
 from .vocabulary.outcomes import counted
 
-__all__ = ["comparison_text", "matrix_text", "ranking_text", "ranking_lines"]
+__all__ = ["exit_codes", "EXIT_CODES", "WATCH_EXITS", "WATCH_EXIT_CODES", "comparison_text", "matrix_text",
+           "ranking_text", "ranking_lines", "watch_text",
+           "evals_text"]
+
+
+
+def exit_codes(*, require: bool = True, strict: bool = True) -> str:
+    """The exit codes of a command, as its ``--help`` ends: what 1 means names only the options it has."""
+    failures = [*(["the claim of --require is not supported"] if require else []),
+                *(["--strict found sampler problems"] if strict else []), "Stan failed"]
+    one = textwrap.wrap(f"1  {', '.join(failures)}, or MLflow failed during the work", 80,
+                        initial_indent="  ", subsequent_indent="     ")
+    return "\n".join(["\b", "Exit codes:", "  0  done" + (" (and, with --require, the claim is supported)" if require
+                                                        else ""), *one,
+                      "  2  bad input: unknown experiment, model or metric, incomplete folds, bad option,",
+                      "     a tracking server that does not answer",
+                      '  143  stopped by SIGTERM (sampling and workers stopped; Ctrl-C: "Aborted!", 1)'])
+
+
+EXIT_CODES = exit_codes()
+
+#: ``watch``'s exit code for each answer: a pipeline tells "add data and call again" apart from "decided"
+WATCH_EXITS = {"a_better": 0, "b_better": 0, "equivalent": 0, "continue": 3, "inconclusive": 4}
+WATCH_EXIT_CODES = """\b
+Exit codes:
+  0  decided: A better, B better, or practically equivalent
+  3  continue: not decided yet (add repeats or items, and look again)
+  4  inconclusive at the budget (the design's max size reached undecided)
+  1  MLflow failed during the work
+  2  bad input: unknown experiment, model, run or metric, a bad option, a design
+     other than the one registered, a source run deleted since an earlier look
+  143  stopped by SIGTERM (the watch run stays RUNNING for the next look)"""
 
 
 def _claim_lines(checked: dict[str | None, claims.Report]) -> list[str]:
-    return [(f"{m}: " if m else "") + c.line() for m, c in checked.items()]
+    """The claims that hold; one that does not is said once, by the command's error line (``cli._claimed``)."""
+    return [(f"{m}: " if m else "") + c.line() for m, c in checked.items() if c.supported]
 
 
 def _table(rows: list[tuple[str, str]], indent: str = "  ") -> list[str]:
@@ -162,3 +196,69 @@ def _side_by_side(outcome) -> list[str]:
             table.reset_index().to_string(index=False, formatters={  # as each metric's ranking shows them
                 c: format_probability if c.startswith("p_best") else "{:.2f}".format for c in table.columns}),
             outcome.verdict]
+
+
+def watch_text(outcome, tracking_uri) -> str:
+    """A watch's answer (:class:`~.pipeline.watchrequest.WatchOutcome`): what it compared, the answer in a sentence,
+    each look's probabilities, the design's operating characteristics when this look registered it, the source runs
+    read and where the watch run is."""
+    a, b, design = outcome.model_a, outcome.model_b, outcome.design
+    on = f" on {outcome.dataset}" if outcome.dataset else ""
+    lines = [f"{a} vs {b} · {outcome.measure}{on}: {design.test}, rope ±{design.rope:g}, threshold "
+             f"{design.threshold:g}, looks at {_sizes(design.looks)} {design.unit} (design {design.fingerprint[:12]})",
+             outcome.sentence()]
+    if outcome.look.rows:
+        lines += _table([(f"{r.size} {design.unit}", _look_probabilities(r, a, b)) for r in outcome.look.rows])
+    if outcome.registered and outcome.operating:
+        lines += ["Design registered; its operating characteristics (simulated):",
+                  *("  " + line for line in outcome.operating.get("lines", []))]
+    lines += [f"Note: {note}" for note in [*outcome.look.notes, *outcome.notes]]
+    if outcome.run_id:
+        lines += _where(tracking_uri, "Watch run", outcome.run_id, outcome.experiment_id)
+    return "\n".join(lines)
+
+
+def _look_probabilities(row, a: str, b: str) -> str:
+    said = (f"P({a} better) {format_probability(row.p_a_better)}  P(rope) {format_probability(row.p_rope)}  "
+            f"P({b} better) {format_probability(row.p_b_better)}")
+    return said if row.cs_low is None else f"{said}  sequence [{row.cs_low:.4g}, {row.cs_high:.4g}]"
+
+
+def _sizes(sizes: tuple[int, ...]) -> str:
+    """``2, 3, …, 30``: a schedule of looks, shortened."""
+    return ", ".join(map(str, sizes)) if len(sizes) <= 5 else f"{sizes[0]}, {sizes[1]}, …, {sizes[-1]}"
+
+
+def evals_text(outcome, checked: dict | None, tracking_uri) -> str:
+    """A comparison of evaluation runs (per scorer B − A, its HDI, the probabilities, the verdict, the items that
+    would decide an inconclusive one, the decision; the claims across scorers) or a ranking of them (per scorer its
+    table and its sentence); the claim of ``--require`` (joint, and each scorer's); where it was logged and MLflow's
+    own side-by-side view of the two runs."""
+    from .families.evals.gates import across
+    from .families.evals.words import subtitle
+
+    family, result = eval_test(), outcome.result
+    ranked = not hasattr(result, "system_a")
+    head = f"Ranking of {len(result.systems)} evaluation runs" if ranked else \
+        f"{result.system_a} vs {result.system_b} · evaluation runs"
+    lines = [f"{head}: {subtitle(result, outcome.read)}", f"  {family.title}", *family.part("text")(result)]
+    if not ranked and len(result.by_scorer) > 1:
+        lines.append("Across scorers, about " + result.system_b + ": " + " · ".join(
+            f"P({claim}) {format_probability(p)}" for claim, p in across(result).items()))
+    for scorer, r in (outcome.next_suite or {}).items():
+        lines.append(f"Next suite · {scorer}: P({r.model_a} better) {format_probability(r.p_a_better)} · P(rope) "
+                     f"{format_probability(r.p_rope)} · P({r.model_b} better) {format_probability(r.p_b_better)}: "
+                     f"{r.verdict}")
+    if checked:
+        lines.append(checked["joint"].line())
+        if len(checked["scorers"]) > 1:
+            lines += [f"  {scorer} alone: {report.line()}" for scorer, report in checked["scorers"].items()]
+    if outcome.run_id:
+        lines += _where(tracking_uri, "Comparison run" if not ranked else "Ranking run", outcome.run_id,
+                        outcome.experiment_id)
+    route = outcome.compare_route
+    if route:
+        first = outcome.read.runs[0]
+        lines.append(f"MLflow's side-by-side view of the two runs: "
+                     f"{ui_address(tracking_uri, first.experiment_id, first.run_id, route)[0]}")
+    return "\n".join(lines)

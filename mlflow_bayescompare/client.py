@@ -1,5 +1,5 @@
 """A Python client of the server app's JSON API (``mlflow server --app-name bayescompare``): start a comparison, a
-matrix or a ranking as a job, read its status, wait for its result.
+matrix, a ranking or a comparison of evaluation runs as a job, read its status, wait for its result.
 
     from mlflow_bayescompare.client import BayesCompareClient, JobFailed
 
@@ -13,6 +13,8 @@ matrix or a ranking as a job, read its status, wait for its result.
     else:
         print(state["verdict"], state["p_a_better"], state["p_rope"], state["p_b_better"])
 
+A comparison of evaluation runs is ``api.start("evals", {"run_a": …, "run_b": …, "scorers": …, "rope": …})`` (the
+fields of ``compare-evals``), and :meth:`BayesCompareClient.evaluation_runs` lists an experiment's evaluation runs.
 A job's fields are the command line's options with ``_`` for ``-`` (README, *JSON API*); a status is the JSON of
 ``GET …/api/comparisons/get``.  Behind MLflow's basic-auth, give ``auth=(user, password)``: the credentials travel
 in the ``Authorization`` header and appear in no message.  The client takes the CSRF token once (``GET …/api/csrf``
@@ -33,7 +35,7 @@ from .vocabulary.errors import BayesCompareError
 __all__ = ["BayesCompareClient", "RequestRefused", "JobFailed", "JobTimeout", "KINDS", "MAX_WAIT"]
 
 #: the route that starts each kind of job, under ``…/bayescompare/api``
-KINDS = {"comparison": "comparisons", "matrix": "matrix", "ranking": "rankings"}
+KINDS = {"comparison": "comparisons", "matrix": "matrix", "ranking": "rankings", "evals": "evals"}
 #: the longest a status request may wait on the server for the job's change (``?wait=``; the server cuts more to it)
 MAX_WAIT = 30.0
 
@@ -76,11 +78,17 @@ class BayesCompareClient:
         self.session.headers[csrf["header"]] = csrf["csrf_token"]
 
     def start(self, kind: str, body: dict[str, Any]) -> str:
-        """Start a job of ``kind`` (comparison, matrix or ranking) with the fields ``body``; its run id.  Raises
+        """Start a job of ``kind`` (comparison, matrix, ranking or evals) with the fields ``body``; its run id.  Raises
         :class:`RequestRefused` with the server's reasons when the request is refused (nothing is then written)."""
         if kind not in KINDS:
             raise ValueError(f"unknown kind of job {kind!r}: one of {', '.join(KINDS)}")
         return self._call("POST", KINDS[kind], f"start a {kind}", 202, json=body)["run_id"]
+
+    def evaluation_runs(self, experiment_id: str) -> list[dict[str, Any]]:
+        """The experiment's evaluation runs (run id, name, kind, start time), newest first: those a comparison of
+        evaluation runs (``start("evals", …)``) reads."""
+        return self._call("GET", "evaluation-runs", f"list the evaluation runs of experiment {experiment_id}", 200,
+                          params={"experiment_id": experiment_id})["runs"]
 
     def status(self, run_id: str, wait: float = 0) -> dict[str, Any]:
         """The job's status: ``status`` (RUNNING, FINISHED or FAILED), ``stage``, ``kind``, the probabilities,

@@ -23,6 +23,7 @@ from .reads.reach import check_reachable
 from .simulation.friedman import NOISE, Setting, classifiers, generate
 from .vocabulary.console import redact_uri, ui_address
 from .vocabulary.options import SamplerOptions
+from .vocabulary.outcomes import counted
 from .vocabulary.progress import TerminalProgress
 
 EXPERIMENT = "bayescompare-demo"
@@ -55,27 +56,31 @@ def run_demo(
     echo: Callable[[str], None] = print,
 ):
     """Generate, cross-validate and log; rank the three models, then compare LDA with CART (the paper's pair).
-    Returns the :class:`ComparisonOutcome` of the pair.  Both Stan programs compile (once per machine) while the
-    models are cross-validated; the first line is printed before MLflow is imported."""
-    from .families import RANKING_MODELS, ranking_model, taking
+    Returns the :class:`ComparisonOutcome` of the pair.  The three Stan programs compile (once per machine) while
+    the models are cross-validated, the live line counting from the start; the first line is printed before MLflow
+    is imported."""
+    from .families import ranking_model
+    from .sampling.programs import PROGRAMS
     from .sampling.sampler import Compiles
 
     uri = tracking_uri or default_tracking_uri()
     echo(f"Demo: {', '.join(MODELS)} on {n_settings} Friedman settings, {repeats}x{folds} cross-validation "
          f"(seed {seed})\n  tracking URI: {redact_uri(uri)}")
-    across = (taking("folds", RANKING_MODELS), taking("folds"))  # what ranks and compares on folds across datasets
-    with Compiles(family.program for family in across) as compiles:
-        experiment_id = _log_settings(uri, SETTINGS[:n_settings], repeats=repeats, folds=folds, seed=seed, echo=echo)
+    with TerminalProgress(sys.stderr) as progress, Compiles(PROGRAMS, progress=progress) as compiles:
+        experiment_id, run_ids = _log_settings(uri, SETTINGS[:n_settings], repeats=repeats, folds=folds, seed=seed,
+                                               echo=progress.above(echo))
         from .families.ranking.report import headline
         from .pipeline.compare import compare_runs, rank_runs
 
         common = dict(experiment_ids=[experiment_id], metric=METRIC, seed=seed, tracking_uri=uri,
                       on_duplicate="latest", chains=chains, draws=draws,
-                      filter_string="tags.`bayescompare.demo` = 'friedman'")
-        with TerminalProgress(sys.stderr) as progress:
-            compiles.wait(progress)
-            ranking = rank_runs(models=MODELS, progress=progress, **common)
-            outcome = compare_runs(model_a=MODELS[0], model_b=MODELS[1], progress=progress, **common)
+                      filter_string=runs_filter(run_ids))
+        compiled = compiles.wait(progress)
+        if any(compiled.values()):
+            progress.above(echo)(f"  compiled {counted(sum(map(bool, compiled.values())), 'Stan program')} in "
+                                 f"{max(compiled.values()):.0f} s (once per machine)")
+        ranking = rank_runs(models=MODELS, progress=progress, **common)
+        outcome = compare_runs(model_a=MODELS[0], model_b=MODELS[1], progress=progress, **common)
     shown = tracking_uri or "sqlite:///mlflow.db"
     rows = ranking.ranking[["model", "p_best", "mean_rank"]].to_string(index=False, float_format=lambda v: f"{v:.3f}")
     a, b = MODELS[:2]
@@ -92,31 +97,64 @@ def run_demo(
     return outcome
 
 
-def _log_settings(uri: str, settings, *, repeats: int, folds: int, seed: int, echo) -> str:
+def _log_settings(uri: str, settings, *, repeats: int, folds: int, seed: int, echo) -> tuple[str, list[str]]:
     """Cross-validate every model on every setting (the same folds for all) and log the scores, steps layout, into
-    the demo's experiment (its id returned)."""
+    the demo's experiment; its id and the runs' ids.  A setting whose runs an earlier demo logged with the same seed,
+    folds and repeats is read from them instead: a demo run again logs no second copy of its source runs."""
     from mlflow import MlflowClient
 
     from .reads.cvlog import log_cv_scores
+    from .vocabulary import tags as T  # MLflow comes with it: after the first line
 
     client = MlflowClient(uri)
     check_reachable(client.tracking_uri)
     experiment_id = _experiment(client, EXPERIMENT)
     echo(f"  experiment:   {EXPERIMENT} (id {experiment_id})")
-    start = time.perf_counter()
+    earlier = _earlier_runs(client, experiment_id, seed=seed, repeats=repeats, folds=folds)
+    start, logged, run_ids = time.perf_counter(), 0, []
     for i, setting in enumerate(settings):
-        X, y = friedman_classification(setting, np.random.default_rng([seed, i]))
-        scores = paired_cv(X, y, repeats=repeats, folds=folds, seed=seed + i)
-        for model, values in scores.items():
-            log_cv_scores(model, setting.name, values, metric=METRIC, folds=folds, repeats=repeats,
-                          experiment_id=experiment_id, client=client,
-                          params={"function": setting.function, "n": setting.n, "noise": setting.noise,
-                                  "extra_features": setting.extra_features, "seed": seed},
-                          tags={"bayescompare.demo": "friedman"})
+        found = {m: earlier.get((m, setting.name)) for m in MODELS}
+        fresh = None in found.values()
+        if fresh:
+            X, y = friedman_classification(setting, np.random.default_rng([seed, i]))
+            scores = paired_cv(X, y, repeats=repeats, folds=folds, seed=seed + i)
+            found = {model: (log_cv_scores(model, setting.name, values, metric=METRIC, folds=folds, repeats=repeats,
+                                           experiment_id=experiment_id, client=client,
+                                           params={"function": setting.function, "n": setting.n,
+                                                   "noise": setting.noise, "extra_features": setting.extra_features,
+                                                   "seed": seed},
+                                           tags={T.DEMO: "friedman"}), float(np.mean(values)))
+                     for model, values in scores.items()}
+            logged += len(scores)
+        run_ids += [run_id for run_id, _ in found.values()]
+        means = {m: mean for m, (_, mean) in found.items()}
         echo(f"  [{i + 1}/{len(settings)}] {setting.name}: mean accuracy "
-             + ", ".join(f"{m} {np.mean(v):.3f}" for m, v in scores.items()))
-    echo(f"  cross-validated and logged {len(MODELS) * len(settings)} runs in {time.perf_counter() - start:.0f} s")
-    return experiment_id
+             + ", ".join(f"{m} {v:.3f}" for m, v in means.items()) + ("" if fresh else " (an earlier demo's runs)"))
+    reused = len(MODELS) * len(settings) - logged
+    echo((f"  cross-validated and logged {logged} runs in {time.perf_counter() - start:.0f} s" if logged else "")
+         + ("; " if logged and reused else "")
+         + (f"{'  ' if not logged else ''}reused {reused} runs an earlier demo logged with seed {seed} (not logged "
+            "again)" if reused else ""))
+    return experiment_id, run_ids
+
+
+def runs_filter(run_ids: list[str]) -> str:
+    """The MLflow filter of this demo's runs (its own and those reused): not an earlier demo's of other settings."""
+    return f"attributes.run_id IN ({', '.join(repr(str(r)) for r in run_ids)})"
+
+
+def _earlier_runs(client, experiment_id: str, *, seed: int, repeats: int,
+                  folds: int) -> dict[tuple[str, str], tuple[str, float]]:
+    """The finished runs an earlier demo logged with this seed, folds and repeats: (model, dataset) → the run's id
+    and its mean accuracy."""
+    from .vocabulary import tags as T
+
+    found = client.search_runs(
+        [experiment_id], f"tags.`{T.DEMO}` = 'friedman' AND params.seed = '{seed}' AND params.cv_folds = "
+                         f"'{folds}' AND params.cv_repeats = '{repeats}' AND attributes.status = 'FINISHED'",
+        max_results=1000)
+    return {(r.data.tags.get("model"), r.data.tags.get("dataset")):
+            (r.info.run_id, r.data.metrics.get(f"{METRIC}_mean", float("nan"))) for r in found}
 
 
 def friedman_classification(setting: Setting, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

@@ -131,7 +131,10 @@ def _empty_sqlite_db(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def tracking_uri(tmp_path, _empty_sqlite_db):
-    """``sqlite:///{tmp_path}/mlflow.db``, also set as the global tracking URI for the test (then restored)."""
+    """``sqlite:///{tmp_path}/mlflow.db``, also set as the global tracking URI for the test (then restored). No
+    experiment is active in it: ``mlflow.set_experiment`` in an earlier test of the worker leaves its id in
+    ``MLFLOW_EXPERIMENT_ID``, which a subprocess (``mlflow run``) would inherit and look up in this store."""
+    _forget_active_experiment()
     shutil.copy(_empty_sqlite_db, tmp_path / "mlflow.db")
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     previous, previous_env = tracking_utils._tracking_uri, os.environ.get("MLFLOW_TRACKING_URI")
@@ -140,6 +143,15 @@ def tracking_uri(tmp_path, _empty_sqlite_db):
     mlflow.set_tracking_uri(previous)
     if previous_env is not None:
         os.environ["MLFLOW_TRACKING_URI"] = previous_env
+    _forget_active_experiment()
+
+
+def _forget_active_experiment():
+    """MLflow's fluent API keeps the active experiment in a module global and in ``MLFLOW_EXPERIMENT_ID``."""
+    from mlflow.tracking import fluent
+
+    os.environ.pop("MLFLOW_EXPERIMENT_ID", None)
+    fluent._active_experiment_id = None
 
 
 @pytest.fixture

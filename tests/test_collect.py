@@ -201,6 +201,11 @@ def test_folds_option_and_errors(client, experiment_id, paper):
 
 
 def test_lookup_errors(client, experiment_id, paper):
+    # an empty experiment is called empty, named by its name (issue 40, item 11)
+    empty = client.create_experiment("nothing yet")
+    with pytest.raises(InputError) as e:
+        collect_scores(client, [empty], "accuracy", ["a", "b"])
+    assert e.value.problems == [f"experiment 'nothing yet' (id {empty}) has no runs"]
     log_keys(client, experiment_id, paper)
     with pytest.raises(InputError, match="metric 'f1' not found .* metrics present: accuracy"):
         collect_scores(client, [experiment_id], "f1")
@@ -273,21 +278,35 @@ def log_untagged(client, eid, df, names, model_param="estimator", **params):
 
 def test_keys_detected_from_inputs_and_a_param(client, experiment_id, paper, caplog):
     """No tags: the datasets are the runs' inputs, the models the one param that varies within a dataset (not
-    ``rows``, which varies with the dataset only); two datasets named alike are told apart by their digests."""
+    ``rows``, which varies with the dataset only); two datasets named alike are told apart by their digests.  The
+    keys detected are said once, though a pre-flight looks for the models before it collects (issue 40)."""
     log_untagged(client, experiment_id, paper, {"uci1": "dataset", "uci2": "dataset", "uci3": "uci3"})
     with caplog.at_level(logging.WARNING, logger="mlflow_bayescompare"):
+        found = discover(client, [experiment_id])  # as a ranking's pre-flight looks for its models, then collects
         result = collect_scores(client, [experiment_id], "accuracy")
     assert (result.model_key, result.dataset_key, result.layout) == ("param:estimator", "input", "steps")
     said = " ".join(r.getMessage() for r in caplog.records)
-    assert "no run carries tag 'model' or tag 'dataset'" in said and "--model-key param:estimator" in said
+    assert said.count("no run carries tag 'model' or tag 'dataset'") == 1 and "--model-key param:estimator" in said
     assert "dataset inputs named 'dataset' have 2 digests (duci1, duci2)" in said
     renamed = {"uci1": "dataset@duci1", "uci2": "dataset@duci2", "uci3": "uci3"}
     t = result.tensor("nbc", "aode")
     assert sorted(t.datasets) == sorted(renamed.values())
     for name, diff in expected_diffs(paper).items():
         np.testing.assert_allclose(t.diffs[t.datasets.index(renamed[name])], diff)
-    found = discover(client, [experiment_id])
     assert (found["models"], found["model_key"], found["dataset_key"]) == (["aode", "nbc"], "param:estimator", "input")
+
+
+def test_a_comparison_run_lists_the_datasets_it_compared(client, tracking_uri, experiment_id, paper):
+    """The source runs' dataset inputs become the comparison run's own (context 'compared'), each once: MLflow's UI
+    showed "Datasets: None" on it (issue 40, item 12)."""
+    from mlflow_bayescompare.pipeline.compare import compare_runs
+
+    log_untagged(client, experiment_id, paper, {"uci1": "dataset", "uci2": "dataset", "uci3": "uci3"})
+    outcome = compare_runs(experiment_ids=[experiment_id], metric="accuracy", model_a="nbc", model_b="aode",
+                           tracking_uri=tracking_uri, filter_string="params.rows = 'uci3'")  # one dataset: no Stan
+    inputs = client.get_run(outcome.run_id).inputs.dataset_inputs
+    assert [(i.dataset.name, i.dataset.digest, i.dataset.source_type) for i in inputs] == [("uci3", "duci3", "code")]
+    assert [(t.key, t.value) for t in inputs[0].tags] == [("mlflow.data.context", "compared")]
 
 
 def test_keys_given(client, experiment_id, paper):
@@ -313,7 +332,7 @@ def test_keys_that_match_nothing_or_do_not_decide(client, experiment_id, paper):
     log_untagged(client, experiment_id, paper, {"uci1": "a", "uci2": "b", "uci3": "c"}, "kind", seed=seeds)
     with pytest.raises(InputError) as e:
         collect_scores(client, [experiment_id], "accuracy", model_key="param:model_type", dataset_key="input")
-    assert "no run in experiment(s) 1 has param 'model_type' and a dataset input" in str(e.value)
+    assert "no run in experiment 'cv' (id 1) has param 'model_type' and a dataset input" in str(e.value)
     assert "the runs carry params: cv_folds, cv_repeats, kind, rows, seed; tags: none" in str(e.value)
     with pytest.raises(InputError, match="model 'rf' is in no run with param 'kind'; models present: aode, nbc"):
         collect_scores(client, [experiment_id], "accuracy", ["rf"], model_key="param:kind", dataset_key="input")

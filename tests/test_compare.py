@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from types import SimpleNamespace
 
 import pandas as pd
@@ -100,7 +101,8 @@ def test_compare_matrix_logs_parent_and_children(client, tracking_uri, uci_exper
     assert parent.data.tags["bayescompare.kind"] == "matrix"
     assert parent.data.tags["bayescompare.best"] == matrix.ranking["model"].iloc[0]
     assert "| rank | model | P(best) |" in parent.data.tags["mlflow.note.content"]
-    assert JOINT_DIFFERS in parent.data.tags["mlflow.note.content"]  # why its pairs and the ranking's may differ
+    # why its pairs and the ranking's may differ (in words: the description escapes the sentence's punctuation)
+    assert JOINT_DIFFERS in html.unescape(parent.data.tags["mlflow.note.content"])
     assert {"matrix.png", "p_better.csv", "p_rope.csv", "ranking.csv", "ranking.md", "pairs.csv"} <= \
         {a.path for a in client.list_artifacts(matrix.run_id)}
     ranking = pd.read_csv(client.download_artifacts(matrix.run_id, "ranking.csv", str(tmp_path)))

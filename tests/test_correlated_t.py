@@ -17,7 +17,7 @@ from mlflow_bayescompare.families.correlated_t.engine import ODDS_DRAWS
 from mlflow_bayescompare.families.correlated_t.run import bundle as correlated_t_bundle
 from mlflow_bayescompare.scores.tensor import FOLDS_ONE, from_arrays
 from mlflow_bayescompare.shared.figures import figure_png
-from mlflow_bayescompare.shared.report_html import md_escape
+from mlflow_bayescompare.shared.markdown import escape as md_escape
 from mlflow_bayescompare.vocabulary import tags as T
 from mlflow_bayescompare.vocabulary.errors import InputError
 
@@ -236,7 +236,7 @@ def test_result_shape_odds_and_json():
 def test_report_plot_and_bundle(tmp_path):
     a, b = paired_scores(5, 30, 0.01)
     res = correlated_t_test(a, b, folds=10, model_a="rf", model_b="svm", dataset="iris")
-    markdown = report.render_markdown(res, "accuracy")
+    markdown = str(report.render_markdown(res, "accuracy"))
     assert f"**{md_escape(res.verdict)}**" in markdown
     assert md_escape("ρ = 0.1 (1/folds with folds=10)") in markdown
     assert md_escape("Bayesian correlated t-test (Corani & Benavoli 2015)") in markdown

@@ -129,10 +129,13 @@ def store(tmp_path_factory, _empty_sqlite_db):
     folder = tmp_path_factory.mktemp("evals")
     shutil.copy(_empty_sqlite_db, folder / "mlflow.db")
     uri, previous = f"sqlite:///{folder / 'mlflow.db'}", mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(uri)
+    experiment_env = os.environ.get("MLFLOW_EXPERIMENT_ID")  # mlflow.set_experiment sets it: a later `mlflow run`
+    mlflow.set_tracking_uri(uri)                             # in a subprocess would read it
     mlflow.set_experiment(experiment_id=mlflow.create_experiment("evals", (folder / "artifacts").as_uri()))
     yield uri
     mlflow.set_tracking_uri(previous)
+    os.environ.pop("MLFLOW_EXPERIMENT_ID", None) if experiment_env is None else \
+        os.environ.__setitem__("MLFLOW_EXPERIMENT_ID", experiment_env)
 
 
 @pytest.fixture(scope="module")
@@ -364,6 +367,8 @@ def test_long_tables_from_any_harness(tables):
     assert value_of(table, "harness-csv", HOSTILE_ITEMS[0], "accuracy", 1)["value"] == "yes"
     assert value_of(table, "harness-csv", HOSTILE_ITEMS[0], HOSTILE_SCORER, 1)["value"] == 7
     assert not ((table["item"] == "plain") & (table["scorer"] == "accuracy") & (table["system"] == "harness-csv")).any()
+    # the order the items came in (a table's rows), which the table itself (sorted by item) does not keep
+    assert read.arrival == {"harness-json": HOSTILE_ITEMS, "harness-csv": [*HOSTILE_ITEMS, "alone"]}
 
 
 def test_a_low_overlap_is_refused_naming_the_runs_and_the_numbers(tables):
@@ -406,7 +411,7 @@ def test_bad_requests_are_named(tables, store):
 def test_runs_read_through_a_tracking_server(mlflow_server):
     """Two genai runs logged through a real ``mlflow server`` (sqlite, and PostgreSQL when configured) read back
     through it, every value as the scorers define it."""
-    previous = mlflow.get_tracking_uri()
+    previous, experiment_env = mlflow.get_tracking_uri(), os.environ.get("MLFLOW_EXPERIMENT_ID")
     mlflow.set_tracking_uri(mlflow_server)
     try:
         mlflow.set_experiment(f"evals-{uuid.uuid4().hex[:8]}")
@@ -414,6 +419,8 @@ def test_runs_read_through_a_tracking_server(mlflow_server):
                for name, predict in (("server-A", predict_a), ("server-B", predict_b))]
     finally:
         mlflow.set_tracking_uri(previous)
+        os.environ.pop("MLFLOW_EXPERIMENT_ID", None) if experiment_env is None else \
+            os.environ.__setitem__("MLFLOW_EXPERIMENT_ID", experiment_env)
     table, read = read_evaluations(ids, tracking_uri=mlflow_server)
     assert read.pairing == "inputs" and read.systems == ["server-A", "server-B"] and len(table) == 24
     for i in range(6):

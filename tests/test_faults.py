@@ -398,10 +398,10 @@ def _children(pid: int) -> list[int]:
 _STOPPED_WHILE_FORKING = """
 import os, signal
 import numpy as np
-from mlflow_bayescompare import cli, hierarchical_test
+from mlflow_bayescompare import cli_signals, hierarchical_test
 from mlflow_bayescompare.sampling import workers
 
-workers._worker_init() if "{handler}" == "worker" else cli._stop_on_sigterm()
+workers._worker_init() if "{handler}" == "worker" else cli_signals.stop_on_sigterm()
 os.register_at_fork(after_in_parent=lambda: os.kill(os.getpid(), signal.SIGTERM))
 hierarchical_test(diffs=np.random.default_rng(1).normal(0.01, 0.02, (5, 10)), folds=10, seed=1, chains=2,
                   draws=100_000, backend="pystan")

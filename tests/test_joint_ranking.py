@@ -23,6 +23,7 @@ from uci_runs import artifact_paths, log_uci, uci_scores
 from mlflow_bayescompare import correlated_t_test, rank_models
 from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.families.ranking.joint.engine import posterior_draws, rank_one_dataset
+from mlflow_bayescompare.families.ranking.report import headline
 from mlflow_bayescompare.families.ranking.scores import Scores
 from mlflow_bayescompare.pipeline.compare import compare_matrix, rank_runs
 from mlflow_bayescompare.vocabulary import tags as T
@@ -206,6 +207,18 @@ def test_the_command_line_ranks_one_dataset_and_says_how(client, tracking_uri, e
     report = json.loads(CliRunner().invoke(main, [*argv, "--json"]).stdout)
     assert report["model"] == "joint-t" and {p["better"] for p in report["pairs"]} <= set(MODELS[:3])
     assert len(report["pairs"]) == 3 and "diff_to_leader" in report["ranking"][0]
+    # --vs on one dataset, the commonest case (it was refused): each model against the leader is their correlated
+    # t-test on this dataset's folds
+    versus = json.loads(CliRunner().invoke(main, [*argv, "--json", "--vs", "best"]).stdout)["versus"]
+    leader, scores = report["ranking"][0]["model"], uci_scores(MODELS[:3], ONE)
+    assert [r["model"] for r in versus] == [r["model"] for r in report["ranking"][1:]]
+    for row in versus:
+        direct = correlated_t_test(scores[row["model"], "uci20"], scores[leader, "uci20"], folds=10, rope=0.5)
+        assert row["reference"] == leader and (row["p_better"], row["p_rope"], row["p_worse"]) == pytest.approx(
+            (direct.p_a_better, direct.p_rope, direct.p_b_better), abs=1e-12)
+    text = CliRunner().invoke(main, [*argv, "--vs", MODELS[0]])
+    against = f"Against {MODELS[0]} (this dataset; verdict at 0.95, better and worse at 0.975):"
+    assert against in text.stdout, text.output
 
 
 def test_rank_on_one_dataset_refuses_what_the_joint_model_cannot_read(client, tracking_uri, experiment_id):
@@ -254,6 +267,26 @@ def test_rank_models_on_one_dataset_from_python():
     assert res.model == "joint-t" and list(res.ranking["model"])[0] == max(MODELS, key=lambda m: np.mean(
         scores[m, "uci20"]))
     assert len(res.pairs) == len(list(combinations(MODELS, 2)))
+
+
+def test_the_ranking_is_in_the_order_of_p_best():
+    """Two near-copies of one candidate (a search's neighbours) share its chance of being the best: each is best
+    less often than a model a little below them on the mean.  The table is in the order of P(best), the headline's
+    "most probably best" first, as every ranking's (it was in the order of the means: P(best) rose down the table)."""
+    rng = np.random.default_rng(0)
+    base = rng.normal(0.9, 0.03, 100)
+    other = rng.normal(0.0, 0.03, 100)
+    copies, other_name = ["C=1, kernel=linear", "C=1, kernel=rbf"], "C=10, kernel=linear"  # a search's names
+    wide = pd.DataFrame({copies[0]: base + 0.011 + rng.normal(0, 0.001, 100),
+                         copies[1]: base + 0.011 + rng.normal(0, 0.001, 100),
+                         other_name: other - other.mean() + base.mean() + 0.010, "db": "d"})
+    res = rank_models(wide, dataset="db", folds=10, seed=1)
+    p_best = list(res.ranking["p_best"])
+    assert p_best == sorted(p_best, reverse=True) and res.ranking["model"].iloc[0] == other_name
+    assert res.ranking.set_index("model")["mean"].idxmax() in copies  # not the mean's order
+    # names that hold commas are listed with "; " between them, so that none reads as two
+    assert headline(res).endswith(f"not credibly better than {copies[0]}; {copies[1]}") or \
+        headline(res).endswith(f"not credibly better than {copies[1]}; {copies[0]}")
 
 
 ARVIZ_DAILY = """

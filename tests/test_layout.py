@@ -51,7 +51,7 @@ LAYERS = [
     (5, ("sequential",)),
     (6, ("runs",)),
     (7, ("pipeline",)),
-    (8, ("cli", "cli_text", "demo", "client", "server", "simulation")),
+    (8, ("cli", "cli_text", "cli_signals", "demo", "client", "server", "simulation")),
     (9, ("",)),  # the package's face, mlflow_bayescompare/__init__.py
 ]
 #: a family's module that others read, by who may: the correlated t-test's formula (the posterior of one dataset's

@@ -61,6 +61,9 @@ def test_the_command_line_says_the_correlated_t_test_answered(client, tracking_u
     assert "hnb vs nbc · accuracy: 1 dataset (steps layout)" in result.stdout
     assert ("Bayesian correlated t-test on the per-fold scores of one dataset (100 folds, ρ = 0.1: 1/folds with "
             "folds=10)") in result.stdout
+    # a closed form: nothing is sampled, and the progress line says so (issue 40, item 10)
+    assert "bayescompare: computing hnb vs nbc on the 100 folds of one dataset" in result.stderr
+    assert "bayescompare: sampling" not in result.stderr
     result = _cli(tracking_uri, experiment_id, "--no-log", "--json", "--test", "correlated-t")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)

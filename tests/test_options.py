@@ -6,6 +6,7 @@ import dataclasses
 import io
 import logging
 import math
+import os
 import re
 import time
 from pathlib import Path
@@ -350,6 +351,50 @@ def test_progress_on_a_terminal_rewrites_one_live_line():
     text = out.getvalue()
     assert text.count("\r") >= 3 and text.endswith("\n") and text.count("\n") == 1
     assert "bayescompare: sampling a vs b (0 s)" in text
+
+
+def test_the_live_line_fits_an_80_column_terminal_and_lines_go_above_it(monkeypatch):
+    """On a pseudo-terminal of 80 columns a long live line (wide characters in it) is cut to 79 columns, its
+    detail ending in "…" and its elapsed time kept, so that each refresh rewrites its one row: a wrapped line left a
+    stale row per refresh (issue 40, item 10).  ``$COLUMNS``, when set, is the width; a line echoed during the work
+    takes a row of its own above."""
+    import fcntl
+    import struct
+    import termios
+    import unicodedata
+
+    def columns(text):
+        return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    detail = "模型 " * 20 + "x" * 120
+    with os.fdopen(slave, "w", encoding="utf-8") as tty:
+        with TerminalProgress(tty, tick=0.02) as progress:
+            progress("sampling", detail)
+            time.sleep(0.15)
+            progress.above(lambda text: print(text, file=tty))("a line above")
+            time.sleep(0.15)
+        os.set_blocking(master, False)
+        raw = os.read(master, 1 << 16).decode("utf-8")
+    os.close(master)
+    segments = [s for s in re.split(r"\r|\n", raw) if s.strip()]
+    assert len(segments) >= 6 and max(columns(s) for s in segments) <= 79
+    assert all(s.startswith("bayescompare: sampling 模型") and re.search(r"… \(\d+ s\)$", s)
+               for s in segments if s != "a line above")
+    assert re.search(r"\r +\ra line above\r?\n", raw), repr(raw)  # on the live line's row, blanked first
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setenv("COLUMNS", "40")
+    out = Tty()
+    with TerminalProgress(out, tick=0.02) as progress:
+        progress("sampling", detail)
+        time.sleep(0.1)
+    assert max(columns(s) for s in re.split(r"\r|\n", out.getvalue())) == 39
 
 
 def test_a_message_clears_the_live_progress_line_first():

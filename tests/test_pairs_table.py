@@ -3,6 +3,7 @@ the cache of pair results that later matrices read back from those tables in the
 
 from __future__ import annotations
 
+import html
 import logging
 import time
 
@@ -62,7 +63,7 @@ def test_above_the_threshold_one_run_holds_the_pairs_and_a_rerun_fits_only_what_
     assert list(table["verdict"]) == [o.verdict for o in first.pairs.values()]
     assert set(table["test"]) == {"hierarchical"} and not table["cached"].any()
     assert table[list(DIAGNOSTIC_COLUMNS)].notna().all().all() and table["run_id"].isna().all()
-    assert "pairs.parquet" in client.get_run(first.run_id).data.tags["mlflow.note.content"]
+    assert "pairs.parquet" in html.unescape(client.get_run(first.run_id).data.tags["mlflow.note.content"])
     assert table["signature"].str.fullmatch("[0-9a-f]{64}").all() and T.CACHE_FOR in client.get_run(
         first.run_id).data.tags
 

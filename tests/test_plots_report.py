@@ -22,7 +22,8 @@ from mlflow_bayescompare.families.hierarchical import plots, report
 from mlflow_bayescompare.families.hierarchical.engine import hierarchical_test
 from mlflow_bayescompare.families.hierarchical.report import ReportContext
 from mlflow_bayescompare.shared.figures import figure_png, save
-from mlflow_bayescompare.shared.report_html import FIGURE_CAPTIONS, format_numbers, format_probability, md_escape
+from mlflow_bayescompare.shared.markdown import escape as md_escape
+from mlflow_bayescompare.shared.report_html import FIGURE_CAPTIONS, format_numbers, format_probability
 from mlflow_bayescompare.vocabulary.outcomes import COLORS, OUTCOMES
 
 DATA = Path(__file__).parent / "data" / "uci_classification.csv"
@@ -228,9 +229,9 @@ def test_the_model_fit_plot_says_how_to_read_it(res, pngs):
         assert words in guide
     page = report.render_html(res, pngs)
     assert re.search(r'<img alt="model_fit"[^>]*><figcaption>' + re.escape(html.escape(guide)), page)
-    md = report.render_markdown(res)
+    md = str(report.render_markdown(res))
     assert "#### Model fit\n\n" in md and f"{guide} Figure: plots/model_fit.png." in html.unescape(md)
-    assert "Model fit" not in report.render_markdown(res, figures=False)  # a matrix's pair run without figures
+    assert "Model fit" not in str(report.render_markdown(res, figures=False))  # a matrix's pair run without figures
 
 
 def test_pngs_are_sharp_at_twice_the_size(figures, pngs):
@@ -253,7 +254,7 @@ def test_save_chooses_the_format_by_suffix(figures, tmp_path):
 
 
 def test_markdown_answers_both_questions_side_by_side(res):
-    md = report.render_markdown(res, ReportContext(metric="accuracy"))
+    md = str(report.render_markdown(res, ReportContext(metric="accuracy")))
     assert f"**{md_escape(res.verdict)}**" in md
     rows = [f"| nbc better | {res.p_a_better:.3f} | {res.p_delta0_a_better:.3f} |",
             f"| practically equivalent (±0.01) | {res.p_rope:.3f} | {res.p_delta0_rope:.3f} |",
@@ -267,20 +268,20 @@ def test_markdown_answers_both_questions_side_by_side(res):
 
 
 def test_markdown_lists_the_model_check_once(res):
-    md = report.render_markdown(_checked(res))
+    md = str(report.render_markdown(_checked(res)))
     assert "> ⚠️ **Model check.** Pareto k̂ &gt; 0.7: the Student-t population does not fit the dataset" in md
     assert "> * Dataset uci-2: Pareto k̂ 0.90: the Student-t population does not fit this dataset; the paper" in md
     assert "> * Dataset uci-3: conflict: its own data say" in md
     assert md.count("> ⚠️ **Warning:**") == 1 and "> ⚠️ **Warning:** 3 divergent transitions" in md
     unchecked = res.shrinkage.drop(columns=["pareto_k", "conflict"])
-    plain = report.render_markdown(dataclasses.replace(_checked(res), shrinkage=unchecked))
+    plain = str(report.render_markdown(dataclasses.replace(_checked(res), shrinkage=unchecked)))
     assert "Model check" not in plain and plain.count("> ⚠️ **Warning:**") == 2
 
 
 def test_markdown_links_runs_by_relative_routes(res):
     ctx = ReportContext(experiment_ids=["7"], source_runs=_runs(res, n_extra=60), comparison_run_id="c0ffee",
                         comparison_experiment_id="9")
-    md = report.render_markdown(res, ctx)
+    md = str(report.render_markdown(res, ctx))
     links = re.findall(r"\]\(([^)]*)\)", md)
     run = r"#/experiments/7/runs/[0-9a-f]{32}\?workflowType=machine_learning"  # MLflow's model-training view
     runs = [link for link in links if re.fullmatch(run, link)]
@@ -289,12 +290,12 @@ def test_markdown_links_runs_by_relative_routes(res):
                                       "#/experiments/9/runs/c0ffee?workflowType=machine_learning"}
     assert f"and {len(res.shrinkage) * 2 + 60 - report.MAX_RUN_LINKS} more runs" in md
     assert not re.search("https?:", md)
-    several = report.render_markdown(res, ReportContext(source_runs=_runs(res, experiment_id=None)))
+    several = str(report.render_markdown(res, ReportContext(source_runs=_runs(res, experiment_id=None))))
     assert f"[{0:032x}](#/runs/{0:032x})" in several
 
 
 def test_markdown_escapes_user_strings(res):
-    md = report.render_markdown(_hostile(res))
+    md = str(report.render_markdown(_hostile(res)))
     assert "<script" not in md and SCRIPT in html.unescape(md)
     assert "`" not in md and "d|" not in md
     for block in md.split("\n\n"):  # every table keeps its column count despite the "|" in names
@@ -304,7 +305,7 @@ def test_markdown_escapes_user_strings(res):
 
 def test_markdown_names_never_become_links(res):
     hostile = _urls(res)
-    md = report.render_markdown(hostile, ReportContext(metric=URL_NAMES["metric"], source_runs=_runs(hostile)))
+    md = str(report.render_markdown(hostile, ReportContext(metric=URL_NAMES["metric"], source_runs=_runs(hostile))))
     for kind, pattern in SHOWDOWN_AUTOLINKS.items():
         assert not pattern.search(md), kind
     shown = html.unescape(md)
@@ -372,7 +373,7 @@ def test_html_shows_both_questions_in_outcome_order(res, pngs):
     page = report.render_html(res, pngs)
     assert re.findall(r'<div class="card[^"]*"><h2>([^<]*)</h2>', page)[:2] == [
         "Next dataset", html.escape("Mean difference across datasets (δ0)")]
-    assert "| outcome | Next dataset | Mean difference across datasets (δ0) |" in report.render_markdown(res)
+    assert "| outcome | Next dataset | Mean difference across datasets (δ0) |" in str(report.render_markdown(res))
     for title, probs in (("Next dataset", res.probabilities), ("Mean difference across datasets (δ0)",
                                                                 res.delta0_probs)):
         card = page[page.index(f"<h2>{html.escape(title)}</h2>"):]

@@ -17,9 +17,11 @@ from uci_runs import DATASETS, artifact_paths, log_means, log_uci, uci_scores
 
 from mlflow_bayescompare import InputError, rank_models
 from mlflow_bayescompare.cli import main
+from mlflow_bayescompare.pipeline import preflight
 from mlflow_bayescompare.pipeline.compare import compare_matrix, rank_runs
 from mlflow_bayescompare.sampling.programs import PROGRAMS
 from mlflow_bayescompare.shared.report_html import format_differences
+from mlflow_bayescompare.vocabulary.options import RankOptions, SourceOptions
 from mlflow_bayescompare.vocabulary.outcomes import jsonable
 
 FAST = dict(chains=2, draws=400, warmup=400, seed=3)
@@ -73,6 +75,9 @@ def test_rank_command_json_and_require(tracking_uri, uci_experiment):
     worst = report["ranking"][-1]["model"]
     result = CliRunner().invoke(main, [*argv, "--no-log", "--require", f"best={worst}"])
     assert result.exit_code == 1 and f"claim 'best={worst}' not supported" in result.stderr
+    text = CliRunner().invoke(main, [*[a for a in argv if a != "--json"], "--no-log", "--require", f"best={worst}"])
+    assert text.exit_code == 1 and text.stderr.count("not supported") == 1  # said once (issue 40, item 10)
+    assert "not supported" not in text.stdout.lower() and "Ranking of " in text.stdout
     result = CliRunner().invoke(main, [*argv, "--no-log", "--require", "worst=nbc"])
     assert result.exit_code == 2 and "expected best=MODEL" in result.stderr
 
@@ -227,6 +232,10 @@ def test_rank_command_vs_a_model_and_its_claims(client, tracking_uri, experiment
         result = CliRunner().invoke(main, [*argv, *bad])
         assert result.exit_code == 2 and problem in result.stderr, result.output
     assert not client.search_runs([experiment_id], "tags.`bayescompare.kind` = 'ranking'")  # nothing logged
+    # a --vs that names no model is refused from the run list, before any score is fetched (issue 40, item 11)
+    with pytest.raises(InputError, match="vs 'svm' is not among the models ranked"):
+        preflight.plan(client, "ranking", SourceOptions(experiment_ids=(experiment_id,), metric="accuracy"),
+                       RankOptions(vs="svm"))
 
     result = CliRunner().invoke(main, [*argv, "--vs", "nbc", "--require", "not-worse-than-best=hnb"])
     assert result.exit_code == 0, result.output

@@ -188,12 +188,12 @@ def test_sigterm_while_logging_leaves_a_failed_run_saying_so(client, experiment_
     import os
     import signal
 
-    from mlflow_bayescompare import cli
+    from mlflow_bayescompare import cli_signals
 
     result, tensor = fitted
     previous = signal.getsignal(signal.SIGTERM)
     try:
-        cli._stop_on_sigterm()
+        cli_signals.stop_on_sigterm()
         with hierarchical_run.bundle(result, tensor, metric="accuracy", experiment_ids=[experiment_id]) as bundle:
             with pytest.raises(SystemExit) as stopped:
                 runlog.log_bundle(client, bundle, experiment_id=experiment_id,

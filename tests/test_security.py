@@ -342,7 +342,8 @@ ROUTES = [("GET", "/bayescompare/"), ("GET", "/bayescompare/static/page.js"), ("
           ("GET", "/bayescompare/api/comparisons"), ("POST", "/bayescompare/api/comparisons"),
           ("GET", f"/bayescompare/api/comparisons/get?run_id={ABSENT_RUN}"), ("POST", "/bayescompare/api/matrix"),
           ("GET", f"/bayescompare/report?run_id={ABSENT_RUN}"), ("GET", "/bayescompare/static/page.css"),
-          ("POST", "/bayescompare/api/rankings")]
+          ("POST", "/bayescompare/api/rankings"), ("GET", "/bayescompare/static/evals.js"),
+          ("GET", "/bayescompare/api/evaluation-runs?experiment_id=1"), ("POST", "/bayescompare/api/evals")]
 
 
 def test_the_auth_matrix_covers_every_route():
@@ -493,6 +494,55 @@ def test_a_non_admin_compares_with_their_own_permissions(auth_server):
                         matrix["run_url"])
     assert alice.status(run_id)["report_url"] == f"/mlflow/bayescompare/report?run_id={run_id}"
     assert urllib.parse.urlsplit(url).path == "/mlflow"
+
+
+@pytest.fixture(scope="module")
+def eval_runs(auth_server):
+    """Two evaluation runs (a harness's long tables) in ``e-read`` and two in ``e-none``, whose candidate's name
+    Alice must not learn, logged by the admin."""
+    ids = {}
+    with _as(ADMIN):
+        for experiment, names in (("e-read", ("base", "cand")), ("e-none", ("base", "secretmodelX"))):
+            for k, name in enumerate(names):
+                run = auth_server.admin.create_run(auth_server.ids[experiment], run_name=name)
+                table = pd.DataFrame({"item": [f"q{i}" for i in range(12)], "scorer": "correct",
+                                      "value": [i % (2 + k) == 0 for i in range(12)]})
+                auth_server.admin.log_table(run.info.run_id, table, "eval_scores.json")
+                auth_server.admin.set_terminated(run.info.run_id)
+                ids[experiment, k] = run.info.run_id
+    return ids
+
+
+def test_evaluation_runs_are_read_only_by_who_may_read_them(auth_server, eval_runs):
+    """Alice may not read ``e-none``: its evaluation runs are absent to her (the same answer, word for word, as runs
+    that do not exist), a comparison into an experiment she may only read is refused with 403, and none of it
+    writes anything; into ``e-edit`` it runs with her own permissions."""
+    alice, url, ids = auth_server.api(ALICE), auth_server.url, auth_server.ids
+    s = alice.session
+    absent_id = str(int(max(ids.values())) + 1000)
+    before = _snapshot(auth_server)
+    hidden = s.get(f"{url}/bayescompare/api/evaluation-runs", params={"experiment_id": ids["e-none"]}, timeout=30)
+    absent = s.get(f"{url}/bayescompare/api/evaluation-runs", params={"experiment_id": absent_id}, timeout=30)
+    assert hidden.status_code == 404
+    _same(hidden, absent, ids["e-none"], absent_id)
+    secret = {"run_a": eval_runs["e-none", 0], "run_b": eval_runs["e-none", 1], "target_experiment": "e-edit"}
+    made_up = {"run_a": uuid.uuid4().hex, "run_b": uuid.uuid4().hex, "target_experiment": "e-edit"}
+    refused = s.post(f"{url}/bayescompare/api/evals", json=secret, timeout=60)
+    unknown = s.post(f"{url}/bayescompare/api/evals", json=made_up, timeout=60)
+    assert refused.status_code == 400 and "secretmodelX" not in refused.text, refused.text
+    assert refused.text.replace(secret["run_a"], "A").replace(secret["run_b"], "B") == \
+        unknown.text.replace(made_up["run_a"], "A").replace(made_up["run_b"], "B")
+    readable = {"run_a": eval_runs["e-read", 0], "run_b": eval_runs["e-read", 1]}
+    read_only = s.post(f"{url}/bayescompare/api/evals", json=readable, timeout=60)  # into e-read, run A's
+    assert read_only.status_code == 403 and "no permission to log runs into" in read_only.json()["error"]
+    assert _snapshot(auth_server) == before
+    listed = s.get(f"{url}/bayescompare/api/evaluation-runs", params={"experiment_id": ids["e-read"]}, timeout=30)
+    assert {r["run_id"] for r in listed.json()["runs"]} == set(readable.values())
+    state = alice.wait(alice.start("evals", {**readable, "target_experiment": "e-edit", "seed": 1}))
+    assert (state["status"], state["experiment_id"], state["source_runs"]) == \
+        ("FINISHED", ids["e-edit"], [readable["run_a"], readable["run_b"]]), state
+    with _as(ADMIN):
+        assert auth_server.admin.get_run(state["run_id"]).data.tags[T.USER] == "alice"
 
 
 def test_a_numeric_target_is_an_id_and_never_a_new_name(fail_closed_server):

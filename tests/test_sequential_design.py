@@ -19,7 +19,8 @@ EVAL = dict(test="eval-binary", min_size=100, max_size=2000, look_every=100, pla
 
 
 def test_the_json_round_trips_and_the_fingerprint_is_its_sha256():
-    for fields in (CV, EVAL, {**EVAL, "look_every": None, "look_at": [100, 700, 2000], "gate": "both"}):
+    for fields in (CV, EVAL, {**EVAL, "look_every": None, "look_at": [100, 700, 2000], "gate": "both",
+                                 "cs_check": True}):
         design = Design(**fields)
         text = design.canonical_json()
         assert from_json(text) == design and from_json(text).canonical_json() == text
@@ -40,14 +41,16 @@ def test_defaults_are_written_into_the_design_so_equal_designs_share_one_fingerp
 def test_the_fingerprint_of_a_registered_design_does_not_move():
     """A design registered with an earlier version must keep its fingerprint: this one was registered with
     schema 1.  Changing the canonical form (a new field, another number format) must bump SCHEMA instead."""
-    assert Design(**CV).fingerprint == "47e3c5ab85ba816faffc3c7992252b72da6691400167082e1f32bbe8ae352551"
+    registered = Design(**CV, cs_check=True)  # the default then (the sequence is now asked for: ``cs``)
+    assert registered.fingerprint == "47e3c5ab85ba816faffc3c7992252b72da6691400167082e1f32bbe8ae352551"
 
 
 def test_every_changed_field_is_named_and_the_later_look_refused():
     registered = Design(**CV)
-    new = Design(**{**CV, "folds": 5, "max_size": 40, "threshold": 0.99, "gate": "both"})
+    new = Design(**{**CV, "folds": 5, "max_size": 40, "threshold": 0.99, "gate": "both", "cs_check": True})
     assert changes(registered, new) == ["threshold: 0.95 → 0.99", "nominal_error: 0.05 → 0.01",
-                                        "max_size: 30 → 40", "folds: 10 → 5", 'gate: "bayes" → "both"']
+                                        "max_size: 30 → 40", "folds: 10 → 5", "cs_check: false → true",
+                                        'gate: "bayes" → "both"']
     with pytest.raises(InputError) as caught:
         check_unchanged(registered, new)
     text = str(caught.value)
@@ -60,7 +63,7 @@ def test_every_changed_field_is_named_and_the_later_look_refused():
         other = {"test": "correlated-t", "rope": 0.02, "threshold": 0.9, "nominal_error": 0.1,
                  "greater_is_better": False, "min_size": 3, "max_size": 31, "look_every": 2, "look_at": (2, 30),
                  "folds": 5, "rho": 0.2, "prior_concentration": None, "score_range": (0.0, 2.0),
-                 "planning_sd": 0.03, "cs_check": False, "cs_alpha": 0.1, "gate": "bayes"}[f.name]
+                 "planning_sd": 0.03, "cs_check": True, "cs_alpha": 0.1, "gate": "bayes"}[f.name]
         if other == value:
             continue
         extra = {"look_every": None} if f.name == "look_at" else {}
@@ -121,7 +124,8 @@ def test_every_problem_is_named_at_once_and_bad_json_is_refused():
 
 def test_the_json_api_and_the_command_line_read_a_design_by_the_options_machinery():
     """The ``watch`` command can take a design as options: public names, flags and their messages."""
-    [design] = parse_fields({**CV, "lower_is_better": True, "no_cs_check": True}, [Design])
-    assert (design.greater_is_better, design.cs_check) == (False, False)
+    [design] = parse_fields({**CV, "lower_is_better": True, "cs": True}, [Design])
+    assert (design.greater_is_better, design.cs_check) == (False, True)
+    assert Design(**CV).cs_check is False  # on request
     with pytest.raises(InputError, match="Invalid value for '--max-size': must be a whole number"):
         parse_fields({**CV, "max_size": "many"}, [Design], origin="cli")

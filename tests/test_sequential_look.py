@@ -61,7 +61,8 @@ def test_the_confidence_sequence_is_shown_beside_and_gate_both_needs_it_to_agree
     rng = np.random.default_rng(4)
     a = rng.binomial(1, 0.75, 3000)
     b = np.where(rng.random(3000) < 0.7, a, 1 - a) * (rng.random(3000) < 0.9)  # B passes less often
-    bayes = Design(test="eval-binary", min_size=100, max_size=3000, look_every=100, planning_sd=0.55, rope=0.02)
+    bayes = Design(test="eval-binary", min_size=100, max_size=3000, look_every=100, planning_sd=0.55, rope=0.02,
+                   cs_check=True)
     both = Design(**{**bayes.to_dict(), "gate": "both", "look_at": None, "score_range": (0, 1)})
     alone, gated = look(bayes, a, b), look(both, a, b)
     assert alone.answer == gated.answer == "a_better" and gated.size > alone.size
@@ -75,7 +76,7 @@ def test_the_confidence_sequence_is_shown_beside_and_gate_both_needs_it_to_agree
     assert saved["fingerprint"] == both.fingerprint != bayes.fingerprint
 
 
-def test_another_posterior_can_be_plugged_in_as_the_evaluation_family_will_be():
+def test_another_posterior_can_be_plugged_in():
     design = Design(test="eval-continuous", min_size=10, max_size=40, look_every=10, planning_sd=0.2, rope=0.05)
     seen = []
 

@@ -82,7 +82,8 @@ def test_the_naive_rule_inflates_with_many_looks_and_the_offered_threshold_keeps
 
 
 def test_the_report_names_sizes_savings_and_the_sequences_coverage():
-    design = Design(test="correlated-t", folds=10, min_size=2, max_size=12, planning_sd=0.01, rope=0.01)
+    design = Design(test="correlated-t", folds=10, min_size=2, max_size=12, planning_sd=0.01, rope=0.01,
+                    cs_check=True)
     oc = operating_characteristics(design, replicates=1000, seed=3)
     text = "\n".join(oc.lines())
     assert "1000 simulated runs per scenario and truth (seed 3)" in text

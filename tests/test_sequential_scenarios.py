@@ -20,7 +20,8 @@ def test_cross_validation_differences_have_the_scenarios_correlation(scenario, s
     """At the budget (n = 60 folds): Var(x̄) = σ²(shared + repeat/r + rest/n) and E[s²] = n(σ² − Var(x̄))/(n − 1),
     over 20000 runs, to 4 standard errors (s² to 2%; 5% with Student-t(3) noise, whose s² averages slowly); the mean
     is the truth."""
-    design = Design(test="correlated-t", folds=FOLDS, min_size=REPEATS, max_size=REPEATS, planning_sd=SD)
+    design = Design(test="correlated-t", folds=FOLDS, min_size=REPEATS, max_size=REPEATS, planning_sd=SD,
+                    cs_check=True)
     (n, mean, variance), (low, high, covered) = draw(design, scenario, 0.01, 20_000, np.random.default_rng(1))
     n = REPEATS * FOLDS
     var_mean = SD**2 * (shared + repeat / REPEATS + (1 - shared - repeat) / n)
@@ -35,7 +36,7 @@ def test_cross_validation_differences_have_the_scenarios_correlation(scenario, s
 def test_pass_fail_items_disagree_at_the_planned_rate_and_cluster_as_said(scenario):
     """wins − losses over n items has mean nδ and variance n(D − δ²)·(1 + (m − 1)·ICC) (m = 10, ICC = 0.1: the
     design effect 1.9) when clustered, 1 when not; D = planning_sd²."""
-    design = Design(test="eval-binary", min_size=1000, max_size=1000, planning_sd=0.5, rope=0.02)
+    design = Design(test="eval-binary", min_size=1000, max_size=1000, planning_sd=0.5, rope=0.02, cs_check=True)
     (wins, losses, n), (low, high, covered) = draw(design, scenario, 0.04, 10_000, np.random.default_rng(2))
     net, disagree = (wins - losses)[:, -1], 0.25
     effect = 1 + (CLUSTER_SIZE - 1) * ICC if scenario == "clustered" else 1
@@ -49,10 +50,13 @@ def test_pass_fail_items_disagree_at_the_planned_rate_and_cluster_as_said(scenar
 def test_continuous_items_have_the_planned_spread_and_cluster_as_said(scenario):
     """n·Var(d̄) = Var(d)·n/(n − 1) + (m − 1)·ICC·σ² with clusters (their effect's covariance), Var(d) without; the
     item variance is σ², less the Student-t(3) tails clipped at the scores' range when clustered (15% at σ = 0.2)."""
-    design = Design(test="eval-continuous", min_size=500, max_size=500, planning_sd=0.2, rope=0.02)
-    (n, mean, variance), (low, high, covered) = draw(design, scenario, -0.03, 10_000, np.random.default_rng(3))
+    design = Design(test="eval-continuous", min_size=500, max_size=500, planning_sd=0.2, rope=0.02, cs_check=True)
+    (n, mean, variance, reach), (low, high, covered) = draw(design, scenario, -0.03, 10_000,
+                                                            np.random.default_rng(3))
     within = (CLUSTER_SIZE - 1) * ICC * 0.04 if scenario == "clustered" else 0.0
     assert mean[:, -1].mean() == pytest.approx(-0.03, abs=4 * 0.2 * np.sqrt(2 / 500 / 10_000))
     assert mean[:, -1].var() * 500 == pytest.approx(variance[:, -1].mean() * 500 / 499 + within, rel=0.06)
     assert variance[:, -1].mean() / 0.04 == pytest.approx(0.85 if scenario == "clustered" else 1.0, abs=0.02)
     assert covered.mean() >= 0.95
+    # the reach of the family's prior: the largest |difference| so far, within the scores' range
+    assert (reach[:, -1] >= np.sqrt(variance[:, -1])).all() and (reach[:, -1] <= 1).all()

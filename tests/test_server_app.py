@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import requests
 from mlflow import MlflowClient
@@ -30,6 +31,7 @@ from uci_runs import log_uci_with_time
 from mlflow_bayescompare.client import JobFailed
 from mlflow_bayescompare.families.ranking.hierarchical_k.report import DIFFERS as JOINT_DIFFERS
 from mlflow_bayescompare.pipeline.compare import compare_matrix, compare_runs, rank_runs, require
+from mlflow_bayescompare.pipeline.evals import compare_evaluation_runs
 from mlflow_bayescompare.reads.cvlog import log_cv_scores
 from mlflow_bayescompare.sampling import programs, pystan_backend
 from mlflow_bayescompare.server.owners import owner_tags
@@ -382,6 +384,59 @@ def test_experiments_and_choices(server):
                        "dataset_key": "tag:dataset"}
 
 
+EVAL_RUN_NAMES = ("prompt-A", '<script>alert("evals")</script>](javascript:x) #B')
+
+
+def _log_eval_tables(client: MlflowClient, name: str, items: int = 16) -> tuple[str, list[str]]:
+    """Two evaluation runs of a harness (a long table each: item, scorer, value): B passes more items and is
+    slower."""
+    eid = client.create_experiment(name)
+    ids = []
+    for k, run_name in enumerate(EVAL_RUN_NAMES):
+        rows = [{"item": f"q{i}", "scorer": s, "value": v} for i in range(items)
+                for s, v in (("correct", i % (3 + 2 * k) != 0), ("latency", 1.0 + 0.1 * k + 0.01 * i))]
+        run = client.create_run(eid, run_name=run_name)
+        client.log_table(run.info.run_id, pd.DataFrame(rows), "eval_scores.json")
+        client.set_terminated(run.info.run_id)
+        ids.append(run.info.run_id)
+    return eid, ids
+
+
+def test_evaluation_runs_compared_through_the_api_as_the_python_api_does(server):
+    api = server.api()
+    eid, (a, b) = _log_eval_tables(server.client, f"evals-{uuid.uuid4().hex[:8]}")
+    listed = api.evaluation_runs(eid)
+    assert [(r["run_id"], r["kind"], r["artifact"]) for r in listed] == [(b, "table", "eval_scores.json"),
+                                                                      (a, "table", "eval_scores.json")]
+    fields = {"run_a": a, "run_b": b, "rope": "latency=0.05", "seed": 5}
+    state = api.wait(api.start("evals", fields))
+    assert (state["status"], state["error"]) == ("FINISHED", None), state
+    expected = compare_evaluation_runs(a, b, rope="latency=0.05", seed=5, tracking_uri=server.url, log=False)
+    by_scorer = {m["metric"]: m for m in state["metrics"]}
+    for scorer, one in expected.result.by_scorer.items():
+        assert {k: by_scorer[scorer][k] for k in PROBABILITIES} == {k: getattr(one, k) for k in PROBABILITIES}
+    assert state["source_runs"] == [a, b] and state["model_b"] == EVAL_RUN_NAMES[1]
+    assert state["compare_url"] == f"/#/experiments/{eid}/evaluation-runs?selectedRunUuid={a}&compareToRunUuid={b}"
+    report = api.session.get(f"{server.root}{state['report_url']}", timeout=30)
+    assert report.status_code == 200 and "<script>alert" not in report.text
+    one = api.wait(api.start("evals", {"run_a": a, "run_b": b, "scorers": "correct", "require": "better",
+                                       "seed": 5}))  # shown as a comparison of one metric
+    correct = compare_evaluation_runs(a, b, scorers="correct", seed=5, tracking_uri=server.url,
+                                      log=False).result.by_scorer["correct"]
+    assert {k: one[k] for k in (*PROBABILITIES, "verdict")} == {k: getattr(correct, k) for k in
+                                                                  (*PROBABILITIES, "verdict")}
+    assert one["require"]["probability"] == pytest.approx(correct.p_b_better) and one["kind"] == "comparison"
+    ranked = api.wait(api.start("evals", {"runs": [a, b], "vs": a, "scorers": "correct", "seed": 5}))
+    assert (ranked["status"], ranked["kind"], ranked["source_runs"]) == ("FINISHED", "ranking", [a, b]), ranked
+    assert ranked["compare_url"] is None  # MLflow's side-by-side view is of run A and run B
+    before = {r.info.run_id for r in server.client.search_runs([eid])}
+    for extra, words in (({"scorers": "bleu"}, "scorer 'bleu' is in none of the runs"),
+                         ({"run_b": uuid.uuid4().hex}, "not found"), ({"rope": "nope=1"}, "rope names scorer")):
+        resp = api.session.post(f"{server.url}/bayescompare/api/evals", json={**fields, **extra}, timeout=60)
+        assert resp.status_code == 400 and words in resp.json()["error"], resp.text
+    assert {r.info.run_id for r in server.client.search_runs([eid])} == before
+
+
 def test_stock_mlflow_ui_and_rest_api_still_answer(server):
     index = requests.get(f"{server.url}/", timeout=30)
     assert index.status_code == 200 and "<title>MLflow</title>" in index.text
@@ -541,6 +596,59 @@ def test_page_runs_a_comparison_and_follows_its_stages(server):
     assert dialogs == []
 
 
+@pytest.mark.browser
+@ON_SQLITE
+def test_page_compares_two_evaluation_runs_and_links_mlflows_own_view(server):
+    """"Compare evaluation runs": the experiment's evaluation runs listed (a hostile name shown as text: the page's
+    CSP is off, so escaping alone is tested), the newest as B; a scorer not in the runs refused with the server's
+    message; the comparison followed to its verdict per scorer, as the API answers it, with the link to MLflow's
+    side-by-side view of the two runs."""
+    eid, (a, b) = _log_eval_tables(server.client, f"evals-page-{uuid.uuid4().hex[:8]}")
+    with chromium_page(bypass_csp=True) as (page, dialogs):
+        page.goto(f"{server.url}/bayescompare/")
+        page.select_option("#evals-experiment", eid)
+        page.wait_for_selector("#evals-run-a option:nth-child(2)", state="attached")
+        assert (page.input_value("#evals-run-a"), page.input_value("#evals-run-b")) == (a, b)
+        assert _options(page, "#evals-run-b")[0].startswith(EVAL_RUN_NAMES[1] + " · table · ")
+        assert page.text_content("#evals-info") == "2 evaluation runs"
+        page.fill("#evals-scorers", "bleu")
+        page.click("#evals-btn")
+        page.wait_for_selector("#evals-error:not([hidden])")
+        assert "scorer 'bleu' is in none of the runs" in page.text_content("#evals-error")
+        page.fill("#evals-scorers", "")
+        page.fill("#evals-rope", "latency=0.05")
+        page.click("#evals-section details summary")
+        page.fill("#evals-seed", "5")
+        page.click("#evals-btn")
+        page.wait_for_function("document.getElementById('job-status').textContent === 'FINISHED'", timeout=120_000)
+        state = server.api().status(_run_id(page))
+        assert page.text_content("#job-title") == f"prompt-A vs {EVAL_RUN_NAMES[1]} · correct, latency"
+        assert page.text_content("#by-metric-caption") == "By scorer" and page.text_content("#by-metric-per") == \
+            "Scorer"
+        rows = page.eval_on_selector_all("#by-metric tbody tr", "rs => rs.map(r => r.cells[0].textContent)")
+        assert rows == [m["metric"] for m in state["metrics"]] == ["correct", "latency"]
+        assert page.is_visible("#compare-link") and page.get_attribute("#compare-link", "href") == \
+            state["compare_url"]
+        assert page.is_hidden("#evals-error")
+        page.select_option("#evals-run-a", b)  # B against A: reopened, the runs are chosen again (not the defaults)
+        page.select_option("#evals-run-b", a)
+        page.click("#evals-btn")
+        page.wait_for_function(f"location.search !== '?run_id={state['run_id']}' && "
+                               "document.getElementById('job-status').textContent === 'FINISHED'", timeout=120_000)
+        page.goto(f"{server.url}/bayescompare/?run_id={_run_id(page)}")
+        page.wait_for_function(f"document.getElementById('evals-run-a').value === '{b}'", timeout=30_000)
+        assert (page.input_value("#evals-experiment"), page.input_value("#evals-run-b")) == (eid, a)
+        page.select_option("#evals-runs", [a, b])  # ranked: per scorer, each run's P(best)
+        page.click("#evals-rank-btn")
+        page.wait_for_function("document.getElementById('job-title').textContent === "
+                               "'Ranking of 2 evaluation runs · correct, latency' && "
+                               "document.getElementById('job-status').textContent === 'FINISHED'", timeout=120_000)
+        ranked = server.api().status(_run_id(page))
+        assert ranked["kind"] == "ranking" and page.is_visible("#rankings") and page.is_hidden("#compare-link-line")
+        assert EVAL_RUN_NAMES[1] in page.text_content("#rankings")
+    assert dialogs == []
+
+
 def _better_first(pair: dict) -> list[str]:
     """A pair's row on the page: the model more probably better first, its verdict and probabilities."""
     a, b, p_a, p_b = pair["model_a"], pair["model_b"], pair["p_a_better"], pair["p_b_better"]
@@ -554,7 +662,10 @@ def _better_first(pair: dict) -> list[str]:
 def test_page_ranks_against_a_model(server):
     """"Rank all models" against a model: the ranking job of the API with ``vs``, its table against the reference
     (one row per other model, the verdict, P(better / equivalent / worse), the difference and its HDI) under the
-    ranking, no pairs; reopened, the form asks the same again."""
+    ranking, no pairs; reopened, the form asks the same again.  Past comparisons names the model that ranked: a BBT
+    ranking and a hierarchical one looked alike there (issue 40, item 12)."""
+    bbt = rank_runs(experiment_ids=[server.experiment_id], metric="accuracy", model="bbt", seed=5, draws=200,
+                    tracking_uri=server.url)
     with _browser() as (page, dialogs):
         page.goto(f"{server.url}/bayescompare/")
         _fill_form(page, server, seed=5, draws=200)
@@ -574,6 +685,8 @@ def test_page_ranks_against_a_model(server):
                          shown[i], f"[{shown[n + i]}, {shown[2 * n + i]}]"] for i, r in enumerate(versus)] and n == 2
         assert page.is_visible("#ranking") and page.is_hidden("#pairs") and page.is_hidden("#pairs-differ")
         assert page.text_content("#job-title") == "Ranking of 3 models · accuracy"
+        names = {r: page.text_content(f'#past tr[data-run-id="{r}"] a.show') for r in (run_id, bbt.run_id)}
+        assert names == {run_id: "ranking of 3 models · hierarchical", bbt.run_id: "ranking of 3 models · BBT"}
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"bayescompare-page-versus-{server.backend.split(':')[0]}.png"),
                         full_page=True)
@@ -636,7 +749,7 @@ def test_page_compare_all_models(server):
                               " r.cells[1].textContent, r.cells[2].querySelector('a.show').textContent,"
                               " r.cells[6].textContent, r.cells[7].textContent, r.cells[8].textContent])")
         at = [r[0] for r in past].index(run_id)
-        assert past[at][1:5] == ["", False, server.experiment_name, "3 models"]
+        assert past[at][1:5] == ["", False, server.experiment_name, "3 models · hierarchical"]  # the model that ranked
         assert past[at + 1:at + 4] == [[p["run_id"], run_id, False, "", f"{p['model_a']} vs {p['model_b']}",
                                         *(format_probability(p[k]) for k in PROBABILITIES)] for p in state["pairs"]]
         assert [r for r in past if r[1] == run_id] == past[at + 1:at + 4]  # no pair of it at the top level
@@ -724,6 +837,12 @@ def test_page_on_one_dataset_says_which_test_and_which_ranking_answered(server):
                                                        "one dataset (the models share one dataset)")
         assert len(page.query_selector_all("#ranking tbody tr")) == 3
         page.frame_locator("#report").locator('img[alt="leader_gaps"]').wait_for(timeout=30_000)
+        page.select_option("#vs", "best")  # refused on one dataset before: the joint model answers it
+        page.click("#rank-btn")
+        page.wait_for_selector("#versus:not([hidden])", timeout=300_000)
+        state = server.api().status(_run_id(page))
+        assert state["ranking_model"] == "joint-t" and [r["reference"] for r in state["versus"]] == [state["best"]] * 2
+        assert page.text_content("#versus-caption") == f"Against {state['best']} on this dataset"
         page.goto(f"{server.url}/bayescompare/?run_id={logged.run_id}")
         page.wait_for_selector("#verdict:not(:empty)", timeout=60_000)
         assert page.text_content("#verdict") == logged.verdict and page.is_hidden("#stages")
@@ -1033,7 +1152,7 @@ def test_stan_programs_compile_at_startup_and_a_job_waits_for_it(tmp_path):
             run_id = urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query)["run_id"][0]
         # the start-up compile logs its programs once every one is compiled: the others may still be compiling
         log = _wait_for_log(srv, r"compiled the Stan program hierarchical at start-up in \d+ s", timeout=600)
-        assert log.count("compiling the Stan program hierarchical once") == 1, log[-3000:]
+        assert log.count("compiling 1 Stan program at once (hierarchical)") == 1, log[-3000:]  # one line says it
         run = MlflowClient(srv.url).get_run(run_id)
         assert run.info.status == "FINISHED" and run.data.metrics["compile_seconds"] > 0  # it waited for that compile
     finally:

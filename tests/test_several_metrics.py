@@ -16,6 +16,7 @@ from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.pipeline import compare as api
 from mlflow_bayescompare.vocabulary.errors import InputError
 from mlflow_bayescompare.vocabulary.options import FitOptions, PerMetric, RankOptions, SourceOptions, per_metric
+from mlflow_bayescompare.vocabulary.outcomes import combined_line
 
 FAST = {"chains": 2, "draws": 300, "seed": 3}
 FAST_CLI = ["--chains", "2", "--draws", "300", "--seed", "3"]
@@ -36,6 +37,15 @@ def _runs(client, experiment_id):
 
 
 # ---------------------------------------------------------------------------------------------- the options
+
+
+def test_the_combined_line_says_undecided_of_the_pair_not_of_model_a():
+    """An inconclusive metric is the pair's: "svc is undecided on accuracy" read as if svc hesitated (issue 40)."""
+    assert combined_line("rf", "svc", {"accuracy": "inconclusive", "fit_time": "a_better", "auc": "inconclusive"}) \
+        == "rf vs svc: rf is better on fit_time; undecided on accuracy and auc."
+    assert combined_line("rf", "svc", {"accuracy": "inconclusive"}) == "rf vs svc: undecided on accuracy."
+    assert combined_line("rf", "svc", {"accuracy": "equivalent", "fit_time": "b_better"}) == \
+        "rf vs svc: rf is practically equivalent on accuracy, and worse on fit_time."
 
 
 def test_rope_and_direction_per_metric_resolve_to_each_metrics_plain_options():

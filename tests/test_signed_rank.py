@@ -22,7 +22,7 @@ from mlflow_bayescompare.families.signed_rank.engine import (
     walsh_regions,
 )
 from mlflow_bayescompare.scores.tensor import from_arrays
-from mlflow_bayescompare.shared.report_html import md_escape
+from mlflow_bayescompare.shared.markdown import escape as md_escape
 from mlflow_bayescompare.vocabulary.errors import InputError
 
 baycomp = require_module("baycomp", "baycomp is the test's oracle (pip install baycomp)")
@@ -144,7 +144,7 @@ def test_the_description_escapes_the_odds_once(means):
     """The odds' names in the run description are escaped once for Markdown: ``a_better`` shows as written, not as
     the text ``a&#95;better`` (escaped twice, the entity's own ``&`` escaped again)."""
     res = signed_rank_test(means["hnb"], means["j48"], datasets=means.index, model_a="hnb", model_b="j48")
-    markdown = report.render_markdown(res, "accuracy")
+    markdown = str(report.render_markdown(res, "accuracy"))
     assert f"| {md_escape('a_better/b_better')} |" in markdown and "&amp;#" not in markdown
 
 
@@ -152,7 +152,7 @@ def test_the_means_table_writes_each_column_with_one_number_of_decimals(means):
     """The per-dataset means of the report (the run description's table and the HTML page's): the two models' means
     with one number of decimals, the differences with one, no exponent and no negative zero."""
     res = signed_rank_test(means["hnb"], means["j48"], datasets=means.index, model_a="hnb", model_b="j48")
-    markdown = report.render_markdown(res, "accuracy")
+    markdown = str(report.render_markdown(res, "accuracy"))
     table = markdown[markdown.index("| dataset | hnb | j48 | difference |"):].split("\n\n")[0].splitlines()[2:]
     rows = [[cell.strip() for cell in line.strip("|").split("|")[1:]] for line in table]
     assert len(rows) == len(means)

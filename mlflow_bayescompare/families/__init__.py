@@ -1,9 +1,11 @@
 """Layer 4, the test families, one package each: the two-model tests (:mod:`.hierarchical`, :mod:`.signed_rank`,
-:mod:`.correlated_t`) and the ranking models of k models (:mod:`.ranking`: hierarchical-k, joint, BBT).  A family
+:mod:`.correlated_t`), the ranking models of k models (:mod:`.ranking`: hierarchical-k, joint, BBT) and the test of
+systems evaluated on the same items (:mod:`.evals`: evaluation runs).  A family
 imports only itself and the layers below (one declared exception: :mod:`.correlated_t.formula`, see
 ``docs/architecture.md``).
 
-**The family table.**  Every family is one row here (:data:`PAIR_TESTS`, :data:`RANKING_MODELS`) naming its parts
+**The family table.**  Every family is one row here (:data:`PAIR_TESTS`, :data:`RANKING_MODELS`, :data:`EVAL_TESTS`)
+naming its parts
 by where they live, ``"<module under families>:<name>"``, imported when first used (:meth:`Family.part`), and its
 words.  The pipeline, the run writers, the command line, the server and its page look a family up here
 (:func:`pair_test`, :func:`ranking_model`, :func:`taking`) instead of branching on its name; a new family is a package
@@ -17,8 +19,8 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
 
-__all__ = ["Family", "PairTest", "RankingModel", "PAIR_TESTS", "RANKING_MODELS", "pair_test", "ranking_model",
-           "taking", "tests_named", "page_words"]
+__all__ = ["Family", "PairTest", "RankingModel", "EvalTest", "PAIR_TESTS", "RANKING_MODELS", "EVAL_TESTS",
+           "pair_test", "ranking_model", "eval_test", "taking", "tests_named", "page_words"]
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,8 @@ class Family:
     :class:`~..shared.run_content.Bundle`); ``report``: the module with ``render_markdown`` and ``render_html``;
     ``plots``: the function of the report's figures; ``program``: its Stan program
     (:data:`~..sampling.programs.PROGRAMS`; None: closed form or Monte Carlo); ``takes``: the data ``auto`` chooses
-    it for (``folds`` across datasets, the folds of ``one dataset``, per-dataset ``means``)."""
+    it for (``folds`` across datasets, the folds of ``one dataset``, per-dataset ``means``; ``items``: the items of
+    evaluation runs)."""
 
     name: str
     title: str
@@ -81,7 +84,8 @@ class RankingModel(Family):
     ranking, ``text(result)``; ``differs``: why its pairs and the pair tests shown beside it can differ (or None);
     ``columns``: the ranking table's columns the terminal shows; ``claims``: the prefixes of the ranking claims it
     answers (:data:`~..vocabulary.claims.RANKING_CLAIMS`); ``versus``: it answers ``vs`` (every model against one);
-    ``metric_rope``: it reads the rope in metric units (``metric_rope``)."""
+    ``metric_rope``: it reads the rope in metric units (``metric_rope``); ``short``: its name where a line names the
+    model that ranked (the page's Past comparisons: ``ranking of 4 models · BBT``)."""
 
     engine: str = ""
     check: str | None = None
@@ -92,8 +96,31 @@ class RankingModel(Family):
     claims: tuple[str, ...] = ("best=",)
     versus: bool = False
     metric_rope: bool = True
+    short: str = ""
 
     PARTS = (*Family.PARTS, "engine", "check", "refuse", "text", "differs")
+
+
+@dataclass(frozen=True)
+class EvalTest(Family):
+    """A test of systems evaluated on the same items (evaluation runs), paired per item, on the tidy table of
+    :mod:`.evals.pairing`.  ``engine``: two systems, ``engine(table, system_a, system_b, scorers, **settings)``;
+    ``rank``: k systems, ``rank(table, systems, scorers, *, vs, **settings)``, whose result class is ``ranking``;
+    ``check``: the pre-flight of a read table, ``check(table, systems, options)`` (raises an InputError; returns the
+    scorers compared); ``run`` and ``ranking_run``: the run writers, ``run(result, table, read, *, next_suite,
+    directory, figures)`` and ``ranking_run(result, table, read, *, directory, figures)``; ``text``: the terminal's
+    lines, ``text(result)``; ``gate``: a claim about a system across scorers, ``gate(result, claims, *, better_on,
+    threshold)``."""
+
+    engine: str = ""
+    rank: str = ""
+    ranking: str = ""
+    ranking_run: str = ""
+    check: str = ""
+    text: str = ""
+    gate: str = ""
+
+    PARTS = (*Family.PARTS, "engine", "rank", "ranking", "ranking_run", "check", "text", "gate")
 
 
 #: The two-model tests, by name.
@@ -136,23 +163,37 @@ RANKING_MODELS = {family.name: family for family in (
         program="hierarchical_k", takes="folds",
         columns=("model", "p_best", "p_best_next", "mean_rank", "rank_low", "rank_high", "effect", "diff_to_leader",
                  "diff_low", "diff_high"),
-        claims=("best=", "none-better=", "not-worse-than-best="), versus=True),
+        claims=("best=", "none-better=", "not-worse-than-best="), versus=True, short="hierarchical"),
     RankingModel(
         name="bbt", title="Bayesian Bradley-Terry", page_title="Bayesian Bradley–Terry", reference="Wainer 2023",
         engine="ranking.bbt.engine:rank_bbt", refuse="ranking.bbt.engine:refuse_lacking",
         result="ranking.bbt.result:RankingResult", run="ranking.run:bundle",
         report="ranking.bbt.report", plots="ranking.bbt.plots:all_figures", text="ranking.bbt.report:text_lines",
         differs="ranking.bbt.report:DIFFERS", program="bbt", takes="means",
-        columns=("model", "p_best", "mean_rank", "rank_low", "rank_high", "strength"), metric_rope=False),
+        columns=("model", "p_best", "mean_rank", "rank_low", "rank_high", "strength"), metric_rope=False, short="BBT"),
     RankingModel(
         name="joint-t", title="joint correlated-t model of one dataset's folds",
         page_title="joint correlated-t model of one dataset's folds", reference="Corani & Benavoli 2015, generalised",
         engine="ranking.joint.engine:rank_one_dataset", check="ranking.joint.engine:joint_inputs",
         result="ranking.joint.result:JointRankingResult", run="ranking.run:bundle", report="ranking.joint.report",
         plots="ranking.joint.plots:all_figures", text="ranking.joint.report:text_lines", program=None,
-        takes="one dataset",
+        takes="one dataset", versus=True, short="joint-t",
         columns=("model", "p_best", "mean_rank", "rank_low", "rank_high", "mean", "diff_to_leader", "diff_low",
                  "diff_high")),
+)}
+
+
+#: The tests of systems evaluated on the same items, by name (the result's ``test``).
+EVAL_TESTS = {family.name: family for family in (
+    EvalTest(
+        name="paired-evals", title="paired comparison of evaluation runs, item by item (exact, no MCMC)",
+        page_title="paired comparison of evaluation runs, item by item",
+        reference="Dirichlet 2×2 and ordinal tables, the Bayesian bootstrap (Rubin 1981); clusters after Miller 2024",
+        engine="evals.engine:compare_evaluations", rank="evals.engine:rank_evaluations",
+        result="evals.result:EvalComparisonResult", ranking="evals.result:EvalRanking", check="evals.run:check",
+        run="evals.run:bundle", ranking_run="evals.run:ranking_bundle", report="evals.report",
+        plots="evals.plots:all_figures", text="evals.report:text_lines", gate="evals.gates:check", program=None,
+        takes="items"),
 )}
 
 
@@ -164,6 +205,11 @@ def pair_test(name: str) -> PairTest:
 def ranking_model(name: str) -> RankingModel:
     """The ranking model ``name`` (a result's ``model``)."""
     return RANKING_MODELS[name]
+
+
+def eval_test(name: str = "paired-evals") -> EvalTest:
+    """The test of evaluation runs ``name`` (a result's ``test``)."""
+    return EVAL_TESTS[name]
 
 
 def taking(data: str, table: dict[str, Family] = PAIR_TESTS) -> Family:
@@ -179,9 +225,19 @@ def tests_named(tests, references: bool = False) -> str:
 
 def page_words() -> dict[str, dict[str, dict[str, Any]]]:
     """What the server's page shows of each family (it names none itself): a test's words and whether its
-    probabilities are the next dataset's; a ranking model's words, whether it reads the rope in metric units and why
-    its pairs can differ from the pair tests beside it."""
-    return {"tests": {t.name: {"title": t.page_title, "next_dataset": t.next_dataset} for t in PAIR_TESTS.values()},
-            "rankings": {m.name: {"title": m.page_title, "metric_rope": m.metric_rope,
-                                  "differs": m.part("differs") if m.differs else None}
-                         for m in RANKING_MODELS.values()}}
+    probabilities are the next dataset's; a ranking model's words, whether it reads the rope in metric units, why
+    its pairs can differ from the pair tests beside it, and its short name; a test of evaluation runs both ways (it
+    compares two and ranks k; ``per``: what a decision is made per, metric or scorer) and among ``evaluations``, the
+    words of the page's part that starts one."""
+    evals = {t.name: {"title": t.page_title, "reference": t.reference} for t in EVAL_TESTS.values()}
+    return {"tests": {**{t.name: {"title": t.page_title, "next_dataset": t.next_dataset, "per": "metric"}
+                         for t in PAIR_TESTS.values()},
+                      **{name: {"title": e["title"], "next_dataset": False, "per": "scorer"}
+                         for name, e in evals.items()}},
+            "rankings": {**{m.name: {"title": m.page_title, "metric_rope": m.metric_rope,
+                                     "short": m.short, "differs": m.part("differs") if m.differs else None}
+                            for m in RANKING_MODELS.values()},
+                         **{name: {"title": e["title"], "metric_rope": True, "short": None, "differs": None,
+                                   "next_dataset": False}
+                            for name, e in evals.items()}},
+            "evaluations": evals}

@@ -11,17 +11,12 @@ Options are given as :mod:`..vocabulary.options` objects (``source=``, ``fit=``)
 
 from __future__ import annotations
 
-import contextlib
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from mlflow import MlflowClient
-
 from ..families import pair_test, ranking_model
 from ..families.ranking.engine import rank_scores
-from ..reads import reach
 from ..runs import cachekey, runlog
 from ..runs.bundle import matrix_bundle
 from ..runs.matrix import summarise
@@ -44,6 +39,7 @@ from ..vocabulary.outcomes import counted
 from ..vocabulary.progress import Progress, notify
 from . import pairfits, preflight
 from .outcomes import ComparisonOutcome, MatrixOutcome, MetricsOutcome, Outcome, RankingOutcome
+from .work import begin, failing_run
 
 __all__ = ["compare_runs", "compare_matrix", "rank_runs", "require", "Outcome", "ComparisonOutcome", "MatrixOutcome",
            "RankingOutcome", "MetricsOutcome"]
@@ -70,8 +66,8 @@ def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[
     """
     source, fit = _options(experiment_names, experiment_ids, options, (SourceOptions, source), (FitOptions, fit))
     pair = PairOptions(model_a=model_a, model_b=model_b)
-    client, progress, started = _begin(tracking_uri, run_id, progress)
-    with _failing_run(client, run_id):
+    client, progress, started = begin(tracking_uri, run_id, progress)
+    with failing_run(client, run_id):
         checked = preflight.check_metrics(client, "comparison", source, fit, (pair.model_a, pair.model_b), progress,
                                           logged=log and run_id is None)
         outcomes = {}
@@ -85,7 +81,7 @@ def compare_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[
             target = _target(client, run_id, source, next(iter(checked.values())).plan.experiment_ids)
             return _logged(client, outcomes, target, run_id, started, progress, lambda o, folder: pairfits.pair_bundle(
                 o.result, o.tensor, o.metric, o.experiment_ids, o.layout, run_id=run_id, experiment_id=target,
-                directory=folder))
+                directory=folder), _compared(checked, (pair.model_a, pair.model_b)))
     return _one_or_several(outcomes)
 
 
@@ -121,8 +117,8 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
                                         (SourceOptions, source), (FitOptions, fit), (ModelsOptions, None),
                                         (MatrixOptions, matrix_options))
     source, fit = preflight.one_metric(source, fit)
-    client, progress, started = _begin(tracking_uri, run_id, progress)
-    with _failing_run(client, run_id), tempfile.TemporaryDirectory(prefix="bayescompare-matrix-") as folder:
+    client, progress, started = begin(tracking_uri, run_id, progress)
+    with failing_run(client, run_id), tempfile.TemporaryDirectory(prefix="bayescompare-matrix-") as folder:
         planned = preflight.plan(client, "matrix", source, fit, chosen.models, progress, logged=log and run_id is None)
         ids, models, pairs, fit = planned.experiment_ids, planned.models, planned.pairs, planned.options
         log = log or run_id is not None
@@ -148,7 +144,8 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
                                    layout=checked.layout, directory=Path(folder) / "parent", child_runs=children,
                                    run_params=_matrix_params(how))
             target = _target(client, run_id, source, ids)
-            matrix.run_id = pairfits.log_family(client, bundle, fitted, target, run_id, started, progress, signer)
+            matrix.run_id = pairfits.log_family(client, bundle, fitted, target, run_id, started, progress, signer,
+                                                datasets=checked.collected.datasets_of(models))
             matrix.experiment_id = target
             for p, row in fitted.rows.items():
                 matrix.pairs[p].run_id, matrix.pairs[p].experiment_id = row.run_id, target
@@ -175,8 +172,8 @@ def rank_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str
     as :func:`compare_runs`."""
     source, rank = _options(experiment_names, experiment_ids, options, (SourceOptions, source), (RankOptions, rank))
     models = list(ModelsOptions(models=tuple(models)).models)
-    client, progress, started = _begin(tracking_uri, run_id, progress)
-    with _failing_run(client, run_id):
+    client, progress, started = begin(tracking_uri, run_id, progress)
+    with failing_run(client, run_id):
         checked = preflight.check_metrics(client, "ranking", source, rank, models, progress, claim=claim,
                                           logged=log and run_id is None)
         outcomes = {}
@@ -191,7 +188,8 @@ def rank_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str
             target = _target(client, run_id, source, next(iter(checked.values())).plan.experiment_ids)
             return _logged(client, outcomes, target, run_id, started, progress, lambda o, folder: ranking_model(
                 o.result.model).part("run")(o.result, metric=o.metric, experiment_ids=o.experiment_ids,
-                                            layout=o.layout, directory=folder))
+                                            layout=o.layout, directory=folder),
+                           _compared(checked, None))
     return _one_or_several(outcomes)
 
 
@@ -248,10 +246,21 @@ def _one_or_several(outcomes: dict[str, Outcome]) -> Outcome | MetricsOutcome:
     return next(iter(outcomes.values())) if len(outcomes) == 1 else MetricsOutcome(outcomes)
 
 
+def _compared(checked: dict, models) -> list:
+    """The dataset inputs of the runs of ``models`` (None: every model read) over every metric's scores, each once:
+    the inputs of the run that compares them."""
+    seen = {}
+    for one in checked.values():
+        chosen = models if models is not None else list(one.collected.runs_by_model)
+        seen.update({(d.name, d.digest): d for d in one.collected.datasets_of(chosen)})
+    return list(seen.values())
+
+
 def _logged(client, outcomes: dict[str, Outcome], target: str, run_id: str | None, started: int, progress,
-            bundle_of) -> Outcome | MetricsOutcome:
+            bundle_of, datasets=()) -> Outcome | MetricsOutcome:
     """Log the outcome (one metric's, or the decision on several: one run holding each metric's, built by
-    ``bundle_of(outcome, folder)`` into ``folder``) into ``target`` (as ``run_id`` when it exists)."""
+    ``bundle_of(outcome, folder)`` into ``folder``) into ``target`` (as ``run_id`` when it exists), with
+    ``datasets`` as the run's inputs."""
     outcome = _one_or_several(outcomes)
     with tempfile.TemporaryDirectory(prefix="bayescompare-") as folder:
         if isinstance(outcome, MetricsOutcome):
@@ -267,7 +276,7 @@ def _logged(client, outcomes: dict[str, Outcome], target: str, run_id: str | Non
         else:
             bundle = bundle_of(outcome, Path(folder) / "run")
         outcome.run_id = runlog.log_bundle(client, bundle, experiment_id=target, run_id=run_id, start_time=started,
-                                           progress=progress)
+                                           progress=progress, datasets=datasets)
     outcome.experiment_id = target
     for one in outcomes.values():
         one.run_id, one.experiment_id = outcome.run_id, target
@@ -302,27 +311,8 @@ def _cache_target(client, run_id: str | None, source: SourceOptions, ids) -> str
     return runlog.existing_target(client, source.target_experiment, ids)
 
 
-def _begin(tracking_uri: str | None, run_id: str | None, progress: Progress | None):
-    """A pipeline's client (of a tracking server that answers: :func:`~..reads.reach.check_reachable`), its
-    progress hook (recording the stage in ``run_id`` when given) and start time."""
-    client = MlflowClient(tracking_uri)
-    reach.check_reachable(client.tracking_uri)
-    return client, runlog.stage_recorder(client, run_id, progress), int(time.time() * 1000)
-
-
 def _target(client, run_id: str | None, source: SourceOptions, ids) -> str:
     """The experiment of the run: the one of ``run_id`` when it exists, else the target option's."""
     if run_id is not None:
         return client.get_run(run_id).info.experiment_id
     return runlog.resolve_target(client, source.target_experiment, ids)
-
-
-@contextlib.contextmanager
-def _failing_run(client, run_id: str | None):
-    """End the RUNNING ``run_id`` FAILED with the error when the work fails (nothing to do without one)."""
-    try:
-        yield
-    except BaseException as exc:
-        if run_id is not None:
-            runlog.fail_if_running(client, run_id, str(exc) or type(exc).__name__)
-        raise

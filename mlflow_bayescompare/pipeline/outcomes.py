@@ -3,15 +3,16 @@ comparison's, a ranking's, a matrix's, and a decision on several metrics'."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..runs.matrix import MatrixSummary
 from ..shared.report_html import format_probability
 from ..vocabulary.options import direction_word
-from ..vocabulary.outcomes import combined_line
+from ..vocabulary.outcomes import combined_line, json_ready
+from ..vocabulary.uiroutes import evaluation_comparison_route
 
-__all__ = ["Outcome", "ComparisonOutcome", "MatrixOutcome", "RankingOutcome", "MetricsOutcome"]
+__all__ = ["Outcome", "ComparisonOutcome", "MatrixOutcome", "RankingOutcome", "MetricsOutcome", "EvalsOutcome"]
 
 
 @dataclass
@@ -56,6 +57,40 @@ class ComparisonOutcome(Outcome):
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "n_datasets": len(self.tensor.datasets),
                 "datasets_left_out": dict(self.tensor.left_out)}
+
+
+@dataclass
+class EvalsOutcome(Outcome):
+    """A comparison (:class:`~..families.evals.result.EvalComparisons`: ``by_scorer``, ``line()``, …) or a ranking
+    (:class:`~..families.evals.result.EvalRanking`) of evaluation runs, what was read (``read``: the runs, the
+    pairing, the unpaired items), the tidy ``table`` of their scores, per scorer the hierarchical test's answer for
+    the next suite (``next_suite``, with several suites) and where it was logged; ``metric`` is the scorers,
+    comma-separated."""
+
+    read: Any = None
+    table: Any = field(default=None, repr=False)
+    next_suite: dict | None = None
+
+    @property
+    def compare_route(self) -> str | None:
+        """MLflow's own side-by-side view of the two runs (a route of its UI), when both are in one experiment."""
+        runs = self.read.runs
+        if len(runs) != 2 or runs[0].experiment_id != runs[1].experiment_id:
+            return None
+        return evaluation_comparison_route(runs[0].experiment_id, runs[0].run_id, runs[1].run_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result's JSON, the runs read (id, name, system, kind, items, errored assessments), the pairing, the
+        unpaired items, the next suite's answers, MLflow's view of the two runs and where it was logged."""
+        read = self.read
+        return json_ready({**self.result.to_dict(), "metric": self.metric, "source_experiment_ids": self.experiment_ids,
+                           "runs": [{"run_id": r.run_id, "name": r.name, "system": r.system, "kind": r.kind,
+                                     "experiment_id": r.experiment_id, "items": r.items, "errored": r.errored}
+                                    for r in read.runs],
+                           "pairing": read.pairing, "pair_key": read.pair_key, "unpaired": read.unpaired,
+                           "next_suite": {s: r.to_dict() for s, r in (self.next_suite or {}).items()} or None,
+                           "mlflow_compare_route": self.compare_route, "run_id": self.run_id,
+                           "experiment_id": self.experiment_id})
 
 
 @dataclass

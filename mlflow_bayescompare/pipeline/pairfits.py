@@ -160,11 +160,12 @@ def fit_pair(data, test: str, folder: Path | None, work: PairWork):
 
 
 def log_family(client, parent, fitted: Fitted, target: str, run_id: str | None, started: int,
-               progress: Progress | None, signer: Signer | None) -> str:
+               progress: Progress | None, signer: Signer | None, datasets=()) -> str:
     """Log the child runs of the pairs fitted with a bundle under the parent (created now, unless it is the
     RUNNING ``run_id``), then the parent's own bundle with the pairs table (each row naming its child run, and
-    signed by ``signer`` for the cache of its requester, whose fingerprint the parent carries).  Children are
-    written by a few threads when the store is a server.  A failed child fails the parent."""
+    signed by ``signer`` for the cache of its requester, whose fingerprint the parent carries) and ``datasets`` (the
+    source runs' dataset inputs) as its inputs.  Children are written by a few threads when the store is a server.
+    A failed child fails the parent."""
     if signer is not None:
         parent.tags[CACHE_FOR] = signer.fingerprint
     if run_id is None:
@@ -183,7 +184,7 @@ def log_family(client, parent, fitted: Fitted, target: str, run_id: str | None, 
     except BaseException as exc:
         runlog.fail_run(client, run_id, exc)
         raise
-    return runlog.log_bundle(client, parent, run_id=run_id, progress=progress)
+    return runlog.log_bundle(client, parent, run_id=run_id, progress=progress, datasets=datasets)
 
 
 def _gathered(pairs, fitted: dict, hits: dict, keys: dict, folder: Path | None, work: PairWork) -> Fitted:

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..families import RANKING_MODELS, pair_test, taking
 from ..families.ranking.common import lacking_lines
-from ..families.ranking.engine import model_across, ranking_model
+from ..families.ranking.engine import check_vs, model_across, ranking_model
 from ..families.ranking.scores import Scores, read_scores
 from ..reads.collect import CollectedScores, check_filter, collect_scores, discover, resolve_experiments
 from ..reads.search import read_search
@@ -138,6 +138,8 @@ def plan(client, kind: str, source: SourceOptions, options: FitOptions | RankOpt
                                                   filter_string=source.filter_string)["models"]
     if claim is not None:
         best_model(claim, models)
+    if kind == "ranking":
+        check_vs(options.vs, models)
     return Plan(kind, source, options, ids, models, _pairs(kind, models), claim=claim)
 
 
@@ -192,6 +194,8 @@ def _search_plan(client, kind: str, source: SourceOptions, options, models: Sequ
     chosen = search.resolve([str(m) for m in models])
     if claim is not None:
         best_model(claim, chosen)
+    if kind == "ranking":
+        check_vs(options.vs, chosen)
     if search.rho is not None and options.rho is None:
         options = dataclasses.replace(options, rho=search.rho[0])
     return Plan(kind, source, options, [search.experiment_id], chosen, _pairs(kind, chosen), search.collected,

@@ -8,6 +8,7 @@ import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 from mlflow import MlflowClient
@@ -50,6 +51,17 @@ class CollectedScores:
     dataset_key: str = DEFAULT_KEYS["dataset"]
     notes: list[str] = field(default_factory=list)  # what the reading said: keys detected, names that collide
     left_out: dict[str, str] = field(default_factory=dict)  # datasets left out for every pair, and why
+    #: each model's dataset inputs (MLflow ``Dataset`` entities of its runs' ``mlflow.log_input``), each once
+    inputs: dict[str, list] = field(default_factory=dict)
+
+    def datasets_of(self, models: Sequence[str]) -> list:
+        """The dataset inputs of ``models``' runs, each (name, digest) once: what a run that compares them logs as
+        its own inputs, so that MLflow's UI shows the datasets it compared."""
+        seen: dict[tuple[str, str], Any] = {}
+        for model in models:
+            for dataset in self.inputs.get(model, ()):
+                seen.setdefault((dataset.name, dataset.digest), dataset)
+        return list(seen.values())
 
     def common(self, models: list[str]) -> CollectedScores:
         """These scores on the datasets every one of ``models`` has (``--drop-incomplete`` of a matrix: one set for
@@ -153,10 +165,11 @@ def discover(client: MlflowClient, experiment_ids: list[str], *, model_key: RunK
              **tag_keys) -> dict:
     """Models, datasets and metric names (fold keys folded into their base name; the ``<metric>_mean`` and
     ``<metric>_std`` summaries of a metric left out) found in the experiments, and the keys the runs were read
-    by.  Unless ``strict``, runs that cannot be told apart give empty lists (and the reason as ``problem``)."""
+    by.  Unless ``strict``, runs that cannot be told apart give empty lists (and the reason as ``problem``).  What
+    the look notes (the keys detected) is said by the collect that reads the scores, not here."""
     model_key, dataset_key = run_keys(model_key, dataset_key, **tag_keys)
     try:
-        found = identify(client, experiment_ids, model_key, dataset_key, filter_string=filter_string)
+        found = identify(client, experiment_ids, model_key, dataset_key, filter_string=filter_string, warn=False)
     except InputError as exc:
         if strict:
             raise
@@ -213,11 +226,15 @@ def collect_scores(client: MlflowClient, experiment_ids: list[str], metric: str,
                          + ("; layout 'auto' tells the layout from the runs" if asked != "auto" else ""))
     scores = _tidy(raw, found, run_folds)
     by_model: dict[str, list[str]] = {}
+    inputs: dict[str, dict] = {}
     for r in runs:
         by_model.setdefault(found.model(r), []).append(r.info.run_id)
+        for given in (r.inputs.dataset_inputs if r.inputs is not None else ()):
+            inputs.setdefault(found.model(r), {}).setdefault((given.dataset.name, given.dataset.digest), given.dataset)
     ds_folds = scores.drop_duplicates("dataset").set_index("dataset")["folds"].astype(int).to_dict()
     return CollectedScores(scores, layout, ds_folds, list(experiment_ids), by_model, metric, method,
-                           str(found.model_key), str(found.dataset_key), found.notes)
+                           str(found.model_key), str(found.dataset_key), found.notes,
+                           inputs={m: list(d.values()) for m, d in inputs.items()})
 
 
 # ---------------------------------------------------------------------------------------------- runs
@@ -229,6 +246,9 @@ def _model_runs(client, experiment_ids, models, filter_string, model_key: RunKey
     present, or for a key no run carries, naming what the runs carry."""
     found = identify(client, experiment_ids, model_key, dataset_key, models=None if models is None else list(models),
                      filter_string=filter_string, progress=progress)
+    if not found.runs and not search_runs(client, experiment_ids, "", limit=1):
+        raise InputError(f"{_experiments(client, experiment_ids)} {'has' if len(experiment_ids) == 1 else 'have'} no "
+                         "runs", header="Cannot collect scores:")
     key, matching = found.model_key, f" that matches the filter {filter_string!r}" if filter_string.strip() else ""
     absent = [m for m in (models or []) if m not in set(found.models.values())]
     problems = []
@@ -237,13 +257,20 @@ def _model_runs(client, experiment_ids, models, filter_string, model_key: RunKey
         problems += [f"model '{m}' is in no run {_with(key)}{matching}; models present: "
                      f"{', '.join(present) or 'none'}" for m in absent]
     if not found.runs and not problems:
-        problems.append(f"no run in experiment(s) {', '.join(experiment_ids)} has {key.described} and "
+        problems.append(f"no run in {_experiments(client, experiment_ids)} has {key.described} and "
                         f"{found.dataset_key.described}" + (f" and matches {filter_string!r}" if filter_string else ""))
     if problems and not found.models:
         problems.append(_carried(client, experiment_ids, filter_string))
     if problems:
         raise InputError(problems, header="Cannot collect scores:")
     return found
+
+
+def _experiments(client, experiment_ids) -> str:
+    """``experiment 'Default' (id 0)``, ``experiments 'a' (id 1) and 'b' (id 2)``: each by its name and id."""
+    with guard(client):
+        named = [f"'{client.get_experiment(str(eid)).name}' (id {eid})" for eid in experiment_ids]
+    return f"experiment{'s' if named[1:] else ''} {', '.join(named[:-1])}{' and ' if named[1:] else ''}{named[-1]}"
 
 
 def _with(key: RunKey) -> str:

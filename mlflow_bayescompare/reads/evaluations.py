@@ -25,12 +25,12 @@ import pandas as pd
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
-from ..vocabulary import mlflow_internals as mi
 from ..vocabulary.console import log
 from ..vocabulary.errors import InputError
 from ..vocabulary.progress import Progress, notify
-from .eval_tables import LONG_TABLES, read_eval_table, read_long_table
-from .eval_traces import LATENCY, linked_traces, read_traces
+from .eval_runs import KINDS, label, run_kind
+from .eval_tables import read_eval_table, read_long_table
+from .eval_traces import LATENCY, read_traces
 from .evalitems import ItemField, Units, canonical, parse_field
 from .identify import guard
 from .reach import check_reachable
@@ -38,7 +38,6 @@ from .reach import check_reachable
 __all__ = ["EVAL_COLUMNS", "KINDS", "PAIRINGS", "MIN_OVERLAP", "RunRead", "EvaluationRead", "read_evaluations"]
 
 EVAL_COLUMNS = ["system", "item", "repeat", "scorer", "value", "source", "cluster", "suite"]
-KINDS = ("genai", "classic", "table")
 #: how items were paired, in the order the rules are tried
 PAIRINGS = {"pair-key": "the field pair_key names", "test-case": "the @mlflow.test case (trace tag mlflow.test.name)",
             "inputs": "the canonical JSON of each trace's inputs", "row": "the row of mlflow.models.evaluate's table",
@@ -76,7 +75,8 @@ class EvaluationRead:
     """What :func:`read_evaluations` read: the runs in order, the ``pairing`` rule used (a key of
     :data:`PAIRINGS`) and the ``pair_key`` field, the ``scorers`` in the table, the items of each system left out
     because another run lacks them (``unpaired``), each item's inputs (canonical JSON, cut to 200 characters) and
-    the warnings given."""
+    the warnings given; ``arrival``: each system's items in the order they came (traces by time, a table's rows
+    in order), which a sequential look reads them in."""
 
     runs: list[RunRead]
     pairing: str
@@ -85,6 +85,7 @@ class EvaluationRead:
     unpaired: dict[str, list[str]]
     inputs: dict[str, str]
     notes: list[str] = field(default_factory=list)
+    arrival: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def systems(self) -> list[str]:
@@ -132,8 +133,9 @@ def read_evaluations(run_ids: Sequence[str], *, pair_key: str | None = None, clu
     for note in notes:
         log.warning("%s", note)
     inputs = _inputs_preview(keyed, set(table["item"]))
+    arrival = {system: list(pd.unique(k["item"].dropna())) for system, k in zip(systems, keyed)}
     return table, EvaluationRead(runs_read, pairing, None if fields["pair_key"] is None else str(fields["pair_key"]),
-                                 scorers_read, unpaired, inputs, notes)
+                                 scorers_read, unpaired, inputs, notes, arrival)
 
 
 # ---------------------------------------------------------------------------------------------- the runs
@@ -180,47 +182,20 @@ def _runs(client, ids: list[str], can_read) -> list:
     return runs
 
 
-def _label(run) -> str:
-    return f"'{run.info.run_name}' ({run.info.run_id})" if run.info.run_name else run.info.run_id
-
-
 def _kinds(client, runs, table_artifact: str | None) -> list[tuple[str, str | None]]:
     """Each run's kind and the artifact it is read from; one error naming every run that is not an evaluation run,
     or runs of several kinds."""
-    found = [_kind(client, run, table_artifact) for run in runs]
+    found = [run_kind(client, run, table_artifact) for run in runs]
     problems = [f for f in found if isinstance(f, str)]
     if problems:
         raise InputError(problems, header="Cannot read the evaluation runs:")
     if len({kind for kind, _ in found}) > 1:
-        raise InputError([f"run {_label(run)}: {kind}" + (f" ({artifact})" if artifact else "")
+        raise InputError([f"run {label(run)}: {kind}" + (f" ({artifact})" if artifact else "")
                           for run, (kind, artifact) in zip(runs, found)],
                          header="The runs are evaluations of different kinds, whose items do not pair "
                                 "(genai: mlflow.genai.evaluate's traces; classic: mlflow.models.evaluate's table; "
                                 "table: a long table):")
     return found
-
-
-def _kind(client, run, table_artifact: str | None) -> tuple[str, str | None] | str:
-    """``(kind, artifact)``, or what is wrong, naming the run."""
-    if table_artifact is not None:
-        if table_artifact not in mi.top_artifacts(client, run):
-            return f"run {_label(run)} has no artifact {table_artifact!r}"
-        return ("classic" if table_artifact.endswith(mi.EVAL_TABLE) else "table"), table_artifact
-    if run.data.tags.get(mi.RUN_TYPE_TAG) in mi.EVALUATION_RUN_TYPES:
-        return "genai", None
-    names = mi.top_artifacts(client, run)
-    long = next((n for n in LONG_TABLES if n in names), None)
-    if long is not None:
-        return "table", long
-    tables = sorted(n for n in names if n.endswith(mi.EVAL_TABLE))
-    if len(tables) > 1:
-        return f"run {_label(run)} holds several evaluation tables ({', '.join(tables)}): name one (table_artifact)"
-    if tables:
-        return "classic", tables[0]
-    if linked_traces(client, run, limit=1):
-        return "genai", None
-    return (f"run {_label(run)} is not an evaluation run: no traces of mlflow.genai.evaluate, no {mi.EVAL_TABLE} "
-            f"of mlflow.models.evaluate, no long table ({', '.join(LONG_TABLES)}; another one: table_artifact)")
 
 
 def _read_all(client, runs, kinds, latency: bool, progress: Progress | None) -> list[Units]:
@@ -247,7 +222,7 @@ def _systems(runs) -> list[str]:
 
 def _check_not_empty(runs, kinds, read: list[Units]) -> None:
     """An evaluation run without items is said plainly, not compared as empty."""
-    problems = [f"run {_label(run)} holds no per-item data: " + (
+    problems = [f"run {label(run)} holds no per-item data: " + (
         "no trace is linked to it (MLflow writes traces asynchronously: if the evaluation has just ended, read it "
         "again; MLflow 3.17 logs none when MLFLOW_GENAI_EVAL_SKIP_TRACE_VALIDATION=True)" if kind == "genai"
         else f"its table {artifact} has no rows") for run, (kind, artifact), units in zip(runs, kinds, read)
@@ -289,7 +264,7 @@ def _keyed(units: Units, pairing: str, fields: dict[str, ItemField | None], syst
 
 def _check_keyed(runs, keyed: list[pd.DataFrame], pair_key: ItemField | None) -> None:
     """A run none of whose units has a pairing key is an error naming it and the key."""
-    problems = [f"run {_label(run)}: none of its {len(k)} items carries {pair_key or 'inputs'}"
+    problems = [f"run {label(run)}: none of its {len(k)} items carries {pair_key or 'inputs'}"
                 for run, k in zip(runs, keyed) if k["item"].isna().all()]
     if problems:
         raise InputError(problems, header="Cannot pair the items:")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from mlflow.exceptions import MlflowException
 
+from ..vocabulary import mlflow_internals
 from ..vocabulary import tags as T
 from ..vocabulary.console import log, redact_uri
 from ..vocabulary.errors import BayesCompareError, InputError
@@ -55,10 +56,11 @@ class Identified:
 
 def identify(client, experiment_ids: list[str], model_key: RunKey, dataset_key: RunKey, *,
              models: list[str] | None = None, filter_string: str = "",
-             progress: Progress | None = None) -> Identified:
+             progress: Progress | None = None, warn: bool = True) -> Identified:
     """The runs of ``models`` (every model when None) in the experiments, named by the keys (detected when a
     default key's tag is on no run, see the module's docstring).  Runs whose model is known but not their dataset,
-    and dataset inputs a run cannot be told by, are errors that name the runs."""
+    and dataset inputs a run cannot be told by, are errors that name the runs.  The notes (the keys detected,
+    colliding dataset names) are logged as warnings unless ``warn=False`` (a look that the collect will repeat)."""
     model_key, dataset_key, notes = _keys(client, experiment_ids, model_key, dataset_key, filter_string)
     runs = top_level([r for r in _model_runs(client, experiment_ids, model_key, models, filter_string, progress)
                       if not is_comparison(r)])
@@ -75,7 +77,7 @@ def identify(client, experiment_ids: list[str], model_key: RunKey, dataset_key: 
                       f"{', '.join(lacking[:_SHOWN])}); {_fix(dataset_key)} or filter them out")
     if listed:
         raise InputError(listed, header="Cannot collect scores:")
-    for note in notes + collide:
+    for note in (notes + collide) if warn else ():
         log.warning("%s", note)
     return Identified(runs, {r.info.run_id: names[r.info.run_id] for r in runs}, datasets, model_key, dataset_key,
                       notes + collide)
@@ -238,7 +240,7 @@ def _training_input(run) -> tuple[str, str] | str | None:
 
 
 def _context(dataset_input) -> str | None:
-    return next((t.value for t in dataset_input.tags if t.key == "mlflow.data.context"), None)
+    return next((t.value for t in dataset_input.tags if t.key == mlflow_internals.DATASET_CONTEXT), None)
 
 
 # ---------------------------------------------------------------------------------------------- search

@@ -5,11 +5,14 @@ family writes its own run (its ``run`` module, named by its row of the family ta
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..families import ranking_model
 from ..families.ranking.run import ranking_metrics
+from ..shared.markdown import Description, raw, strong
+from ..shared.report_html import Link
 from ..shared.run_content import (
     Bundle,
     comparison_params,
@@ -22,6 +25,7 @@ from ..shared.run_content import (
     run_name,
 )
 from ..vocabulary import tags as T
+from ..vocabulary.uiroutes import run_route
 
 PAIRS_TABLE = "pairs.parquet"  # a matrix run's table of its pairs
 
@@ -49,14 +53,15 @@ def matrix_bundle(summary, rows, *, experiment_ids: Sequence[str], layout: str |
                                     directory=root) as ranked:
                 best = ranked.tags[T.BEST]
             differs = family.part("differs") if family.differs else ""  # unless its own report says it
-            said = differs in (root / "report.md").read_text(encoding="utf-8")
-            markdown = (ranked.tags[T.NOTE] + "\n" + ranking_markdown(summary, matrix_only=True, child_runs=child_runs)
-                        + (f"\n{differs}\n" if differs and not said else ""))
+            said = differs in html.unescape(str(ranked.description))
+            doc = Description().include(ranked.description)
+            doc.include(ranking_markdown(summary, matrix_only=True, child_runs=child_runs))
+            markdown = (doc.paragraph(differs) if differs and not said else doc).done()
         else:
             markdown = ranking_markdown(summary, child_runs=child_runs)
             summary.ranking.to_csv(root / "ranking.csv", index=False)
         write_png_and_svg({"matrix": matrix_figure(summary)}, root)
-        (root / "ranking.md").write_text(markdown, encoding="utf-8")
+        (root / "ranking.md").write_text(str(markdown), encoding="utf-8")
         summary.better.rename_axis("model").to_csv(root / "p_better.csv")
         summary.rope.rename_axis("model").to_csv(root / "p_rope.csv")
         params = comparison_params(rows[0], layout=layout)
@@ -69,7 +74,7 @@ def matrix_bundle(summary, rows, *, experiment_ids: Sequence[str], layout: str |
             T.METRIC: summary.metric,
             T.BEST: str(best),
             T.SOURCE_EXPERIMENTS: ",".join(str(e) for e in experiment_ids),
-            T.NOTE: fit_tag(markdown),
+            T.NOTE: fit_tag(str(markdown)),
             T.PAIRS_TABLE: PAIRS_TABLE,
         }
         metrics = {"n_models": float(len(summary.models)), "n_pairs": float(len(rows)),
@@ -77,7 +82,7 @@ def matrix_bundle(summary, rows, *, experiment_ids: Sequence[str], layout: str |
                    "n_datasets": float(max(dataset_count(r) for r in rows)),
                    **(ranking_metrics(ranking) if ranking is not None else {})}
         return Bundle(models_run_name("matrix", len(summary.models), summary.metric), run_tags, params, metrics,
-                      root, tmp)
+                      root, tmp, markdown)
     except BaseException:
         if tmp is not None:
             tmp.cleanup()
@@ -93,19 +98,22 @@ def cached_pair_bundle(row, *, metric: str, experiment_ids: Sequence[str], layou
 
     root, tmp = new_directory(directory, "bayescompare-")
     title = run_name(row.model_a, row.model_b, metric)
-    where = (f"its posterior and tables are in run `{row.run_id}`" if row.run_id else
-             "that matrix kept it in its pairs table only")
-    markdown = (f"# {title}\n\n_Read from the cache of earlier matrices: the same scores, options, Stan program and "
-                f"package version were fitted before; {where} (`--refresh` fits it again)._\n\n"
-                f"**{row.verdict}**: P({row.model_a} better) = {format_probability(row.p_a_better)}, "
-                f"P(rope) = {format_probability(row.p_rope)}, P({row.model_b} better) = "
-                f"{format_probability(row.p_b_better)} ({row.test} test).\n")
+    where = ([raw("its posterior and tables are in run "), Link(row.run_id, run_route(row.run_id))] if row.run_id
+             else [raw("that matrix kept it in its pairs table only")])
+    p = format_probability
+    markdown = (Description().heading(1, title)
+                .paragraph(raw("_Read from the cache of earlier matrices: the same scores, options, Stan program and "
+                               "package version were fitted before; "), *where,
+                           raw(" (`--refresh` fits it again)._"))
+                .paragraph(strong(row.verdict), f": P({row.model_a} better) = {p(row.p_a_better)}, P(rope) = "
+                           f"{p(row.p_rope)}, P({row.model_b} better) = {p(row.p_b_better)} ({row.test} test).")
+                .done())
     tags = {**comparison_tags(row, metric=metric, experiment_ids=experiment_ids, figures=False),
-            **({T.CACHED_FROM: row.run_id} if row.run_id else {}), T.NOTE: fit_tag(markdown)}
+            **({T.CACHED_FROM: row.run_id} if row.run_id else {}), T.NOTE: fit_tag(str(markdown))}
     metrics = {"p_a_better": row.p_a_better, "p_rope": row.p_rope, "p_b_better": row.p_b_better,
                "n_datasets": row.n_datasets, **row.diagnostics}
     return Bundle(title, tags, comparison_params(row, layout=layout),
-                  {key: float(v) for key, v in metrics.items() if finite(v)}, root, tmp)
+                  {key: float(v) for key, v in metrics.items() if finite(v)}, root, tmp, markdown)
 
 
 def write_pairs_table(rows, directory: Path, signer=None) -> None:

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ..shared.markdown import Description, Markdown
 from ..vocabulary.errors import InputError
 
 __all__ = ["MatrixSummary", "PairRow", "model_pairs", "summarise", "matrix_figure", "ranking_markdown",
@@ -181,33 +182,25 @@ def matrix_figure(summary: MatrixSummary) -> Figure:
     return fig
 
 
-def ranking_markdown(summary: MatrixSummary, matrix_only: bool = False, child_runs: bool = True) -> str:
+def ranking_markdown(summary: MatrixSummary, matrix_only: bool = False, child_runs: bool = True) -> Markdown:
     """The run description of a matrix run: the pairs' ranking table (unless ``matrix_only``, when the parent
     holds the ranking of all models instead) and the P(better) matrix; ``child_runs=False`` when the pairs
     are in the pairs table only."""
     from ..families import tests_named
     from ..shared.report_html import format_probability as p
-    from ..shared.report_html import md_escape
 
-    lines = []
+    doc = Description()
     if not matrix_only:
-        lines += [
-            f"# Ranking of {len(summary.models)} models · {md_escape(summary.metric)}", "",
-            "Ranked by mean probability of being practically better than another model on the next dataset "
-            f"({tests_named(summary.tests, references=True)}). "
-            f"{_where_pairs_are(child_runs)}", "",
-            "| rank | model | mean P(better) | mean P(rope) | mean P(worse) | wins | equivalent | losses | "
-            "inconclusive |",
-            "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
-        ]
-        lines += [f"| {row.rank} | {md_escape(row.model)} | {p(row.mean_p_better)} | {p(row.mean_p_rope)} | "
-                  f"{p(row.mean_p_worse)} | {row.wins} | {row.equivalent} | {row.losses} | {row.inconclusive} |"
-                  for row in summary.ranking.itertuples(index=False)]
-        lines.append("")
-    lines += [f"Pairwise comparisons by the {tests_named(summary.tests)} "
-              f"({'one child run each' if child_runs else 'pairs.parquet'}), P(row better than column):", "",
-              "| | " + " | ".join(map(md_escape, summary.models)) + " |", "|---|" + "---:|" * len(summary.models)]
-    for m in summary.models:
-        cells = [p(v) for v in summary.better.loc[m]]
-        lines.append(f"| {md_escape(m)} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+        doc.heading(1, f"Ranking of {len(summary.models)} models · {summary.metric}")
+        doc.paragraph("Ranked by mean probability of being practically better than another model on the next dataset "
+                      f"({tests_named(summary.tests, references=True)}). {_where_pairs_are(child_runs)}")
+        doc.table(["rank", "model", "mean P(better)", "mean P(rope)", "mean P(worse)", "wins", "equivalent", "losses",
+                   "inconclusive"],
+                  [[row.rank, row.model, p(row.mean_p_better), p(row.mean_p_rope), p(row.mean_p_worse), row.wins,
+                    row.equivalent, row.losses, row.inconclusive] for row in summary.ranking.itertuples(index=False)],
+                  align=["right", "left", *["right"] * 7])
+    doc.paragraph(f"Pairwise comparisons by the {tests_named(summary.tests)} "
+                  f"({'one child run each' if child_runs else 'pairs.parquet'}), P(row better than column):")
+    doc.table(["", *summary.models], [[m, *(p(v) for v in summary.better.loc[m])] for m in summary.models],
+              align=["left", *["right"] * len(summary.models)])
+    return doc.done()

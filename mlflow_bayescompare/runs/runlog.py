@@ -203,9 +203,10 @@ def _experiment_by_id(client, value: str):
 
 def log_bundle(client, bundle: Bundle, *, experiment_id: str | None = None, run_id: str | None = None,
                parent_run_id: str | None = None, start_time: int | None = None,
-               progress: Progress | None = None) -> str:
+               progress: Progress | None = None, datasets: Sequence = ()) -> str:
     """Write ``bundle`` to a new run in ``experiment_id`` (created now, dated ``start_time``) or to the RUNNING
-    ``run_id``; end it FINISHED and return its id.  A failure ends the run FAILED and re-raises."""
+    ``run_id``, with ``datasets`` (the source runs' dataset inputs) as its inputs; end it FINISHED and return its
+    id.  A failure ends the run FAILED and re-raises."""
     run_tags = dict(bundle.tags)
     if parent_run_id:
         run_tags[T.PARENT] = parent_run_id
@@ -218,6 +219,7 @@ def log_bundle(client, bundle: Bundle, *, experiment_id: str | None = None, run_
         if progress is not None:
             progress("logging")
         write_bundle(client, run_id, bundle, run_tags)
+        mlflow_internals.log_compared_inputs(client, run_id, datasets)
         set_stage(client, run_id, "done")
         mlflow_internals.end_run(client, run_id, RunStatus.to_string(RunStatus.FINISHED))
     except BaseException as exc:

@@ -20,12 +20,16 @@ import re
 from pathlib import Path
 
 from ..shared import report_html
+from ..shared.markdown import Description, Markdown, raw, strong
 from ..shared.run_content import Bundle, fit_tag
 from ..vocabulary import tags as T
 from ..vocabulary.keys import KEYS_ARTIFACT, metric_folder, metric_key
 
 __all__ = ["several_metrics_bundle"]
 
+#: where the description says each metric's own files are
+WHERE_NOTE = (f"Each metric's report, tables and posterior are under its name in the artifacts (`<metric>/`; "
+              f"`{KEYS_ARTIFACT}` maps a folder or key that could not be the name back to it).")
 #: tags of the decision's own (the metrics' are combined into these, not copied)
 _COMBINED = (T.METRIC, T.VERDICT, T.DECISION, T.DIAGNOSTICS, T.NOTE)
 
@@ -63,24 +67,23 @@ def several_metrics_bundle(bundles: dict[str, Bundle], directory: Path, *, name:
     tags.update({T.METRIC: ",".join(metrics), T.VERDICT: fit_tag(verdict), T.DIAGNOSTICS: "; ".join(problems) or "ok",
                  **({T.DECISION: decisions.pop()} if len(decisions) == 1 and None not in decisions else {})})
     markdown = _markdown(name, verdict, summary_header, summary_rows, bundles)
-    (directory / "report.md").write_text(markdown, encoding="utf-8")
+    (directory / "report.md").write_text(str(markdown), encoding="utf-8")
     (directory / "report.html").write_text(_html(name, verdict, summary_header, summary_rows, directory, metrics),
                                            encoding="utf-8")
-    tags[T.NOTE] = fit_tag(markdown)
-    return Bundle(name, tags, params, values, directory)
+    tags[T.NOTE] = fit_tag(str(markdown))
+    return Bundle(name, tags, params, values, directory, description=markdown)
 
 
-def _markdown(name: str, verdict: str, header: list[str], rows: list[list[str]], bundles: dict[str, Bundle]) -> str:
+def _markdown(name: str, verdict: str, header: list[str], rows: list[list[str]],
+              bundles: dict[str, Bundle]) -> Markdown:
     """The description: the decision, the table of metrics, then each metric's own description, a level down."""
-    parts = [f"# {report_html.md_escape(name)}", f"**{report_html.md_escape(verdict)}**",
-             report_html.md_table(header, rows),
-             "Each metric's report, tables and posterior are under its name in the artifacts (`<metric>/`; "
-             f"`{KEYS_ARTIFACT}` maps a folder or key that could not be the name back to it)."]
+    doc = Description().heading(1, name).paragraph(strong(verdict)).table(header, rows)
+    doc.paragraph(raw(WHERE_NOTE))
     for metric, bundle in bundles.items():
-        own = bundle.tags.get(T.NOTE, "")
-        parts += [f"## {report_html.md_escape(metric)}",
-                  re.sub(r"^(#+) ", r"#\1 ", own.split("\n", 1)[1] if own.startswith("# ") else own, flags=re.M)]
-    return "\n\n".join(parts) + "\n"
+        doc.heading(2, metric)
+        if bundle.description is not None:
+            doc.include(bundle.description.nested())
+    return doc.done()
 
 
 _STYLE = re.compile(r"<style>(.*?)</style>", re.S)

@@ -18,7 +18,7 @@ from ..vocabulary.errors import SamplingError
 from ..vocabulary.progress import Progress
 from . import programs
 
-__all__ = ["compile_program", "cache_directories", "kill_compilers", "sample"]
+__all__ = ["compile_program", "is_compiled", "cache_directories", "kill_compilers", "sample"]
 
 _lock = threading.Lock()  # also keeps compiles one at a time: two makes in one CmdStan tree would race on its files
 _models: dict = {}  # program -> cmdstanpy.CmdStanModel, once per process
@@ -31,23 +31,32 @@ def compile_program(program: str = "hierarchical", progress: Progress | None = N
     with _lock:
         if program in _models:
             return 0.0
-        source = programs.program_file(program)
-        code = source.read_text()
-        target = programs.cache_dir() / f"cmdstan-{hashlib.sha256(code.encode()).hexdigest()[:16]}"
-        target.mkdir(exist_ok=True)
-        stan_file = target / source.name
+        source, stan_file, exe = _files(program)
+        stan_file.parent.mkdir(exist_ok=True)
         if not stan_file.exists():
-            stan_file.write_text(code)
-        exe = stan_file.with_suffix(".exe" if os.name == "nt" else "")
+            stan_file.write_text(source.read_text())
         cached = exe.exists()
         if not cached:
-            programs.announce_compile(program, target, progress)
+            programs.announce_compile(program, stan_file.parent, progress)
         start = time.perf_counter()
         try:
             _models[program] = cmdstanpy.CmdStanModel(stan_file=str(stan_file), exe_file=str(exe) if cached else None)
         except Exception as exc:
             raise SamplingError(f"CmdStan could not compile {source.name}: {exc}") from exc
         return 0.0 if cached else time.perf_counter() - start
+
+
+def is_compiled(program: str) -> bool:
+    """Whether ``program``'s executable is in the cache (a look, no compile)."""
+    return program in _models or _files(program)[2].exists()
+
+
+def _files(program: str):
+    """The program's ``.stan`` file, its copy in the cache (a folder named by its code's digest) and executable."""
+    source = programs.program_file(program)
+    digest = hashlib.sha256(source.read_text().encode()).hexdigest()[:16]
+    stan_file = programs.cache_dir() / f"cmdstan-{digest}" / source.name
+    return source, stan_file, stan_file.with_suffix(".exe" if os.name == "nt" else "")
 
 
 def cache_directories() -> list:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import platform
+from contextvars import ContextVar
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,12 @@ from ..vocabulary.options import PRIORS
 from ..vocabulary.progress import Progress, notify
 
 __all__ = ["STAN_DIR", "PROGRAMS", "STAN_FILE", "program_file", "program_code", "prior_code", "cache_dir",
-           "cmdstan_available", "pystan_available", "resolve_backend", "announce_compile", "chain_seeds"]
+           "cmdstan_available", "pystan_available", "resolve_backend", "announce_compile", "SAID_FOR_ALL",
+           "chain_seeds"]
+
+#: True in the threads of a compile of several programs at once (:class:`.sampler.Compiles`), which says in one line
+#: what it compiles: :func:`announce_compile` then leaves out each program's own line
+SAID_FOR_ALL: ContextVar[bool] = ContextVar("bayescompare_compiles_said", default=False)
 
 
 def _stan_dir() -> Path:
@@ -119,10 +125,12 @@ def resolve_backend(backend: str = "auto") -> str:
 
 
 def announce_compile(program: str, cache: Path, progress: Progress | None = None) -> None:
-    """Say, once per compile, that ``program`` is being compiled: the stage ``compiling`` and one log line."""
+    """Say, once per compile, that ``program`` is being compiled: the stage ``compiling`` and one log line (unless
+    :data:`SAID_FOR_ALL`)."""
     notify(progress, "compiling")
-    log.info("compiling the Stan program %s once (a few minutes); later runs reuse the cache in %s",
-             program, cache)
+    if not SAID_FOR_ALL.get():
+        log.info("compiling the Stan program %s once (a few minutes); later runs reuse the cache in %s",
+                 program, cache)
 
 
 def chain_seeds(seed: int, chains: int) -> list[int]:

@@ -66,9 +66,9 @@ from .pools import pool_processes
 PR_SET_PDEATHSIG = 1  # prctl's option number (linux/prctl.h)
 
 __all__ = ["SERVICE", "COMPILED_LIST", "SUPERSEDED_DAYS", "NO_DEBUG_INFO", "STANC_SECONDS", "model_name",
-           "interpreter_key", "canonical_model_names", "compile_program",
-           "cache_directories", "kill_compilers", "drop_build_leftovers", "build", "sample", "run_chains", "quiet",
-           "stop_samplers", "kill_samplers", "shutdown", "forget_superseded"]
+           "interpreter_key", "canonical_model_names", "compile_program", "is_compiled", "cache_directories",
+           "kill_compilers", "drop_build_leftovers", "build", "sample", "run_chains", "quiet", "stop_samplers",
+           "kill_samplers", "shutdown", "forget_superseded"]
 
 SERVICE = "hmc_nuts_diag_e_adapt"  # the function pystan's ``sample`` calls
 SUPERSEDED_DAYS = 7  # a compiled model of an earlier .stan file goes once unused for this long
@@ -138,6 +138,15 @@ def compile_program(program: str = "hierarchical", progress: Progress | None = N
             forget_superseded(name)
         drop_build_leftovers()
     return seconds
+
+
+def is_compiled(program: str) -> bool:
+    """Whether ``program`` is in httpstan's cache (a look, no compile), by its name :func:`model_name`."""
+    import httpstan.cache
+
+    canonical_model_names()
+    name = model_name(programs.program_code(program))
+    return name in _compiled or name in httpstan.cache.list_model_names()
 
 
 def cache_directories() -> list[Path]:

@@ -7,8 +7,8 @@ from .confseq import confidence_sequence
 from .design import Design, changes, check_unchanged, from_json
 from .look import Look, LookRow, look
 from .operating import OperatingCharacteristics, operating_characteristics
-from .posteriors import STAND_INS, Posterior, posterior_for
+from .posteriors import EVAL_POSTERIORS, Posterior, posterior_for
 
 __all__ = ["Design", "from_json", "changes", "check_unchanged", "look", "Look", "LookRow",
            "operating_characteristics", "OperatingCharacteristics", "confidence_sequence", "Posterior",
-           "posterior_for", "STAND_INS"]
+           "posterior_for", "EVAL_POSTERIORS"]

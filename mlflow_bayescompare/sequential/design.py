@@ -85,8 +85,9 @@ class Design(OptionsBase):
                                          "root of the fraction of items on which the models disagree), from a pilot "
                                          "or earlier runs: the error rates are simulated with it.", "float", low=0,
                                          low_open=True)
-    cs_check: bool = option(True, "Compute the anytime-valid confidence sequence beside the posterior.", "bool",
-                            public="no_cs_check", flag_value=False)
+    cs_check: bool = option(False, "Compute the anytime-valid confidence sequence beside the posterior (on "
+                                   "request: it rarely decides over tens of repeats; see the README).", "bool",
+                            public="cs", flag_value=True)
     cs_alpha: float = option(0.05, "The confidence sequence's error level (it covers with 1 - alpha at every look "
                                    "at once).", "float", low=0, high=0.5, low_open=True)
     gate: str = option("bayes", "What decides: the posterior alone (bayes) or the posterior and the confidence "
@@ -135,7 +136,7 @@ class Design(OptionsBase):
                 problems.append(f"rope {self.rope:g} must be smaller than the widest difference of two scores, "
                                 f"{self.half_range:g} (score_range {self.score_range[0]:g},{self.score_range[1]:g})")
         if self.gate == "both" and self.cs_check is False:
-            problems.append("gate 'both' needs the confidence sequence: drop no_cs_check or use gate 'bayes'")
+            problems.append("gate 'both' needs the confidence sequence: ask for it (cs) or use gate 'bayes'")
         return problems
 
     def _fill_defaults(self) -> list[str]:

@@ -5,19 +5,30 @@
   n − 1 degrees of freedom, location x̄, scale² = (1/n + ρ/(1 − ρ)) s², by the product's own functions
   (:mod:`..families.correlated_t.formula`: ``correlated_t_posterior``, ``correlated_t_scale``,
   ``correlated_t_masses``).
-* ``eval-binary`` and ``eval-continuous``: **stand-ins** until the evaluation family (``families/evals/``) is merged;
-  the integrator swaps :data:`STAND_INS` for its functions (same :class:`Posterior` shape).  The simulation keeps
-  the vectorised forms below (:func:`paired_binary_masses`, :func:`bootstrap_masses`), which it needs for speed.
+* ``eval-binary`` and ``eval-continuous``: at a look, the evaluation family's own models (:data:`EVAL_POSTERIORS`,
+  :func:`..families.evals.models.pass_fail_draws` and ``continuous_draws``: what ``compare_evaluations`` answers
+  with), :data:`LOOK_DRAWS` draws from the fixed :data:`LOOK_SEED`, so that a look read again on the same items
+  gives the same probabilities.  The simulation needs thousands of designs in seconds, so it reads the same
+  posteriors in closed form, vectorised (:func:`paired_binary_masses`, :func:`bootstrap_masses`); the family draws
+  them and holds no closed form, so these are the only ones (``tests/test_sequential_posteriors.py`` checks each
+  against the family's draws).
 
-  - pass/fail: a Dirichlet(α + counts) over the paired 2×2 table (both pass, A only, B only, both fail); with
+  - pass/fail: the family's Dirichlet(α + counts) over the paired 2×2 table (both pass, A only, B only, both fail;
+    α = the design's ``prior_concentration``, the family's ``PRIOR_ALPHA`` = 1 by default).  With
     S = p_A-only + p_B-only ~ Beta(a + b, c) and U = p_A-only / S ~ Beta(a, b) independent (the aggregation and
     neutrality of the Dirichlet), δ = S(2U − 1) and P(δ > r) = ∫ P(U > (1 + r/s)/2) f_S(s) ds over s > r: one
-    integral of Beta tail probabilities, by Gauss quadrature, exact to ~1e-8 (``tests/test_sequential_posteriors.py``
-    checks it against adaptive quadrature and Dirichlet draws);
-  - continuous: the Bayesian bootstrap (Rubin, Annals of Statistics 9, 1981): δ = Σ w_i d_i, w ~ Dirichlet(1, …, 1),
-    whose mean is d̄ and variance σ̂²/(n + 1) (σ̂² with 1/n); the stand-in takes it as Normal with those two moments
-    (the exact law's skew vanishes as 1/√n: checked against the bootstrap's draws to 0.015 at n = 200 differences of
-    skewness 1.4; symmetric differences, as the simulation draws, do better).
+    integral of Beta tail probabilities, by Gauss quadrature, exact to ~1e-8 (checked against adaptive quadrature
+    and Dirichlet draws);
+  - continuous: the family's Bayesian bootstrap (Rubin, Annals of Statistics 9, 1981) with its prior: δ = Σ w_k x_k
+    over the n differences (weight 1 each) and 4 pseudo-observations of weight α = ``PRIOR_ALPHA`` at 0, 0, +R and
+    −R (R the largest |difference| so far: :func:`..families.evals.models.scale`), w ~ Dirichlet.  Its exact two
+    moments: with A = n + 4α, mean μ = Σ d_i / A and variance [Σ (d_i − μ)² + α(4μ² + 2R²)] / (A(A + 1)) (the
+    variance of a Dirichlet-weighted mean); the simulation takes δ as Normal with them (the exact law's skew
+    vanishes as 1/√n: within 0.015 of the family's draws at n = 200 differences of skewness 1.4).
+
+A Monte Carlo look of :data:`LOOK_DRAWS` = 4000 draws estimates a probability near a threshold of 0.994 to ± 0.0012,
+about 0.07 standard deviations of the z-score that crosses it: the crossing rate of the simulated rule grows by ~2%
+of itself (0.050 → 0.051), below the simulation's own Monte Carlo error.
 """
 
 from __future__ import annotations
@@ -29,10 +40,17 @@ import numpy as np
 from scipy import special
 
 from ..families.correlated_t import formula
+from ..families.evals.models import DRAWS, PRIOR_ALPHA, continuous_draws, pass_fail_draws
+from ..families.evals.result import sides
 from .design import Design
 
-__all__ = ["Posterior", "correlated_t_masses", "paired_binary_masses", "bootstrap_masses", "paired_binary",
-           "bayesian_bootstrap", "STAND_INS", "posterior_for"]
+__all__ = ["Posterior", "correlated_t_masses", "paired_binary_masses", "bootstrap_masses", "eval_binary",
+           "eval_continuous", "EVAL_POSTERIORS", "LOOK_DRAWS", "LOOK_SEED", "posterior_for"]
+
+#: the evaluation family's draws at a look (its default: the count the package's sampled tests summarise)
+LOOK_DRAWS = DRAWS
+#: their seed: fixed, so that an earlier look read again gives the probabilities it gave
+LOOK_SEED = 0
 
 
 class Posterior(Protocol):
@@ -97,35 +115,39 @@ def _legendre(s1: np.ndarray, s2: np.ndarray, rows: np.ndarray, rope: float) -> 
     return s, density * width * v * _LEGENDRE_WEIGHTS  # ds = 2·width·v dv and dv = du/2 on Legendre's [-1, 1]
 
 
-def bootstrap_masses(count, mean, variance, rope: float):
-    """The Bayesian bootstrap's masses from n, d̄ and σ̂² (with 1/n), as a Normal(d̄, σ̂²/(n + 1)); a point mass
-    where σ̂ = 0.  Arrays broadcast."""
-    mean = np.asarray(mean, dtype=float)
-    sd = np.sqrt(np.asarray(variance, dtype=float) / (np.asarray(count) + 1))
+def bootstrap_masses(count, mean, variance, reach, rope: float, alpha: float = PRIOR_ALPHA):
+    """The masses of the evaluation family's Bayesian bootstrap with its prior (the module's docstring) from n, the
+    differences' mean d̄, their variance σ̂² (with 1/n) and reach R (the largest |difference|), as a Normal with its
+    exact two moments; a point mass where the variance is 0.  Arrays broadcast; ``alpha=0`` is Rubin's own."""
+    count, mean = np.asarray(count, dtype=float), np.asarray(mean, dtype=float)
+    total = count + 4 * alpha
+    centre = count * mean / total
+    spread = count * np.asarray(variance, dtype=float) + count * (mean - centre) ** 2 \
+        + alpha * (4 * centre**2 + 2 * np.asarray(reach, dtype=float) ** 2)
+    sd = np.sqrt(spread / (total * (total + 1)))
     point = sd == 0
     unit = np.where(point, 1.0, sd)
-    left = np.where(point, mean < -rope, special.ndtr((-rope - mean) / unit))
-    right = np.where(point, mean > rope, special.ndtr((mean - rope) / unit))
+    left = np.where(point, centre < -rope, special.ndtr((-rope - centre) / unit))
+    right = np.where(point, centre > rope, special.ndtr((centre - rope) / unit))
     return left, 1 - left - right, right
 
 
-def paired_binary(scores_a, scores_b, rope: float, concentration: float = 1.0) -> tuple[float, float, float]:
-    """Stand-in :class:`Posterior` of ``eval-binary`` (pass = 1, fail = 0)."""
-    a, b = np.asarray(scores_a), np.asarray(scores_b)
-    masses = paired_binary_masses(np.sum(a > b), np.sum(a < b), len(a), concentration, rope)
-    return tuple(float(m) for m in masses)
+def eval_binary(scores_a, scores_b, rope: float, concentration: float = PRIOR_ALPHA) -> tuple[float, float, float]:
+    """The :class:`Posterior` of ``eval-binary`` at a look (pass = 1, fail = 0): the evaluation family's Dirichlet
+    over the paired 2×2 table (:func:`..families.evals.models.pass_fail_draws`)."""
+    draws = pass_fail_draws(scores_a, scores_b, alpha=concentration, draws=LOOK_DRAWS, seed=LOOK_SEED)
+    return sides(draws.difference, rope)
 
 
-def bayesian_bootstrap(scores_a, scores_b, rope: float) -> tuple[float, float, float]:
-    """Stand-in :class:`Posterior` of ``eval-continuous``."""
-    d = np.asarray(scores_a, dtype=float) - np.asarray(scores_b, dtype=float)
-    masses = bootstrap_masses(len(d), d.mean(), d.var(), rope)
-    return tuple(float(m) for m in masses)
+def eval_continuous(scores_a, scores_b, rope: float) -> tuple[float, float, float]:
+    """The :class:`Posterior` of ``eval-continuous`` at a look: the evaluation family's Bayesian bootstrap of the
+    paired items with its prior (:func:`..families.evals.models.continuous_draws`)."""
+    draws = continuous_draws(scores_a, scores_b, draws=LOOK_DRAWS, seed=LOOK_SEED)
+    return sides(draws.difference, rope)
 
 
-#: The evaluation tests' posteriors until the evaluation family is merged: replace these two entries by its
-#: functions (wrapped to the :class:`Posterior` shape) and nothing else changes.
-STAND_INS = {"eval-binary": paired_binary, "eval-continuous": bayesian_bootstrap}
+#: The evaluation tests' posteriors at a look: the evaluation family's models (``compare_evaluations``'), drawn.
+EVAL_POSTERIORS = {"eval-binary": eval_binary, "eval-continuous": eval_continuous}
 
 
 def posterior_for(design: Design) -> Posterior:
@@ -134,8 +156,8 @@ def posterior_for(design: Design) -> Posterior:
     if design.test == "correlated-t":
         return partial(_correlated_t, rho=design.correlation)
     if design.test == "eval-binary":
-        return partial(STAND_INS["eval-binary"], concentration=design.prior_concentration)
-    return STAND_INS[design.test]
+        return partial(EVAL_POSTERIORS["eval-binary"], concentration=design.prior_concentration)
+    return EVAL_POSTERIORS[design.test]
 
 
 def _correlated_t(scores_a, scores_b, rope: float, rho: float) -> tuple[float, float, float]:

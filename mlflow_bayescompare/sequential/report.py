@@ -1,9 +1,16 @@
-"""A design's operating characteristics in sentences (:meth:`.OperatingCharacteristics.lines`): what the run page
-and the ``watch`` command print beside the design."""
+"""A design's operating characteristics in sentences (:meth:`.OperatingCharacteristics.lines`), and a look's answer
+in one (:func:`look_sentence`): what the watch run's description and the ``watch`` command print."""
 
 from __future__ import annotations
 
-__all__ = ["oc_lines"]
+from ..shared.report_html import format_probability
+from ..vocabulary.outcomes import outcome_label
+
+__all__ = ["oc_lines", "look_sentence", "probabilities_text", "ANSWER_WORDS"]
+
+#: a look's answers in words
+ANSWER_WORDS = {"continue": "continue", "a_better": "{a} better", "b_better": "{b} better",
+                "equivalent": "practically equivalent", "inconclusive": "inconclusive at the budget"}
 
 
 def oc_lines(oc) -> list[str]:
@@ -47,3 +54,26 @@ def _offer(oc) -> list[str]:
     return [f"Threshold {oc.offered_threshold:.4g} {verb} every simulated false-decision rate within "
             f"{oc.nominal_error:g} (at most {at:.3f})" + (": register the design with it" if oc.exceeds else "")
             + f"; each scenario alone would need: {each}."]
+
+
+def probabilities_text(row, model_a: str, model_b: str) -> str:
+    """``P(rf better) 0.912, P(practically equivalent) 0.080, P(svm better) 0.008`` of a :class:`.look.LookRow`."""
+    return ", ".join(f"P({outcome_label(o, model_a, model_b)}) {format_probability(p)}"
+                     for o, p in (("a_better", row.p_a_better), ("rope", row.p_rope), ("b_better", row.p_b_better)))
+
+
+def look_sentence(look, design, model_a: str, model_b: str) -> str:
+    """A look's answer in one sentence: what was read, what the posterior says at the look it is read at, and what
+    to do (``continue``: add data and look again)."""
+    unit, word = design.unit, ANSWER_WORDS[look.answer].format(a=model_a, b=model_b)
+    if look.row is None:
+        return f"Continue: the first look is at {design.min_size} {unit}; {look.available} read so far."
+    said = probabilities_text(look.row, model_a, model_b)
+    if look.answer == "continue":
+        following = next(s for s in design.looks if s > look.size)
+        return (f"Continue: at {look.size} {unit}, {said}, none at the threshold {design.threshold:g} yet; the next "
+                f"look is at {following} {unit}.")
+    if look.answer == "inconclusive":
+        return f"Inconclusive at the budget of {design.max_size} {unit}: {said}, none at {design.threshold:g}."
+    gate = ", and the confidence sequence agrees" if design.gate == "both" else ""
+    return f"Decided at {look.size} {unit}: {word} ({said}; threshold {design.threshold:g}{gate})."

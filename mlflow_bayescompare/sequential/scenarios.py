@@ -80,7 +80,8 @@ def simulate(design: Design, scenario: str, difference: float, replicates: int,
 
 def draw(design: Design, scenario: str, difference: float, replicates: int, rng: np.random.Generator) -> tuple:
     """The draws reduced to what the looks read, (replicates, looks) each: (n, mean, variance with ddof=1) for
-    ``correlated-t``, (wins, losses, n) for ``eval-binary``, (n, mean, variance with 1/n) for ``eval-continuous``;
+    ``correlated-t``, (wins, losses, n) for ``eval-binary``, (n, mean, variance with 1/n, the largest |difference|)
+    for ``eval-continuous``;
     and the confidence sequence's (low, high, covered), or three None."""
     drawer = {"correlated-t": _cross_validation, "eval-binary": _binary, "eval-continuous": _continuous}[design.test]
     group = (design.folds or 1) if design.test == "correlated-t" else 1
@@ -100,8 +101,8 @@ def _binary_masses(design: Design, wins, losses, count):
     return paired_binary_masses(wins, losses, count, design.prior_concentration, design.rope)
 
 
-def _bootstrap_masses(design: Design, count, mean, variance):
-    return bootstrap_masses(count, mean, variance, design.rope)
+def _bootstrap_masses(design: Design, count, mean, variance, reach):
+    return bootstrap_masses(count, mean, variance, reach, design.rope)
 
 
 def _sequence(design: Design, units: np.ndarray, target) -> tuple | None:
@@ -177,5 +178,6 @@ def _continuous(design: Design, scenario: str, difference: float, count: int, rn
     n = at + 1
     first, second = np.cumsum(centred, axis=1)[:, at], np.cumsum(centred**2, axis=1)[:, at]
     variance = np.maximum(second / n - (first / n) ** 2, 0)
-    statistics = np.broadcast_to(n, first.shape), difference + first / n, variance
+    reach = np.maximum.accumulate(np.abs(difference + centred), axis=1)[:, at]  # R of the family's prior
+    statistics = np.broadcast_to(n, first.shape), difference + first / n, variance, reach
     return statistics, _sequence(design, difference + centred, difference)

@@ -23,7 +23,7 @@ from .owners import owner_tags
 from .requests import JobRequest, check_model_count, with_sources
 from .serialize import accepted
 
-__all__ = ["accept", "check_data"]
+__all__ = ["accept", "check_data", "job_uri", "submit_started"]
 
 
 def accept(granted: permissions.Granted):
@@ -39,17 +39,23 @@ def accept(granted: permissions.Granted):
         spec = JobSpec(kind=job.kind, run_id=run_id, models=job.models, fit=job.fit, pair_reports=job.pair_reports,
                        refresh=job.refresh,
                        source=dataclasses.replace(job.source, target_experiment=str(target)),
-                       tracking_uri=_job_uri(), state_dir=str(settings.state_dir), slots=settings.max_jobs,
+                       tracking_uri=job_uri(), state_dir=str(settings.state_dir), slots=settings.max_jobs,
                        engine=settings.engine, credentials=permissions.credentials())
-        try:
-            submit(spec)
-        except BaseException as exc:
-            fail_if_running(store, run_id, f"not started: {type(exc).__name__}: {exc}")
-            raise
+        submit_started(submit, store, run_id, spec)
     return accepted(run_id, target)
 
 
-def _job_uri() -> str:
+def submit_started(submit, store, run_id: str, spec: JobSpec) -> None:
+    """Hand ``spec`` to the queue (``submit``, of ``context.runner().reserve()``); the RUNNING run ``run_id`` started
+    for it ends FAILED with the reason when it cannot be."""
+    try:
+        submit(spec)
+    except BaseException as exc:
+        fail_if_running(store, run_id, f"not started: {type(exc).__name__}: {exc}")
+        raise
+
+
+def job_uri() -> str:
     """How the job reaches this server: with the requesting user's credentials under basic-auth, so without any
     user and password the configured URI carries (``requests`` would let those replace the header MLflow sets)."""
     uri = context.loopback_uri()

@@ -1,21 +1,24 @@
 """Reading a finished job run's artifacts the way MLflow's ``/get-artifact`` reads them (the proxied artifact
 root or the run's own repository: :func:`.mlflow_internals.run_artifact_location`): its ``report.html`` to serve
-inline, and the ranking table of a ranking or matrix run for the JSON API (a ranking on several metrics: each
-metric's, in its folder ``<metric>/``)."""
+inline, the ranking table of a ranking or matrix run for the JSON API (a ranking on several metrics: each
+metric's, in its folder ``<metric>/``), and a watch run's registered design and looks (:mod:`..runs.watchrun`)."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
 import pandas as pd
 from mlflow.exceptions import MlflowException
 
+from ..runs.watchrun import DESIGN_JSON, LOOKS_JSON
 from ..vocabulary import mlflow_internals
 from ..vocabulary.keys import metric_folder
 from .requests import ApiError
 
-__all__ = ["MAX_REPORT_BYTES", "read_report", "read_ranking", "read_versus", "RANKING_COLUMNS", "VERSUS_COLUMNS"]
+__all__ = ["MAX_REPORT_BYTES", "read_report", "read_ranking", "read_versus", "read_watch", "RANKING_COLUMNS",
+           "VERSUS_COLUMNS"]
 
 MAX_REPORT_BYTES = 50 * 1024 * 1024
 #: the columns of a ranking row in the JSON API, best first (``ranking.csv`` of a ranking run, or of a matrix run
@@ -24,7 +27,8 @@ MAX_REPORT_BYTES = 50 * 1024 * 1024
 #: with its interval
 RANKING_COLUMNS = ("model", "p_best", "p_best_next", "mean_rank", "rank_low", "rank_high", "strength", "mean",
                    "effect", "diff_to_leader", "diff_low", "diff_high")
-#: the columns of a row of the hierarchical ranking's table against a reference (``versus.csv``, ``vs``)
+#: the columns of a row of a ranking's table against a reference (``versus.csv``, ``vs``; the joint model of one
+#: dataset has no ``next_*``)
 VERSUS_COLUMNS = ("model", "reference", "p_better", "p_rope", "p_worse", "next_better", "next_rope", "next_worse",
                   "difference", "hdi_low", "hdi_high", "verdict")
 
@@ -51,6 +55,20 @@ def read_versus(run, metric: str | None = None) -> list[dict] | None:
     """The table of every model against the reference of a finished hierarchical ranking asked with ``vs``
     (``versus.csv``, or ``<metric>/versus.csv``); None when the run has none."""
     return _read_table(run, _in_folder("versus.csv", metric), VERSUS_COLUMNS, "verdict")
+
+
+def read_watch(run) -> dict | None:
+    """A watch run's path for the JSON API: its registered design (``design.json``) and every look so far
+    (``looks.json``: size, the three probabilities, the answers, the confidence sequence's bounds), the unit, the
+    answer and the source runs read; None before its first look is kept."""
+    with tempfile.TemporaryDirectory(prefix="bayescompare-watch-") as tmp:
+        try:
+            design = json.loads(Path(_download(run, DESIGN_JSON, tmp)).read_text(encoding="utf-8"))
+            looks = json.loads(Path(_download(run, LOOKS_JSON, tmp)).read_text(encoding="utf-8"))
+        except ApiError:
+            return None
+    keep = ("unit", "answer", "answer_words", "size", "available", "rows", "sources", "notes")
+    return {"design": design, "fingerprint": looks.get("fingerprint"), **{k: looks.get(k) for k in keep}}
 
 
 def _in_folder(name: str, metric: str | None) -> str:

@@ -38,7 +38,7 @@ from ..runs.runlog import fail_if_running
 from ..sampling.pools import pool_processes
 from ..vocabulary import mlflow_internals
 from ..vocabulary import tags as T
-from ..vocabulary.options import ENGINES, RAY_ADDRESS_ENV, FitOptions, RankOptions, SourceOptions
+from ..vocabulary.options import ENGINES, RAY_ADDRESS_ENV, EvalOptions, FitOptions, RankOptions, SourceOptions
 from .locks import job_slot
 from .owners import owner_tags
 
@@ -127,13 +127,14 @@ class QueueFull(Exception):
 @dataclass(frozen=True)
 class JobSpec:
     """What a job process needs: the kind of job, its RUNNING run, the option objects of the request, and how to
-    reach the server (as the requesting user)."""
+    reach the server (as the requesting user).  A comparison of evaluation runs (``evals``) has its own options
+    (``evals``) and no source or fit."""
 
-    kind: str  # "comparison", "matrix" or "ranking"
+    kind: str  # "comparison", "matrix", "ranking" or "evals"
     run_id: str
-    source: SourceOptions
-    fit: FitOptions | RankOptions  # a ranking's settings are RankOptions
-    models: tuple[str, ...]  # (model A, model B) of a comparison; the models of a matrix or a ranking
+    source: SourceOptions | None
+    fit: FitOptions | RankOptions | None  # a ranking's settings are RankOptions
+    models: tuple[str, ...]  # (model A, model B) of a comparison; the models of a matrix or a ranking; the systems
     tracking_uri: str
     state_dir: str
     slots: int
@@ -141,6 +142,7 @@ class JobSpec:
     refresh: bool = False  # a matrix's: MatrixOptions.refresh
     engine: str = "local"  # a matrix's: the server's engine (Settings.engine)
     credentials: dict[str, str] | None = field(default=None, repr=False)
+    evals: EvalOptions | None = None  # a comparison of evaluation runs: its options
 
 
 class JobRunner:
@@ -314,6 +316,7 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
     from mlflow import MlflowClient
 
     from ..pipeline.compare import compare_matrix, compare_runs, rank_runs
+    from ..pipeline.evals import compare_evaluation_runs, rank_evaluation_runs
 
     with mlflow_internals.as_user(spec.credentials):  # a job process runs one job at a time: the environment is its
         client = MlflowClient(spec.tracking_uri)
@@ -321,7 +324,10 @@ def run_job(spec: JobSpec) -> dict[str, Any]:
             with job_slot(Path(spec.state_dir), spec.slots):
                 client.log_batch(spec.run_id, tags=[RunTag(k, v) for k, v in owner_tags().items()])
                 common = dict(source=spec.source, tracking_uri=spec.tracking_uri, run_id=spec.run_id)
-                if spec.kind == "ranking":
+                if spec.kind == "evals":
+                    evals = rank_evaluation_runs if spec.evals.ranked else compare_evaluation_runs
+                    evals(options=spec.evals, tracking_uri=spec.tracking_uri, run_id=spec.run_id)
+                elif spec.kind == "ranking":
                     rank_runs(models=spec.models, rank=spec.fit, **common)
                 elif spec.kind == "matrix":
                     compare_matrix(models=spec.models, pair_reports=spec.pair_reports, fit=spec.fit, **common,

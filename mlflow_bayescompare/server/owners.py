@@ -87,9 +87,9 @@ def _pid_alive(pid: int, start: str) -> bool:
 
 def stale_reason(run, stale_after: int, now_ms: int | None = None) -> str | None:
     """Why the RUNNING job ``run`` can never finish (its owner is gone, or it is older than ``stale_after``
-    seconds), or None."""
-    if run.info.status not in _RUNNING:
-        return None
+    seconds), or None (a watch run, RUNNING between looks by design: :mod:`..runs.watchrun`)."""
+    if run.info.status not in _RUNNING or run.data.tags.get(T.KIND) == T.WATCH:
+        return None  # a watch run stays RUNNING between its looks, which its user's calls make, not a server
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     age = (now_ms - (run.info.start_time or now_ms)) / 1000
     if age > stale_after:

@@ -32,11 +32,12 @@ from ..vocabulary import mlflow_internals
 from ..vocabulary import tags as T
 from ..vocabulary.console import redact_uri
 from ..vocabulary.errors import InputError
-from ..vocabulary.options import SourceOptions
+from ..vocabulary.options import EvalOptions, SourceOptions
 from . import context, security
 from .requests import (
     ApiError,
     JobRequest,
+    evals_body_request,
     experiment_id_arg,
     is_experiment_id,
     job_body_request,
@@ -45,7 +46,7 @@ from .requests import (
 )
 
 __all__ = ["Need", "RULES", "Granted", "Target", "authorize", "granted", "enable_basic_auth", "auth_enabled",
-           "register_with_mlflow_auth", "can", "readable_experiments", "current_user", "credentials",
+           "register_with_mlflow_auth", "can", "readable_experiments", "readable_runs", "current_user", "credentials",
            "create_target"]
 
 
@@ -57,6 +58,7 @@ class Need(enum.Enum):
     READ_LISTED = "read on ?experiment_id when given, else lists the experiments the user may read"
     READ_RUN = "read on the experiment of the run ?run_id"
     START_JOB = "read on the source experiments, update on the target experiment (or create it, when new)"
+    START_EVALS = "read on every evaluation run's experiment, update on the target experiment (or create it)"
 
 
 #: endpoint → permission; a route missing here is refused (the blueprint checks every route has a rule)
@@ -73,6 +75,9 @@ RULES: dict[str, Need] = {
     "create_comparison": Need.START_JOB,
     "create_matrix": Need.START_JOB,
     "create_ranking": Need.START_JOB,
+    "evaluation_runs": Need.READ_EXPERIMENT,
+    "create_evals": Need.START_EVALS,
+    "evals_js": Need.SIGNED_IN,
 }
 _JOB_KINDS = {"create_comparison": "comparison", "create_matrix": "matrix", "create_ranking": "ranking"}
 _state = {"auth": False}  # set by enable_basic_auth() in each worker process of `bayescompare-auth`
@@ -95,6 +100,7 @@ class Granted:
     run: Any = None
     job: JobRequest | None = None
     target: Target | None = None
+    evals: EvalOptions | None = None  # a comparison of evaluation runs: its options
 
 
 # --------------------------------------------------------------------------------------------------- the hook
@@ -115,8 +121,10 @@ def authorize() -> None:
         g.bayescompare = Granted(need, ids)
     elif need is Need.READ_RUN:
         g.bayescompare = Granted(need, run=_readable_run(run_id_arg()))
-    elif need is Need.START_JOB:
-        g.bayescompare = _start_job(_JOB_KINDS[endpoint])
+    elif need in (Need.START_JOB, Need.START_EVALS):
+        if problem := security.csrf_problem(request):
+            raise ApiError(403, problem)
+        g.bayescompare = _start_job(_JOB_KINDS[endpoint]) if need is Need.START_JOB else _start_evals()
     else:
         g.bayescompare = Granted(need)
 
@@ -127,13 +135,28 @@ def granted() -> Granted:
 
 
 def _start_job(kind: str) -> Granted:
-    problem = security.csrf_problem(request)
-    if problem:
-        raise ApiError(403, problem)
     job = job_body_request(kind, context.settings())
     sources = resolve_sources(job.source)
     target = resolve_target(job.source.target_experiment, sources)
     return Granted(Need.START_JOB, sources, job=job, target=target)
+
+
+def _start_evals() -> Granted:
+    """A comparison of evaluation runs: the options, every run readable (:func:`readable_runs`), and the target
+    (default: run A's experiment)."""
+    options = evals_body_request()
+    sources = readable_runs(options.run_ids)
+    return Granted(Need.START_EVALS, list(dict.fromkeys(sources)),
+                   target=resolve_target(options.target_experiment, sources[:1]), evals=options)
+
+
+def readable_runs(run_ids) -> list[str]:
+    """The experiment of each run, in order, when the user may read every one; else one :class:`InputError`
+    naming each run that does not exist, is deleted or may not be read, in the evaluation-run reader's words."""
+    found = [_readable_experiment_of(run_id) for run_id in run_ids]
+    if absent := [f"run '{run_id[:64]}' not found" for run_id, eid in zip(run_ids, found) if eid is None]:
+        raise InputError(absent, header="Cannot read the evaluation runs:")
+    return found
 
 
 # --------------------------------------------------------------------------------------------------- identity
@@ -326,30 +349,37 @@ def create_target(target: Target) -> str:
 
 def _readable_search_run(run_id: str) -> str:
     """The experiment of the run ``run_id`` (a scikit-learn search, read by the job), when the user may read it;
-    else the one refusal of a run that does not exist.  The run is read only to learn its experiment."""
-    try:
-        run = context.store_client().get_run(run_id)
-    except MlflowException as exc:
-        if exc.error_code not in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"):
-            raise
-        run = None
-    if run is None or not _visible(_experiment(experiment_id=run.info.experiment_id)):
+    else the one refusal of a run that does not exist."""
+    if (experiment_id := _readable_experiment_of(run_id)) is None:
         raise InputError([f"no run '{run_id[:64]}'"], header="Unknown search run:")
-    return run.info.experiment_id
+    return experiment_id
+
+
+def _readable_experiment_of(run_id: str) -> str | None:
+    """The experiment of the run when it exists, is active and the user may read it, else None (absent and
+    forbidden alike).  The run is read only to learn its experiment."""
+    run = _run_or_none(run_id)
+    readable = run is not None and run.info.lifecycle_stage == "active" and _visible(_experiment(
+        experiment_id=run.info.experiment_id))
+    return run.info.experiment_id if readable else None
 
 
 def _readable_run(run_id: str):
     """The comparison (or matrix) run ``run_id`` when the user may read it; else the one 404 of a run that does not
     exist."""
-    try:
-        run = context.store_client().get_run(run_id)
-    except MlflowException as exc:
-        if exc.error_code in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"):
-            raise ApiError(404, no_such_run(run_id)) from None
-        raise
-    if run.data.tags.get(T.KIND) not in T.KINDS or not can(run.info.experiment_id):
+    run = _run_or_none(run_id)
+    if run is None or run.data.tags.get(T.KIND) not in T.KINDS or not can(run.info.experiment_id):
         raise ApiError(404, no_such_run(run_id))
     return run
+
+
+def _run_or_none(run_id: str):
+    try:
+        return context.store_client().get_run(run_id)
+    except MlflowException as exc:
+        if exc.error_code in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"):
+            return None
+        raise
 
 
 # --------------------------------------------------------------------------------------------------- MLflow's table

@@ -20,6 +20,7 @@ from flask import request
 from ..client import MAX_WAIT
 from ..vocabulary.errors import InputError
 from ..vocabulary.options import (
+    EvalOptions,
     FitOptions,
     MatrixOptions,
     ModelsOptions,
@@ -32,8 +33,8 @@ from ..vocabulary.runkey import DEFAULT_KEYS, parse_key
 from .jobs import Settings
 
 __all__ = ["ApiError", "JobRequest", "MAX_BODY", "MAX_DEPTH", "json_body", "job_request", "job_body_request",
-           "check_model_count", "with_sources", "experiment_id_arg", "run_id_arg", "no_such_run", "key_arg",
-           "max_results_arg", "wait_arg", "is_experiment_id"]
+           "check_model_count", "with_sources", "evals_body_request", "experiment_id_arg", "run_id_arg", "no_such_run",
+           "key_arg", "max_results_arg", "wait_arg", "is_experiment_id"]
 
 MAX_BODY = 64 * 1024  # bytes of a JSON body
 MAX_DEPTH = 8  # nesting of a JSON body: the fields are flat, lists at most one level down
@@ -146,6 +147,13 @@ def job_request(kind: str, body: dict[str, Any], settings: Settings) -> JobReque
 def job_body_request(kind: str, settings: Settings) -> JobRequest:
     """The job of the request's JSON body (:func:`json_body`, :func:`job_request`)."""
     return job_request(kind, json_body(), settings)
+
+
+def evals_body_request() -> EvalOptions:
+    """The options of a comparison of evaluation runs from the request's JSON body (the command line's
+    ``compare-evals`` options, by the same rules and words); every problem at once (an :class:`InputError`)."""
+    (options,) = parse_fields(json_body(), [EvalOptions], origin="json")
+    return options
 
 
 def _limit_problems(kind: str, body: dict[str, Any], settings: Settings) -> list[str]:

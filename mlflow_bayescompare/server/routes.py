@@ -32,7 +32,8 @@ from ..vocabulary.progress import STAGES
 from ..vocabulary.runkey import DEFAULT_KEYS, parse_key
 from . import context, lifecycle, permissions, security
 from .accept import accept
-from .artifacts import read_ranking, read_report, read_versus
+from .artifacts import read_ranking, read_report, read_versus, read_watch
+from .evals import accept_evals, list_evaluation_runs
 from .jobs import QueueFull
 from .owners import stale_reason
 from .requests import ApiError, key_arg, max_results_arg, wait_arg
@@ -162,6 +163,8 @@ def _job_run(run=None):
 def _status() -> Response:
     run = _when_changed(_job_run(), wait_arg())
     out = summarise_run(run)
+    if out["kind"] == T.WATCH:
+        out["watch"] = read_watch(run)
     if out["kind"] in ("matrix", "ranking") and out["status"] == "FINISHED":
         if "metrics" in out:  # a ranking on several metrics: each metric's tables, by metric
             metrics = [m["metric"] for m in out["metrics"]]
@@ -213,11 +216,16 @@ def _start() -> Response:
     return accept(permissions.granted())
 
 
+def _start_evals() -> Response:
+    return accept_evals(permissions.granted())
+
+
 #: every route of the plugin: exact paths, one method each
 ROUTES = (
     Route("/", "GET", "page", _page),
     Route("/static/page.css", "GET", "page_css", _css),
     Route("/static/page.js", "GET", "page_js", partial(_static, "page.js")),
+    Route("/static/evals.js", "GET", "evals_js", partial(_static, "evals.js")),
     Route("/api/csrf", "GET", "csrf", _csrf),
     Route("/api/experiments", "GET", "experiments", _experiments),
     Route("/api/choices", "GET", "choices", _choices),
@@ -226,6 +234,8 @@ ROUTES = (
     Route("/api/comparisons/get", "GET", "comparison", _status),
     Route("/api/matrix", "POST", "create_matrix", _start),
     Route("/api/rankings", "POST", "create_ranking", _start),
+    Route("/api/evaluation-runs", "GET", "evaluation_runs", list_evaluation_runs),
+    Route("/api/evals", "POST", "create_evals", _start_evals),
     Route("/report", "GET", "report", _report),
 )
 

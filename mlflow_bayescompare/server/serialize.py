@@ -10,11 +10,12 @@ from typing import Any
 from flask import Response
 
 from ..vocabulary import tags as T
-from ..vocabulary.claims import CLAIMS, report, reports_dict
+from ..vocabulary.claims import CLAIMS, Report, report, reports_dict
 from ..vocabulary.keys import metric_key
 from ..vocabulary.options import (
     LAYOUTS,
     PRIORS,
+    EvalOptions,
     FitOptions,
     MatrixOptions,
     RankOptions,
@@ -23,7 +24,7 @@ from ..vocabulary.options import (
     direction_word,
 )
 from ..vocabulary.outcomes import COLORS, json_safe
-from ..vocabulary.uiroutes import run_route
+from ..vocabulary.uiroutes import evaluation_comparison_route, run_route
 from .context import base_path, prefix
 from .jobs import Settings
 
@@ -108,10 +109,31 @@ def summarise_run(run) -> dict[str, Any]:
             out["verdict"] = f"best: {out['best']}"
     if status == "FINISHED" and _has_report(tags, out.get("models", [])):
         out["report_url"] = report_path(info.run_id)
-    claim = _claim(tags.get(T.REQUIRE), out.get("metrics", [out]))
+    claim = _claim(tags.get(T.REQUIRE), out.get("metrics", [out])) or _eval_claim(tags.get(T.REQUIRE), metrics)
     if claim:
         out["require"] = claim
+    if T.SOURCE_RUNS in tags:  # a comparison of evaluation runs: the runs it read, MLflow's own view of the two
+        out.update(_evaluation_runs(tags))
     return out
+
+
+def _evaluation_runs(tags: dict[str, str]) -> dict[str, Any]:
+    """The evaluation runs a comparison read, and the address of MLflow's own side-by-side view of run A and run B
+    when they share an experiment (:func:`~..vocabulary.uiroutes.evaluation_comparison_route`)."""
+    experiments = [e for e in (tags.get(T.SOURCE_EXPERIMENTS) or "").split(",") if e]
+    pair = tags.get(T.RUN_A), tags.get(T.RUN_B)
+    same = all(pair) and len(experiments) == 1
+    return {"source_runs": [r for r in tags[T.SOURCE_RUNS].split(",") if r],
+            "compare_url": f"{prefix()}/{evaluation_comparison_route(experiments[0], *pair)}" if same else None}
+
+
+def _eval_claim(recorded: str | None, metrics: dict[str, float]) -> dict[str, Any] | None:
+    """The claim of a comparison of evaluation runs (``<claim>@<threshold>``; its joint probability the run's
+    ``p_require``), once the run holds it."""
+    name, _, threshold = (recorded or "").rpartition("@")
+    if not name or "p_require" not in metrics:
+        return None
+    return Report(name, metrics["p_require"], float(threshold)).to_dict()
 
 
 def _run_metrics(run) -> list[str]:
@@ -236,4 +258,7 @@ def form_fields(settings: Settings) -> dict[str, dict[str, Any]]:
     out["vs"] = {"help": vs.help, "max_length": vs.max_length}  # the page's "Rank against"
     refresh = next(f.metadata["option"] for f in dataclasses.fields(MatrixOptions) if f.name == "refresh")
     out["refresh"] = {"value": defaults(MatrixOptions)["refresh"], "help": refresh.help}  # "fit every pair again"
+    out["evals"] = {f.name: {"value": "" if f.default is None else f.default, "help": f.metadata["option"].help,
+                             "min": f.metadata["option"].low, "max": f.metadata["option"].high}
+                    for f in dataclasses.fields(EvalOptions)}  # "Compare evaluation runs"
     return out

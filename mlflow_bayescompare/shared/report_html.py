@@ -1,5 +1,5 @@
 """What every report shares: the HTML page, one self-contained file built from a family's blocks (e.g.
-:func:`..families.hierarchical.report.blocks`), the cells of its tables, and :func:`md_escape` for the run descriptions.
+:func:`..families.hierarchical.report.blocks`) and the cells of its tables (the run descriptions: :mod:`.markdown`).
 
 MLflow shows an ``.html`` artifact in a sandboxed iframe and the plugin's server serves the page with a CSP
 sandbox, so the page carries its CSS and its figures (base64 PNG) inline and needs no script and no external URL.
@@ -12,15 +12,14 @@ from __future__ import annotations
 import base64
 import html
 import math
-import re
 from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, NamedTuple
 
 from ..vocabulary.outcomes import COLORS, DECISION_COLORS, OUTCOMES
 
-__all__ = ["Link", "Table", "Question", "page", "LINK_BASE", "FIGURE_CAPTIONS", "SUMMARY", "embedded", "md_escape",
-           "md_table", "plain_table", "plain_page", "format_probability", "format_numbers", "format_differences",
+__all__ = ["Link", "Table", "Question", "page", "LINK_BASE", "FIGURE_CAPTIONS", "SUMMARY", "embedded",
+           "plain_table", "plain_page", "format_probability", "format_numbers", "format_differences",
            "MISSING"]
 
 #: Where MLflow's UI is, relative to the page (``<prefix>/bayescompare/report``).
@@ -325,25 +324,3 @@ def embedded(report: bytes) -> bytes:
     """A report's page as the server app's page embeds it: its :data:`SUMMARY` blocks hidden (one rule added to its
     head; the rest of the page unchanged)."""
     return report.replace(b"</head>", f"<style>.{SUMMARY}{{display:none}}</style></head>".encode(), 1)
-
-
-# --- Markdown (the run descriptions) ----------------------------------------------------------------------------
-
-_MD_ENTITIES = {c: f"&#{ord(c)};" for c in "\\`*_[]|~@"}
-#: ':' and '/' unless a space follows, '.' unless a space follows or it sits between digits (0.95): no "://",
-#: "www.x" or ":emoji:" is left, while sentences and numbers stay readable.
-_AUTOLINK_PUNCTUATION = re.compile(r"[:/](?!\s)|(?<!\d)\.(?!\s)|\.(?![\s\d])")
-
-
-def md_escape(text: Any) -> str:
-    """``text`` as inert Markdown on one line: HTML-escaped, with Markdown's punctuation, '@' and the punctuation
-    of :data:`_AUTOLINK_PUNCTUATION` as numeric entities, so showdown's GitHub flavour finds no markup, autolink
-    (URL, ``www.``, e-mail), @mention or emoji in it."""
-    escaped = "".join(_MD_ENTITIES.get(c, c) for c in html.escape(" ".join(str(text).split()), quote=True))
-    return _AUTOLINK_PUNCTUATION.sub(lambda m: f"&#{ord(m.group())};", escaped)
-
-
-def md_table(header: list[str], rows: list[list[str]]) -> str:
-    """A Markdown table of plain cells, each :func:`md_escape`-d (the header as given)."""
-    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-                     + ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows])

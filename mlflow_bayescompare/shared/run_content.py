@@ -20,9 +20,10 @@ from ..vocabulary import tags as T
 from ..vocabulary.options import WARMUP
 from ..vocabulary.outcomes import divergent_transitions, jsonable
 from ..vocabulary.versions import stan_version
+from .markdown import Markdown, raw
 
 __all__ = ["Bundle", "PackedBundle", "run_name", "models_run_name", "new_directory", "comparison_tags",
-           "comparison_params", "diagnostics_problem", "write_posterior", "noting_no_report",
+           "comparison_params", "diagnostics_problem", "write_posterior",
            "fit_tag", "param_value", "finite", "one_figure_bundle", "NO_REPORT_NOTE"]
 
 #: Under the title of a pair run's description when it has no report: where the rest is.
@@ -42,6 +43,8 @@ class Bundle:
     metrics: dict[str, float]
     directory: Path
     _tmp: tempfile.TemporaryDirectory | None = field(default=None, repr=False)
+    #: the run's description as written (its tag may be cut to fit): a decision on several metrics nests it
+    description: Markdown | None = field(default=None, repr=False)
 
     def cleanup(self) -> None:
         if self._tmp is not None:
@@ -60,7 +63,7 @@ class Bundle:
         files = {path.relative_to(self.directory).as_posix(): path.read_bytes()
                  for path in sorted(self.directory.rglob("*")) if path.is_file()}
         self.cleanup()
-        return PackedBundle(self.name, self.tags, self.params, self.metrics, files)
+        return PackedBundle(self.name, self.tags, self.params, self.metrics, files, self.description)
 
 
 @dataclass
@@ -72,6 +75,7 @@ class PackedBundle:
     params: dict[str, str]
     metrics: dict[str, float]
     files: dict[str, bytes]
+    description: Markdown | None = None
 
     def unpacked(self, directory: Path) -> Bundle:
         """The bundle again, its artifacts written into ``directory``."""
@@ -79,7 +83,7 @@ class PackedBundle:
             path = directory / relative
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(content)
-        return Bundle(self.name, self.tags, self.params, self.metrics, directory)
+        return Bundle(self.name, self.tags, self.params, self.metrics, directory, description=self.description)
 
 
 def run_name(model_a: str, model_b: str, metric: str) -> str:
@@ -154,12 +158,6 @@ def write_posterior(result, path: Path) -> None:
     result.to_inference_data().to_netcdf(str(path), compress=False)
 
 
-def noting_no_report(markdown: str) -> str:
-    """``markdown`` with :data:`NO_REPORT_NOTE` under its title (a long description is cut at its end)."""
-    title, _, rest = markdown.partition("\n\n")
-    return f"{title}\n\n{NO_REPORT_NOTE}\n\n{rest}"
-
-
 def fit_tag(text: str, limit: int = MAX_TAG_VAL_LENGTH) -> str:
     """``text`` cut at a line boundary to fit in a tag value, saying so when cut."""
     if len(text) <= limit:
@@ -198,18 +196,18 @@ def one_figure_bundle(result, report, all_figures, tables: dict, test_metrics: d
             (png,) = write_png_and_svg(all_figures(result), root / "plots").values()
             (root / "report.html").write_text(report.render_html(result, metric, png), encoding="utf-8")
         else:
-            markdown = noting_no_report(markdown)
-        (root / "report.md").write_text(markdown, encoding="utf-8")
+            markdown = markdown.with_note(raw(NO_REPORT_NOTE))
+        (root / "report.md").write_text(str(markdown), encoding="utf-8")
         (root / "summary.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
         for name, table in tables.items():
             table.to_csv(root / name, index=False)
         run_tags = {**comparison_tags(result, metric=metric, experiment_ids=experiment_ids, figures=figures),
-                    T.NOTE: fit_tag(markdown)}
+                    T.NOTE: fit_tag(str(markdown))}
         metrics = {"p_a_better": result.p_a_better, "p_rope": result.p_rope, "p_b_better": result.p_b_better,
                    **test_metrics, **{"odds_" + k.replace("/", "_vs_"): v for k, v in result.odds.items()}}
         return Bundle(run_name(result.model_a, result.model_b, metric), run_tags,
                       comparison_params(result, layout=layout),
-                      {k: float(v) for k, v in metrics.items() if finite(v)}, root, tmp)
+                      {k: float(v) for k, v in metrics.items() if finite(v)}, root, tmp, markdown)
     except BaseException:
         if tmp is not None:
             tmp.cleanup()

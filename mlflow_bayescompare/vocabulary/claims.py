@@ -10,9 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InputError
+from .optionspec import PerMetric
 
-__all__ = ["CLAIMS", "BEST", "RANKING_CLAIMS", "Report", "report", "reports", "reports_dict", "probability",
-           "best_claim", "best_model", "check_answered"]
+__all__ = ["CLAIMS", "BEST", "RANKING_CLAIMS", "EVAL_CLAIMS", "IMPROVES", "EVAL_CLAIM_WORDS", "Report", "EvalClaim",
+           "report", "reports", "reports_dict", "probability", "best_claim", "best_model", "check_answered",
+           "eval_claim"]
 
 #: a comparison's claims about model A: the outcomes of the posterior whose probabilities add up to each
 CLAIMS = {"a-better": ("p_a_better",), "not-worse": ("p_a_better", "p_rope"), "equivalent": ("p_rope",)}
@@ -24,6 +26,12 @@ BEST = "best="
 #: comparison, of the model against the leader).  The last two need the hierarchical model's ranking.
 RANKING_CLAIMS = {BEST: "p_best", "none-better=": "p_none_better",
                   "not-worse-than-best=": "p_not_worse_than_leader"}
+#: a comparison of evaluation runs' claims about the candidate B, per scorer (``compare-evals --require``): the claim
+#: of :data:`CLAIMS` each one is, said of B
+EVAL_CLAIMS = {"better": "a-better", "not-worse": "not-worse", "equivalent": "equivalent"}
+#: across scorers: B not worse than A on every gated scorer, and better on at least one of them
+IMPROVES = "improves"
+EVAL_CLAIM_WORDS = (*EVAL_CLAIMS, IMPROVES)
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,33 @@ class Report:
         """Why the claim is not supported."""
         what = "P(best)" if self.claim.startswith(BEST) else "its probability"
         return f"claim '{self.claim}' not supported: {what} is {self.probability:.3f} < {self.threshold:g}"
+
+
+@dataclass(frozen=True)
+class EvalClaim:
+    """A claim about the candidate B of a comparison of evaluation runs, resolved on its scorers: ``claims`` (scorer
+    → the claim of :data:`CLAIMS` that must hold for B) and ``better_on`` (B must be better on at least one of
+    these: :data:`IMPROVES`); all of it at once, as one posterior probability."""
+
+    text: str
+    claims: dict[str, str]
+    better_on: tuple[str, ...]
+
+
+def eval_claim(given: str | PerMetric, scorers: Sequence[str]) -> EvalClaim:
+    """The claim ``given`` (a word of :data:`EVAL_CLAIM_WORDS` for every scorer, or ``scorer=word,...`` with at most
+    one bare word for the scorers not named) on the ``scorers`` compared; an :class:`InputError` naming a scorer not
+    compared, or :data:`IMPROVES` given for one scorer (it is said across scorers)."""
+    named, bare = (dict(given.values), given.default) if isinstance(given, PerMetric) else ({}, given)
+    problems = [f"--require names scorer {s!r}, which is not compared (scorers: {', '.join(map(repr, scorers))})"
+                for s in named if s not in scorers]
+    problems += [f"--require {IMPROVES} is said across scorers (B not worse on every one, better on one): give it "
+                 f"alone, not for scorer {s!r}" for s, word in named.items() if word == IMPROVES]
+    if problems:
+        raise InputError(problems, header="invalid claim:")
+    gated = {**({s: bare for s in scorers} if bare else {}), **named}
+    claims = {s: EVAL_CLAIMS["not-worse" if word == IMPROVES else word] for s, word in gated.items()}
+    return EvalClaim(str(given), claims, tuple(gated) if bare == IMPROVES else ())
 
 
 def report(outcome, claim: str, threshold: float) -> Report:

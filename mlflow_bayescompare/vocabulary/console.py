@@ -156,9 +156,11 @@ def connection_cause(error: BaseException) -> str:
     return str(first).rstrip(".") if isinstance(first, str) and len(first) < 60 else type(error).__name__
 
 
-def ui_address(tracking_uri: str | None, experiment_id: str, run_id: str) -> tuple[str, str | None]:
-    """The MLflow UI's full address of a run, and for a local store the command that serves it (else ``None``)."""
-    path = run_route(run_id, experiment_id)
+def ui_address(tracking_uri: str | None, experiment_id: str, run_id: str,
+               route: str | None = None) -> tuple[str, str | None]:
+    """The MLflow UI's full address of a run (or of another ``route`` of its UI), and for a local store the command
+    that serves it (else ``None``)."""
+    path = route or run_route(run_id, experiment_id)
     uri = redact_uri(tracking_uri) or ""
     if uri.startswith(("http://", "https://")):
         return f"{uri.rstrip('/')}/{path}", None

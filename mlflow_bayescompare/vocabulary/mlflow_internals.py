@@ -36,6 +36,8 @@ Used beyond MLflow's public API:
   defines each), the largest page of traces its server answers (:data:`TRACES_PAGE`), and the artifact
   ``mlflow.models.evaluate`` writes (:data:`EVAL_TABLE`): read by :mod:`..reads.evaluations`, checked with MLflow
   3.17.2 and, but for the ``@mlflow.test`` tag (3.17), 3.13.0;
+* ``mlflow.utils.mlflow_tags.MLFLOW_DATASET_CONTEXT``, the tag of a run's dataset input that says its role
+  (``mlflow.data.context``: :data:`DATASET_CONTEXT`), which MLflow's UI shows beside the dataset;
 * how MLflow's client retries: a ``requests`` session over urllib3's ``Retry``, whose retries urllib3 reports on
   its logger ``urllib3.connectionpool`` (:data:`RETRY_LOGGER`, :func:`retry_notice`), a logger with no handler of
   its own but urllib3's ``NullHandler``, so that MLflow retries in silence unless someone listens there.
@@ -50,7 +52,8 @@ import threading
 import urllib.parse
 from collections.abc import Callable, Iterator
 
-__all__ = ["TRACKING_URI_ENV", "CREDENTIALS_ENV", "RETRY_LOGGER", "active_experiment_id", "as_user",
+__all__ = ["TRACKING_URI_ENV", "CREDENTIALS_ENV", "RETRY_LOGGER", "DATASET_CONTEXT", "COMPARED", "log_compared_inputs",
+           "active_experiment_id", "as_user",
            "authenticated_user", "backend_store_uri", "cors_allowed_origins", "end_run", "experiment_permission",
            "filter_problem", "is_own_artifact_folder", "is_valid_key", "register_auth_validator", "retry_notice",
            "run_artifact_location", "download_top_artifact", "download_artifact", "top_artifacts",
@@ -340,3 +343,19 @@ def register_auth_validator(path: str, method: str, validator: Callable[[], bool
     from mlflow.server import auth
 
     auth.BEFORE_REQUEST_VALIDATORS[(path, method)] = validator
+
+
+#: the tag of a dataset input that says its role in the run (``mlflow.utils.mlflow_tags.MLFLOW_DATASET_CONTEXT``)
+DATASET_CONTEXT = "mlflow.data.context"
+#: the role of the datasets a comparison, ranking or matrix run compared the models on
+COMPARED = "compared"
+
+
+def log_compared_inputs(client, run_id: str, datasets) -> None:
+    """Log ``datasets`` (MLflow ``Dataset`` entities, read from the source runs' inputs) as the run's own inputs,
+    in the context :data:`COMPARED`: MLflow's UI then lists them under the run's Datasets instead of "None"."""
+    from mlflow.entities import DatasetInput, InputTag
+
+    if datasets:
+        client.log_inputs(run_id, datasets=[DatasetInput(d, tags=[InputTag(DATASET_CONTEXT, COMPARED)])
+                                            for d in datasets])

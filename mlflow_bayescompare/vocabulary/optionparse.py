@@ -118,21 +118,24 @@ def _rename(problem: str, names: dict[str, str], origin: str) -> str:
 # --------------------------------------------------------------------------------------------------- command line
 
 
-def click_options(*classes, exclude: Iterable[str] = ()):
-    """A decorator declaring one command-line option per field of ``classes`` (except ``exclude``).
+def click_options(*classes, exclude: Iterable[str] = (), required: bool = True):
+    """A decorator declaring one command-line option per field of ``classes`` (except ``exclude``), the required
+    ones first (``--help`` lists them first), then the others in the classes' order.
 
     Values arrive as given (strings, booleans for flags, tuples for repeatable names): :func:`parse_fields` with
     ``origin="cli"`` validates them, so the command line and the JSON API share one set of rules and messages.
+    ``required=False``: click requires none (a command whose required options depend on another, ``watch``'s on
+    its test; :func:`parse_fields` names the missing ones).
     """
     import click
 
     exclude = set(exclude)
 
     def decorate(fn):
-        for cls in reversed(classes):
-            for f in reversed(dataclasses.fields(cls)):
-                if not _excluded(cls, f, exclude) and f.metadata["option"].cli:
-                    fn = _click_option(click, f)(fn)
+        fields = [f for cls in classes for f in dataclasses.fields(cls)
+                  if not _excluded(cls, f, exclude) and f.metadata["option"].cli]
+        for f in reversed(sorted(fields, key=lambda f: not f.metadata["option"].required)):
+            fn = _click_option(click, f, required)(fn)
         return fn
 
     return decorate
@@ -156,7 +159,7 @@ _METAVARS = {"int": "INTEGER", "float": "NUMBER", "numbers": "NUMBER[,NUMBER...]
              "str": "TEXT", "strings": "TEXT", "per_metric": "VALUE|METRIC=VALUE,..."}
 
 
-def _click_option(click, f: dataclasses.Field):
+def _click_option(click, f: dataclasses.Field, required: bool = True):
     spec: Option = f.metadata["option"]
     flag, dest = public_name(f, "cli"), spec.public or f.name
     if spec.is_flag:
@@ -164,7 +167,8 @@ def _click_option(click, f: dataclasses.Field):
     default = None if f.default in (dataclasses.MISSING, None, "", ()) else f.default
     if isinstance(default, tuple):
         default = ",".join(f"{v:g}" for v in default)
-    metavar = "[" + "|".join(spec.choices) + "]" if spec.kind == "choice" else _METAVARS[spec.kind]
-    return click.option(flag, dest, multiple=spec.kind == "strings", required=spec.required,
+    metavar = "[" + "|".join(spec.choices) + "]" if spec.kind == "choice" else \
+        _METAVARS[spec.kind].replace("METRIC", spec.per.upper())
+    return click.option(flag, dest, multiple=spec.kind == "strings", required=spec.required and required,
                         default=None if default is None else str(default), show_default=default is not None,
                         metavar=metavar, help=spec.help, envvar=spec.envvar, show_envvar=spec.envvar is not None)

@@ -8,11 +8,15 @@ Options come in frozen dataclasses, one per concern:
 * :class:`FitOptions`: the two-model tests (the hierarchical test of Corani et al. 2017, the Bayesian
   signed-rank test and the Bayesian correlated t-test): rope, direction, prior, threshold and the hyper-prior bounds;
 * :class:`PairOptions`: the two models of a comparison and the claim to require;
+* :class:`WatchOptions`: what a stop-when-decided watch reads besides its design (the dataset, or two evaluation runs
+  and their scorer) and how it follows them (the design itself: :class:`~..sequential.design.Design`);
 * :class:`ModelsOptions`: the models of a matrix or ranking, and whether a matrix's pairs get full reports;
 * :class:`MatrixOptions`: how a matrix runs (on this machine or a Ray cluster), what it logs at large k, and its
   cache of pair results;
 * :class:`RankOptions`: the ranking of many models (the hierarchical model of k models or the Bayesian Bradley-Terry
-  model of Wainer 2023 across datasets, the joint correlated-t model of the folds on one dataset).
+  model of Wainer 2023 across datasets, the joint correlated-t model of the folds on one dataset);
+* :class:`EvalOptions`: a comparison of evaluation runs (``compare-evals``): the runs, how their items pair and
+  cluster, the scorers, and the paired models' settings.
 
 Each field carries an :class:`~.optionspec.Option` spec in its metadata (:mod:`.optionspec`).  Constructing an
 object validates it and cleans the values (numpy numbers become Python numbers, lists become tuples, prior aliases
@@ -30,15 +34,16 @@ from typing import Any
 
 import numpy as np
 
-from .claims import CLAIMS
+from .claims import CLAIMS, EVAL_CLAIM_WORDS
 from .errors import InputError
 from .optionparse import build, checked_click_option, click_options, defaults, from_keywords, parse_fields, public_name
 from .optionspec import Option, OptionsBase, PerMetric, option, required_option
 from .runkey import DEFAULT_KEYS, RunKey, parse_key
 
 __all__ = [
-    "Option", "SourceOptions", "SamplerOptions", "FitOptions", "PairOptions", "ModelsOptions", "MatrixOptions",
-    "RankOptions", "ENGINES", "RAY_ADDRESS_ENV",
+    "Option", "SourceOptions", "SamplerOptions", "FitOptions", "PairOptions", "WatchOptions", "WATCH_EXCLUDED",
+    "ModelsOptions", "MatrixOptions", "RankOptions", "EvalOptions", "ENGINES", "RAY_ADDRESS_ENV", "EVAL_KINDS",
+    "EVAL_DRAWS",
     "parse_fields", "click_options", "checked_click_option", "build", "from_keywords", "defaults", "public_name",
     "draw_seed", "per_metric", "PerMetric", "DIRECTIONS", "direction_word", "PRIORS", "PRIOR_ALIASES", "BACKENDS",
     "LAYOUTS", "TESTS", "RANK_MODELS", "WARMUP", "MATRIX_PAIR_WARMUP",
@@ -62,6 +67,10 @@ RAY_ADDRESS_ENV = "RAY_ADDRESS"  # Ray's own variable, which ray.init reads too
 RANK_MODELS = ("auto", "hierarchical", "bbt")
 #: a metric's direction (``--direction fit_time=lower``): is a higher score better?
 DIRECTIONS = {"higher": True, "lower": False}
+#: the kinds of an evaluation scorer's values (``families/evals/kinds.py`` reads them from here)
+EVAL_KINDS = ("pass_fail", "ordinal", "continuous", "log")
+#: the posterior draws of a comparison of evaluation runs (the count the sampled tests summarise: 4 chains × 1000)
+EVAL_DRAWS = 4000
 
 
 def direction_word(greater_is_better: bool) -> str:
@@ -82,6 +91,13 @@ MATRIX_PAIR_WARMUP = 300
 
 
 # --------------------------------------------------------------------------------------------------- the options
+
+
+def _target_experiment() -> Any:
+    """The one spec of the target experiment, which a comparison's sources and a watch's both carry."""
+    return option(None, "Log the result into this experiment (an id, or a name: a new name, not a number, is "
+                        "created); default: the first source (an evaluation watch: run A's experiment).", "str",
+                  nullable=True)
 
 
 @dataclass(frozen=True)
@@ -118,9 +134,7 @@ class SourceOptions(OptionsBase):
                                 choices=("error", "latest"), public="latest", flag_value="latest")
     drop_incomplete: bool = option(False, "Drop datasets with missing folds (with a warning).", "bool",
                                     flag_value=True)
-    target_experiment: str | None = option(None, "Log the result into this experiment (an id, or a name: a new "
-                                                  "name, not a number, is created); default: the first source.",
-                                            "str", nullable=True)
+    target_experiment: str | None = _target_experiment()
     search_run: str | None = option(None, "Read a scikit-learn GridSearchCV/RandomizedSearchCV run logged by "
                                           "mlflow.sklearn.autolog(): its candidates are the models, named by their "
                                           "setting ('C=1, kernel=rbf', or best), --metric its scorer ('score' for "
@@ -262,6 +276,50 @@ class PairOptions(OptionsBase):
 
 
 @dataclass(frozen=True)
+class WatchOptions(OptionsBase):
+    """What a watch (``mlflow-bayescompare watch``, :mod:`..pipeline.watch`) reads besides its design: for
+    ``correlated-t`` the dataset of two models' CV runs (found as ``compare`` finds them: :class:`SourceOptions`,
+    :class:`PairOptions`); for an evaluation test two evaluation runs and their scorer; and how it follows them."""
+
+    _what = "watch options"
+
+    dataset: str | None = option(None, "correlated-t: the dataset whose repeats grow (default: the one dataset both "
+                                       "models have).", "str", nullable=True)
+    run_a: str | None = option(None, "eval-binary, eval-continuous: the evaluation run of system A (its id).", "str",
+                               nullable=True, max_length=64)
+    run_b: str | None = option(None, "eval-binary, eval-continuous: the evaluation run of system B.", "str",
+                               nullable=True, max_length=64)
+    scorer: str | None = option(None, "eval-binary, eval-continuous: the scorer compared (default: the one scorer "
+                                      "both runs have).", "str", nullable=True)
+    pair_key: str | None = option(None, "eval-binary, eval-continuous: the field that pairs the items, "
+                                        "inputs.<field> or tag:<name> (default: the test case, else the inputs).",
+                                  "str", nullable=True)
+    table_artifact: str | None = option(None, "eval-binary, eval-continuous: the runs' table artifact to read (a "
+                                              "harness's long table, or eval_results_table.json).", "str",
+                                        nullable=True)
+    target_experiment: str | None = _target_experiment()
+    follow: bool = option(False, "Read the runs again every --interval seconds until the design decides (or "
+                                 "--timeout passes).", "bool", flag_value=True)
+    interval: float = option(30.0, "With --follow: seconds between two reads of the runs.", "float", low=0.1)
+    timeout: float | None = option(None, "With --follow: give up after this many seconds (the answer is then "
+                                         "'continue').", "float", low=0, nullable=True)
+
+    def _cross_checks(self) -> list[str]:
+        if (self.run_a is None) != (self.run_b is None):
+            return ["name both evaluation runs, run_a and run_b"]
+        if self.run_a is not None and self.run_a == self.run_b:
+            return [f"run_a and run_b are both {self.run_a!r}; watch two different runs"]
+        return []
+
+
+#: the fields of :class:`SourceOptions` and :class:`PairOptions` a watch does not take (its design's folds are the
+#: runs', a model's runs are its repeats, its target experiment is :attr:`WatchOptions.target_experiment`, its claim
+#: the design's answer)
+WATCH_EXCLUDED = ("SourceOptions.folds", "SourceOptions.target_experiment", "on_duplicate", "drop_incomplete",
+                  "search_run", "claim")
+
+
+@dataclass(frozen=True)
 class ModelsOptions(OptionsBase):
     """The models of a matrix or a ranking (none means every model found), and what a matrix's pair runs hold."""
 
@@ -275,16 +333,7 @@ class ModelsOptions(OptionsBase):
                                         "run holds its numbers, tables and posterior.", "bool", flag_value=True)
 
     def __post_init__(self) -> None:
-        """``"a,b,c"`` (or a list of that one string, as the command line gives it) is three models, and
-        ``"C=1, kernel=rbf; C=10, kernel=rbf"`` two (a list that holds a ``;`` is split there only: a scikit-learn
-        search's candidates hold commas); a list of several names is taken as given (so parsing is idempotent)."""
-        given = [self.models] if isinstance(self.models, str) else self.models
-        if isinstance(given, (list, tuple)) and len(given) == 1 and isinstance(given[0], str):
-            split = tuple(m.strip() for m in given[0].split(";" if ";" in given[0] else ",") if m.strip())
-            object.__setattr__(self, "models", split)
-        elif isinstance(given, (list, tuple)) and all(isinstance(m, str) for m in given):
-            split = tuple(m.strip() for m in given if m.strip())
-            object.__setattr__(self, "models", split)
+        _split_names(self, "models")
         super().__post_init__()
 
     def _cross_checks(self) -> list[str]:
@@ -292,6 +341,19 @@ class ModelsOptions(OptionsBase):
             return []
         repeated = sorted({m for m in self.models if self.models.count(m) > 1})
         return [f"models listed more than once: {', '.join(repeated)}"] if repeated else []
+
+
+def _split_names(options, name: str) -> None:
+    """``"a,b,c"`` (or a list of that one string, as the command line gives it) is three names, and
+    ``"C=1, kernel=rbf; C=10, kernel=rbf"`` two (a list that holds a ``;`` is split there only: a scikit-learn
+    search's candidates hold commas); a list of several names is taken as given (so parsing is idempotent)."""
+    given = getattr(options, name)
+    given = [given] if isinstance(given, str) else given
+    if isinstance(given, (list, tuple)) and len(given) == 1 and isinstance(given[0], str):
+        split = tuple(m.strip() for m in given[0].split(";" if ";" in given[0] else ",") if m.strip())
+        object.__setattr__(options, name, split)
+    elif isinstance(given, (list, tuple)) and all(isinstance(m, str) for m in given):
+        object.__setattr__(options, name, tuple(m.strip() for m in given if m.strip()))
 
 
 @dataclass(frozen=True)
@@ -332,10 +394,10 @@ class RankOptions(SamplerOptions):
                                 "dataset's wins), or auto (hierarchical on fold scores, bbt on per-dataset means). "
                                 "On one dataset the joint correlated-t model of the folds ranks.", "choice",
                         choices=RANK_MODELS)
-    vs: str | None = option(None, "Compare every model with this one on the next dataset (a model, or best for "
-                                  "the leader): one row per model, P(better / equivalent / worse), the expected "
-                                  "difference and a verdict (the hierarchical model).", "str", nullable=True,
-                            max_length=200)
+    vs: str | None = option(None, "Compare every model with this one (a model, or best for the leader): one row "
+                                  "per model, P(better / equivalent / worse) on the next dataset (the hierarchical "
+                                  "model; on one dataset, on it: the joint model), the expected difference and a "
+                                  "verdict.", "str", nullable=True, max_length=200)
     greater_is_better: bool = option(True, "The metric is a loss or error (lower is better).", "bool",
                                       public="lower_is_better", flag_value=False)
     local_rope: str = option("paired", "When a dataset is a tie between two models: paired (|mean of the fold "
@@ -384,6 +446,94 @@ class RankOptions(SamplerOptions):
         low, high = self.rope if isinstance(self.rope, tuple) and len(self.rope) == 2 else (0.0, 1.0)
         if isinstance(low, float) and isinstance(high, float) and not low < 0.5 < high:
             problems.append(f"rope must contain 0.5 (P(win) of two equal models); got {low:g},{high:g}")
+        return problems
+
+
+_FIELD_HELP = "inputs.<field> (a field of the item's inputs; a table's column) or tag:<name> (a trace tag)"
+
+
+@dataclass(frozen=True)
+class EvalOptions(OptionsBase):
+    """A comparison of evaluation runs (``mlflow.genai.evaluate``, ``mlflow.models.evaluate`` or a long table): two
+    runs A and B, or two or more ranked, paired per item (``families/evals``; no MCMC)."""
+
+    _what = "evaluation settings"
+
+    run_a: str | None = option(None, "The baseline evaluation run A (its run id); differences are B - A.", "str",
+                               nullable=True, max_length=64)
+    run_b: str | None = option(None, "The candidate evaluation run B (its run id).", "str", nullable=True,
+                               max_length=64)
+    runs: tuple[str, ...] = option((), "Evaluation runs to rank instead (run ids, comma-separated): P(best) per "
+                                       "scorer and each run against --vs.", "strings", high=20)
+    vs: str | None = option(None, "With --runs: compare every run with this one (a run id, or best for the "
+                                  "leader).", "str", nullable=True, max_length=500)
+    scorers: tuple[str, ...] = option((), "Scorers to compare (comma-separated; default: every scorer the runs "
+                                          "share; latency adds each trace's duration).", "strings", high=50)
+    rope: float | PerMetric | None = option(None, "Half-width of practical equivalence in the scorer's units, per "
+                                                  "scorer: correctness=0.02,latency=0.05 (default: 0.01 of the "
+                                                  "scale's span: 1 point of a pass rate, 0.04 of a 1-5 rating, 1% of "
+                                                  "a latency).", "per_metric", low=0, low_open=True, nullable=True,
+                                            per="scorer")
+    direction: str | PerMetric | None = option(None, "Per scorer, whether higher or lower is better: "
+                                                     "latency=lower (default: lower for latency, cost and tokens).",
+                                               "per_metric", choices=tuple(DIRECTIONS), nullable=True, per="scorer")
+    kinds: str | PerMetric | None = option(None, "Per scorer, the kind of its values when detection should not "
+                                                 "choose: grade=ordinal.", "per_metric", choices=EVAL_KINDS,
+                                           nullable=True, per="scorer")
+    cluster: str | None = option(None, f"What groups related items (passage, template, conversation): {_FIELD_HELP}."
+                                       " The answer then rests on the clusters.", "str", nullable=True)
+    pair_key: str | None = option(None, f"What pairs the runs' items when their inputs differ: {_FIELD_HELP} "
+                                        "(default: the @mlflow.test case, else the inputs themselves).", "str",
+                                  nullable=True)
+    suite: str | None = option(None, f"What names an item's evaluation suite: {_FIELD_HELP}; several suites add "
+                                     "the hierarchical test across them, answering for the next suite.", "str",
+                               nullable=True, public="dataset_key")
+    table_artifact: str | None = option(None, "The runs' table to read (an eval_results_table.json of "
+                                              "mlflow.models.evaluate, or a long table of item, scorer, value).",
+                                        "str", nullable=True)
+    threshold: float = option(0.95, "Probability at which an outcome is declared.", "float", low=0, high=1,
+                               low_open=True, high_open=True)
+    draws: int = option(EVAL_DRAWS, "Posterior draws (exact models: no MCMC).", "int", low=100, high=1_000_000)
+    seed: int | None = option(None, "Seed of the posterior draws (for reproducible probabilities).", "int", low=0,
+                               high=2**32 - 1, nullable=True)
+    claim: str | PerMetric | None = option(None, "Exit 1 unless the posterior supports this claim about B at the "
+                                                 "threshold: better, not-worse or equivalent on every scorer, per "
+                                                 "scorer (correctness=better,latency=not-worse), or improves (not "
+                                                 "worse on every scorer, better on one); jointly.", "per_metric",
+                                           choices=EVAL_CLAIM_WORDS, nullable=True, public="require", per="scorer")
+    target_experiment: str | None = option(None, "Log the result into this experiment (an id, or a name: a new "
+                                                  "name, not a number, is created); default: run A's.", "str",
+                                            nullable=True)
+
+    def __post_init__(self) -> None:
+        _split_names(self, "runs")
+        _split_names(self, "scorers")
+        super().__post_init__()
+
+    @property
+    def ranked(self) -> bool:
+        """Three or more runs (``runs``) ranked, rather than A and B compared."""
+        return bool(self.runs)
+
+    @property
+    def run_ids(self) -> tuple[str, ...]:
+        return self.runs if self.ranked else (self.run_a, self.run_b)
+
+    def _cross_checks(self) -> list[str]:
+        pair, runs = (self.run_a, self.run_b), self.runs if isinstance(self.runs, tuple) else ()
+        if runs and any(pair):
+            return ["give run_a and run_b (a comparison) or runs (a ranking), not both"]
+        problems = []
+        if not runs and not all(pair):
+            problems.append("name the evaluation runs: run_a and run_b, or runs (two or more)")
+        if runs and len(runs) < 2:
+            problems.append(f"runs ranks two or more evaluation runs; got {len(runs)}")
+        if all(pair) and self.run_a.strip() == self.run_b.strip():
+            problems.append(f"run A and run B are both {self.run_a!r}; compare two different runs")
+        if self.vs is not None and not runs:
+            problems.append("vs compares every run of a ranking with one: give runs")
+        if self.claim is not None and runs:
+            problems.append("require is a claim about B against A: compare two runs (run_a, run_b)")
         return problems
 
 

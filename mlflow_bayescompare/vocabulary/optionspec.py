@@ -15,7 +15,7 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["Option", "OptionsBase", "PerMetric", "option", "required_option", "MAX_NAME"]
+__all__ = ["Option", "OptionsBase", "PerMetric", "option", "required_option", "clean_field", "MAX_NAME"]
 
 MAX_NAME = 500  # longest experiment, model, metric or tag name accepted
 
@@ -26,7 +26,8 @@ class Option:
 
     ``kind`` is int, float, bool, str, choice, strings (a tuple of names), numbers (a number or a tuple of them),
     pair (two floats, low < high) or per_metric (one value for every metric, or ``METRIC=VALUE,...``: a
-    :class:`PerMetric`; its values are floats, or choices when ``choices`` are given).
+    :class:`PerMetric`; its values are floats, or choices when ``choices`` are given; ``per`` names what it is given
+    per, ``metric`` or ``scorer``, in its messages).
     ``public`` is its name on the command line (``--`` + dashes) and in the JSON API (underscores) when it differs
     from the field's.  A ``flag`` option is a command-line/JSON switch that sets the field to ``flag_value``.
     """
@@ -46,6 +47,7 @@ class Option:
     max_length: int = MAX_NAME
     cli: bool = True  # offered on the command line (False: Python API only)
     envvar: str | None = None  # the environment variable the command line reads when the option is not given
+    per: str = "metric"  # what a per_metric option is given per (its messages name it): metric, or scorer
 
     @property
     def is_flag(self) -> bool:
@@ -175,6 +177,16 @@ def _clean(spec: Option, value: Any) -> tuple[Any, str | None]:
     raise TypeError(f"unknown option kind {kind!r}")
 
 
+def clean_field(cls, name: str, value: Any) -> Any:
+    """One field's value of the options class ``cls``, cleaned as constructing it would (an :class:`InputError`
+    naming the field when it is invalid): for a value used on its own, such as a claim given to a gate."""
+    spec = next(f for f in dataclasses.fields(cls) if f.name == name).metadata["option"]
+    cleaned, problem = _clean(spec, value)
+    if problem:
+        raise InputError([f"{spec.public or name} {problem}"], header=f"invalid {cls._what}:")
+    return cleaned
+
+
 def _clean_name(spec: Option, value: Any) -> tuple[str | None, str | None]:
     if not isinstance(value, str):
         return None, f"must be a string; got {value!r}"
@@ -215,19 +227,22 @@ def _clean_numbers(spec: Option, value: Any) -> tuple[float | tuple[float, ...] 
 
 def _clean_per_metric(spec: Option, value: Any) -> tuple[Any, str | None]:
     """One value, or ``METRIC=VALUE`` entries (a string ``a=1,b=2`` or a mapping) with at most one bare value, the
-    one of the metrics not named: a bare value alone is returned as itself, the rest as a :class:`PerMetric`."""
+    one of the metrics not named: a bare value alone is returned as itself, the rest as a :class:`PerMetric`.  An
+    entry is split at its last ``=`` (a value holds none; a scorer's name may: ``<img src=x>=0.05``)."""
     one = dataclasses.replace(spec, kind="choice" if spec.choices else "float")
-    if isinstance(value, Mapping):
+    if isinstance(value, PerMetric):  # cleaned before: checked again, as given
+        entries = [*value.values, *([(None, value.default)] if value.default is not None else [])]
+    elif isinstance(value, Mapping):
         entries = [(str(k), v) for k, v in value.items()]
     elif isinstance(value, str) and "=" in value:
-        entries = [tuple(part.split("=", 1)) if "=" in part else (None, part) for part in value.split(",")]
+        entries = [tuple(part.rsplit("=", 1)) if "=" in part else (None, part) for part in value.split(",")]
     else:
         return _clean(one, value)
     named, default = {}, None
     for metric, raw in entries:
         cleaned, problem = _clean(one, raw.strip() if isinstance(raw, str) else raw)
         metric = metric.strip() if isinstance(metric, str) else None
-        where = "" if metric is None else f" for metric {metric!r}"
+        where = "" if metric is None else f" for {spec.per} {metric!r}"
         if problem:
             return None, f"{problem}{where}"
         if metric is None:
@@ -235,9 +250,9 @@ def _clean_per_metric(spec: Option, value: Any) -> tuple[Any, str | None]:
                 return None, f"takes one value for the metrics it does not name; got two in {value!r}"
             default = cleaned
         elif not metric:
-            return None, f"names an empty metric in {value!r}; write METRIC=VALUE,..."
+            return None, f"names an empty {spec.per} in {value!r}; write {spec.per.upper()}=VALUE,..."
         elif metric in named:
-            return None, f"names metric {metric!r} twice"
+            return None, f"names {spec.per} {metric!r} twice"
         else:
             named[metric] = cleaned
     return PerMetric(tuple(named.items()), default), None

@@ -15,8 +15,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-__all__ = ["counted", "OUTCOMES", "COLORS", "ARVIZ_STATS", "DECISION_COLORS", "Orientation", "outcome_label",
-           "TwoModelResult", "combined_line", "divergent_transitions", "jsonable", "json_safe", "json_ready"]
+__all__ = ["counted", "names_listed", "OUTCOMES", "COLORS", "ARVIZ_STATS", "DECISION_COLORS", "Orientation",
+           "outcome_label", "TwoModelResult", "combined_line", "divergent_transitions", "jsonable", "json_safe",
+           "json_ready"]
+
+
+def names_listed(names) -> str:
+    """Names side by side as every message lists them: ``a, b, c``; ``a; b`` when a name holds a comma (a search's
+    candidate ``C=1, kernel=rbf``), so that no name reads as two."""
+    names = [str(n) for n in names]
+    return ("; " if any("," in n for n in names) else ", ").join(names)
+
 
 def counted(n: int, noun: str) -> str:
     """``1 dataset``, ``3 datasets``: a count and its noun, as every message and report writes them."""
@@ -106,19 +115,22 @@ class TwoModelResult:
                 "verdict": self.verdict, "decision": self.decision, "odds": self.odds, "evidence": self.evidence}
 
 
-#: What each decision says of model A in the line of a decision on several metrics (:func:`combined_line`).
-_OF_A = {"a_better": "better", "equivalent": "practically equivalent", "b_better": "worse",
-         "inconclusive": "undecided"}
+#: What each decision says of model A in the line of a decision on several metrics (:func:`combined_line`); an
+#: inconclusive metric is said of the pair
+_OF_A = {"a_better": "better", "equivalent": "practically equivalent", "b_better": "worse"}
 
 
 def combined_line(model_a: str, model_b: str, decisions: dict[str, str]) -> str:
     """One decision on several metrics, from each metric's decision, in the order the metrics were asked:
-    ``rf vs svm: rf is practically equivalent on accuracy and roc_auc, and better on fit_time.``"""
+    ``rf vs svm: rf is practically equivalent on accuracy and roc_auc, and better on fit_time.``; the metrics on
+    which the pair is undecided said of the pair: ``rf vs svm: rf is better on fit_time; undecided on accuracy.``"""
     grouped: dict[str, list[str]] = {}
     for metric, decision in decisions.items():
-        grouped.setdefault(_OF_A[decision], []).append(metric)
-    clauses = [f"{said} on {_and(metrics)}" for said, metrics in grouped.items()]
-    return f"{model_a} vs {model_b}: {model_a} is {_and(clauses, ', and ')}."
+        grouped.setdefault(decision, []).append(metric)
+    said = [f"{_OF_A[decision]} on {_and(metrics)}" for decision, metrics in grouped.items() if decision in _OF_A]
+    parts = ([f"{model_a} is {_and(said, ', and ')}"] if said else []) + \
+        ([f"undecided on {_and(grouped['inconclusive'])}"] if "inconclusive" in grouped else [])
+    return f"{model_a} vs {model_b}: {'; '.join(parts)}."
 
 
 def _and(items: list[str], final: str = " and ") -> str:

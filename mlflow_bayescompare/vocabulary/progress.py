@@ -8,18 +8,23 @@ on a live line with the elapsed time (:class:`TerminalProgress`); the server rec
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+import unicodedata
 from collections.abc import Callable
 
 from .console import PREFIX, CliHandler, log
 
-__all__ = ["STAGES", "Progress", "notify", "TerminalProgress", "Countdown"]
+__all__ = ["STAGES", "Progress", "notify", "TerminalProgress", "Countdown", "CLOSED_FORM", "duration"]
 
 #: Stages a comparison goes through, in order; ``failed`` may replace any of them.
 STAGES = ("queued", "fetching", "compiling", "sampling", "reporting", "logging", "done", "failed")
 
 Progress = Callable[..., None]  # progress(stage: str, detail: str | None = None)
+#: how the detail of the stage ``sampling`` ends when nothing is sampled (a closed form): the live line then says
+#: ``computing`` (the stage itself, the run's stage tag, stays ``sampling``)
+CLOSED_FORM = "closed form"
 
 
 def notify(progress: Progress | None, stage: str, detail: str | None = None) -> None:
@@ -43,10 +48,11 @@ class Countdown:
         if not 0 < done < self.total:
             return text
         left = (time.monotonic() - self._start) / done * (self.total - done)
-        return f"{text}, about {_duration(left)} left"
+        return f"{text}, about {duration(left)} left"
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """``1 min 5 s``: a time span as the progress line says it."""
     minutes, seconds = divmod(round(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return " ".join(f"{value} {unit}" for value, unit in ((hours, "h"), (minutes, "min"), (seconds, "s"))
@@ -112,14 +118,42 @@ class TerminalProgress:
                 self.stream.write("\r" + " " * self._width + "\r")
                 self._width = 0
 
+    def above(self, echo: Callable[[str], None]) -> Callable[[str], None]:
+        """``echo`` made to print its lines above the live line: the line cleared first, under the lock the ticker
+        takes, so that the two never share a row."""
+        def write(text: str) -> None:
+            with self._lock:
+                self.clear_line()
+                echo(text)
+
+        return write
+
     @staticmethod
     def _cli_handlers() -> list[CliHandler]:
         return [h for h in log.handlers if isinstance(h, CliHandler)]
 
-    def text(self) -> str:
+    def text(self, columns: int | None = None) -> str:
+        """``bayescompare: <stage> <detail> (<elapsed> s)``; within ``columns`` terminal columns the detail is cut
+        short (ending in "…"), the stage and the elapsed time kept."""
         elapsed = time.monotonic() - self._stage_start
-        detail = f" {self.detail}" if self.detail else ""
-        return f"{PREFIX} {self.stage}{detail} ({elapsed:.0f} s)"
+        closed_form = self.stage == "sampling" and CLOSED_FORM in (self.detail or "")
+        head = f"{PREFIX} {'computing' if closed_form else self.stage}"
+        detail, tail = f" {self.detail}" if self.detail else "", f" ({elapsed:.0f} s)"
+        if columns is not None:
+            detail = _fitted(detail, columns - _width(head) - _width(tail))
+        return head + detail + tail
+
+    def columns(self) -> int:
+        """The terminal's width: ``$COLUMNS`` when set (as ``shutil.get_terminal_size`` reads it), else the width of
+        the stream's terminal, else 80."""
+        try:
+            return max(int(os.environ["COLUMNS"]), 10)
+        except (KeyError, ValueError):
+            pass
+        try:
+            return max(os.get_terminal_size(self.stream.fileno()).columns, 10)
+        except (AttributeError, OSError, ValueError):
+            return 80
 
     def _ticker(self) -> None:
         while not self._stop.wait(self.tick):
@@ -132,17 +166,39 @@ class TerminalProgress:
                     self._write(final=True)
 
     def _write(self, final: bool) -> None:
-        """A whole line (``final``), or the live line rewritten in place."""
+        """A whole line (``final``), or the live line rewritten in place, fitted to the terminal's width (a line
+        that wraps cannot be rewritten in place)."""
         if self.stage is None:
             return
-        text = self.text()
+        # the live line one column short of the terminal: a wrapped line would leave its first row behind
+        text = self.text(None if final else self.columns() - 1)
         try:
             if final:
                 self.stream.write(text + "\n")
             else:
-                self.stream.write("\r" + text.ljust(self._width))
-                self._width = len(text)
+                self.stream.write("\r" + text + " " * max(self._width - _width(text), 0))
+                self._width = _width(text)
             self.stream.flush()
         except (OSError, ValueError):  # the terminal went away: progress is not worth failing for
             log.debug("progress line not written")
         self._last_line = time.monotonic()
+
+
+def _width(text: str) -> int:
+    """The columns ``text`` takes on a terminal: two for a wide (East Asian) character, none for a combining one."""
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _fitted(text: str, columns: int) -> str:
+    """``text`` cut to ``columns`` terminal columns, ending in "…" when cut."""
+    if _width(text) <= columns:
+        return text
+    if columns < 1:
+        return ""
+    out, used = [], 1  # the ellipsis
+    for c in text:
+        used += _width(c)
+        if used > columns:
+            break
+        out.append(c)
+    return "".join(out) + "…"

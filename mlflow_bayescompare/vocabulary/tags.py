@@ -1,8 +1,9 @@
 """The tags of the runs this package writes: one home for their names and for the kinds of run.
 
 A run written by the package carries ``bayescompare.kind``: ``comparison`` (two models), ``matrix`` (every pair of
-several models, the pairs as child runs) or ``ranking`` (several models ranked at once).  Runs of these kinds are
-never read back as source runs.
+several models, the pairs as child runs), ``ranking`` (several models ranked at once) or ``watch`` (a registered
+stop-when-decided design and its looks at two models' growing runs; RUNNING between its looks).  Runs of these
+kinds are never read back as source runs.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ __all__ = [
     "KIND", "KINDS", "STAGE", "SKIPPED", "ERROR", "NOTE", "PARENT", "USER", "MODEL_A", "MODEL_B", "MODELS", "METRIC",
     "VERDICT", "DECISION", "DIAGNOSTICS", "TEST", "REPORT", "NO_REPORT", "BEST", "RANKING", "SOURCE_EXPERIMENTS",
     "STRICT", "REQUIRE", "DATASETS_LEFT_OUT", "CACHED_FROM", "CACHE_FOR", "metric_tag", "joined_names", "split_names",
-    "JOB_OWNER", "JOB_REQUEST",
+    "JOB_OWNER", "JOB_REQUEST", "DEMO", "WATCH", "DESIGN_FINGERPRINT", "WATCH_SOURCES", "WATCH_ANSWER", "DATASET",
+    "RUN_A", "RUN_B", "SOURCE_RUNS",
 ]
 
 KIND = "bayescompare.kind"
-KINDS = ("comparison", "matrix", "ranking")
+KINDS = ("comparison", "matrix", "ranking", "watch")
+WATCH = "watch"  # the kind of a watch run (pipeline/watch.py)
 STAGE = "bayescompare.stage"  # where the work on the run is (progress.STAGES)
 SKIPPED = "bayescompare.stages_skipped"  # comma-separated stages the work went past without doing (compiling: cached)
 ERROR = "bayescompare.error"  # why the run FAILED
@@ -38,12 +41,21 @@ NO_REPORT = "none"
 PAIRS_TABLE = "bayescompare.pairs_table"  # the artifact of a matrix run holding its pairs (and the cache's rows)
 BEST = "bayescompare.best"  # the best model of a matrix or ranking
 RANKING = "bayescompare.ranking"  # the model that ranked them: hierarchical, bbt, or joint-t (one dataset's folds)
+DEMO = "bayescompare.demo"  # the demo's source runs (value: friedman), by which a demo finds an earlier demo's runs
 SOURCE_EXPERIMENTS = "bayescompare.source_experiment_ids"
+# a comparison of evaluation runs (its test: paired-evals) names the runs it read, the systems it compared
+RUN_A = "bayescompare.run_a"  # the baseline evaluation run A
+RUN_B = "bayescompare.run_b"  # the candidate evaluation run B
+SOURCE_RUNS = "bayescompare.source_run_ids"  # every evaluation run read, in the order of the systems, comma-separated
 STRICT = "bayescompare.strict"  # set by --strict when the sampler's output failed the gate
 REQUIRE = "bayescompare.require"  # "<claim>@<threshold>" asked of a server job
 DATASETS_LEFT_OUT = "bayescompare.datasets_left_out"  # the datasets a pair did not compare (joined_names)
 CACHED_FROM = "bayescompare.cached_from"  # on a matrix's pair run read from the cache: the run that fitted it
 CACHE_FOR = "bayescompare.cache_for"  # on a matrix run whose pairs table is signed: whose cache (runs/cachekey.py)
+DATASET = "bayescompare.dataset"  # the dataset a watch reads the growing CV repeats of
+DESIGN_FINGERPRINT = "bayescompare.design_fingerprint"  # a watch run's registered design: sha256 of its design.json
+WATCH_SOURCES = "bayescompare.watch_sources"  # sha256 of the selection a watch reads: a later look finds it by it
+WATCH_ANSWER = "bayescompare.watch_answer"  # continue, a_better, b_better, equivalent or inconclusive
 
 
 def metric_tag(tag: str, metric: str) -> str:

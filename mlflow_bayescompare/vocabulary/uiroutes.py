@@ -6,13 +6,16 @@ MLflow 3's UI has two views, chosen with the toggle at its top left (the browser
 MLflow 3.17 derives an experiment's kind from the view, and neither ``mlflow.experimentKind`` on the experiment nor a
 run tag moves a run out of "Evaluations" (checked in Chromium).  A comparison belongs with the training runs it
 compares, so every link this package writes opens the model-training view.
+
+One link opens the GenAI view on purpose: MLflow's own side-by-side comparison of two evaluation runs
+(:func:`evaluation_comparison_route`), the view a comparison of evaluation runs stands beside.
 """
 
 from __future__ import annotations
 
 from urllib.parse import quote
 
-__all__ = ["VIEW", "run_route", "experiment_route"]
+__all__ = ["VIEW", "run_route", "experiment_route", "evaluation_comparison_route"]
 
 #: the query of every route: MLflow's model-training view
 VIEW = "workflowType=machine_learning"
@@ -30,3 +33,12 @@ def run_route(run_id: object, experiment_id: object = None) -> str:
     if experiment_id is None or str(experiment_id) in ("", "nan", "None", "<NA>"):
         return f"#/runs/{run}"
     return f"#/experiments/{quote(str(experiment_id), safe='')}/runs/{run}?{VIEW}"
+
+
+def evaluation_comparison_route(experiment_id: object, run_a: object, run_b: object) -> str:
+    """MLflow 3.17's side-by-side view of two evaluation runs, trace by trace: the experiment's "Evaluations" tab
+    (``/experiments/:experimentId/evaluation-runs``) with the runs in the query parameters its "Compare" button
+    sets, ``selectedRunUuid`` (shown first: A) and ``compareToRunUuid`` (B) (``onCompare`` of the evaluation-runs
+    page, ``mlflow/server/js/build/static/js/6598.*.chunk.js`` of 3.17.2)."""
+    return (f"#/experiments/{quote(str(experiment_id), safe='')}/evaluation-runs?"
+            f"selectedRunUuid={quote(str(run_a), safe='')}&compareToRunUuid={quote(str(run_b), safe='')}")

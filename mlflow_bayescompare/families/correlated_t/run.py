@@ -10,7 +10,7 @@ from pathlib import Path
 from ...shared.run_content import Bundle, one_figure_bundle
 from ...vocabulary.errors import InputError
 from ...vocabulary.options import FitOptions
-from ...vocabulary.progress import Progress
+from ...vocabulary.progress import CLOSED_FORM, Progress
 from ...vocabulary.runkey import parse_key
 from . import report
 from .engine import HEADER, correlated_t_test
@@ -43,7 +43,7 @@ def check(tensor, options: FitOptions, collected) -> None:
 
 def describe(tensor, options: FitOptions) -> str:
     """What is compared, for the progress line."""
-    return f"on the {len(tensor.diffs[0])} folds of one dataset (correlated t-test, closed form)"
+    return f"on the {len(tensor.diffs[0])} folds of one dataset (correlated t-test, {CLOSED_FORM})"
 
 
 def detail(result: CorrelatedTTestResult) -> str:

@@ -23,7 +23,7 @@ from ...vocabulary.errors import InputError
 from ...vocabulary.outcomes import Orientation
 from .result import EvalComparisonResult, EvalComparisons
 
-__all__ = ["joint_probability", "check", "require", "require_better"]
+__all__ = ["joint_probability", "check", "require", "require_better", "across", "ACROSS"]
 
 #: the outcome a claim's probability names, by the name :data:`.claims.CLAIMS` gives it
 _OUTCOME = {"p_a_better": "a_better", "p_rope": "rope", "p_b_better": "b_better"}
@@ -90,7 +90,22 @@ def require_better(result, system: str | None = None, *, not_worse: Sequence[str
                    better_on=gated if better_on is None else list(better_on), threshold=threshold)
 
 
+#: the claims about B across every scorer that the reports and the run's metrics show, by their metric's name
+ACROSS = {"p_b_not_worse_on_all": "not worse on every scorer",
+          "p_b_improves": "not worse on every scorer, and better on at least one"}
+
+
+def across(result) -> dict[str, float]:
+    """The probabilities of :data:`ACROSS` (about B), by their words."""
+    by_scorer, _, _ = _parts(result)
+    return {ACROSS["p_b_not_worse_on_all"]: joint_probability(result, "not-worse"),
+            ACROSS["p_b_improves"]: joint_probability(result, "not-worse", better_on=list(by_scorer))}
+
+
 def _parts(result) -> tuple[dict[str, EvalComparisonResult], str, str]:
+    """The scorers' results and the systems of a result of :func:`.engine.compare_evaluations` (or of an outcome of
+    the pipeline that holds one: its ``result``)."""
+    result = getattr(result, "result", result)
     if isinstance(result, EvalComparisons):
         return result.by_scorer, result.system_a, result.system_b
     if isinstance(result, EvalComparisonResult):

@@ -30,12 +30,12 @@ import numpy as np
 import pandas as pd
 
 from ...vocabulary.errors import InputError
-from ...vocabulary.options import DIRECTIONS
+from ...vocabulary.options import DIRECTIONS, EVAL_KINDS
 
 __all__ = ["KINDS", "PASS_WORDS", "FAIL_WORDS", "PASS_AT", "MAX_ORDINAL_RANGE", "RESOURCE_WORDS", "DEFAULT_ROPE",
            "Kind", "detect", "as_numbers", "passes", "is_resource"]
 
-KINDS = ("pass_fail", "ordinal", "continuous", "log")
+KINDS = EVAL_KINDS  # the options name them (vocabulary/options.py)
 PASS_WORDS = ("yes", "pass", "true")
 FAIL_WORDS = ("no", "fail", "false")
 #: a number passes at this value or above (MLflow's judges' rule for a probability)

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ...vocabulary.errors import InputError
+from ...vocabulary.options import EVAL_DRAWS
 from .kinds import Kind
 from .weights import Group, Prior, atom_sums, weighted_means
 
@@ -50,8 +51,8 @@ PRIOR_MASS = 4 * PRIOR_ALPHA
 #: the cells of a joint table of k systems' levels used as pseudo-observations at most (beyond: a uniform sample;
 #: a 2×2 table, 0-10 ratings of 2 systems or pass/fail of 8 systems are whole)
 MAX_PRIOR_CELLS = 256
-#: posterior draws by default: the count the package's sampled tests summarise (4 chains × 1000)
-DRAWS = 4000
+#: posterior draws by default (the option's: :data:`..vocabulary.options.EVAL_DRAWS`)
+DRAWS = EVAL_DRAWS
 
 
 @dataclass

@@ -52,8 +52,9 @@ def hierarchical_test(scores_a=None, scores_b=None, *, diffs=None, folds=None, d
             greater_is_better, prior, threshold, rho, chains, draws, warmup, seed, backend, sensitivity and the
             hyper-prior bounds of Sec. 3), which override ``options``.
         progress: a hook receiving the stages ``compiling`` (the first time on a machine) and ``sampling``.
-        model_check: compute each dataset's PSIS-LOO Pareto k̂ (the shrinkage table's ``pareto_k``; about 0.8 s per
-            100 datasets); a matrix's pairs skip it unless they get full reports.
+        model_check: compute each dataset's PSIS-LOO Pareto k̂ (the shrinkage table's ``pareto_k``; a fraction of
+            the sampling: benchmarks/README.md, "The model check's cost"); a matrix's pairs skip it unless they get
+            full reports.
         default_warmup: the warm-up when the options give none.  Shorter than :data:`~.options.WARMUP` (a
             matrix's pairs: :data:`~.options.MATRIX_PAIR_WARMUP`), a fit whose chains then disagree (R-hat above
             the limit) is sampled again after the full warm-up, and the one with the smaller R-hat is kept.

@@ -18,7 +18,8 @@ from typing import Any
 import pandas as pd
 
 from ...shared import report_html
-from ...shared.report_html import FIGURE_CAPTIONS, Link, Question, Table, format_numbers, format_probability, md_escape
+from ...shared.markdown import Description, Markdown, raw, strong
+from ...shared.report_html import FIGURE_CAPTIONS, Link, Question, Table, format_numbers, format_probability
 from ...vocabulary.outcomes import OUTCOMES, counted, outcome_label
 from ...vocabulary.uiroutes import experiment_route, run_route
 from .result import HierarchicalResult
@@ -304,52 +305,54 @@ def render_html(res: HierarchicalResult, figures_png: dict[str, bytes], ctx: Rep
 
 # --- Markdown ---------------------------------------------------------------------------------------------------
 
-def _md_cell(cell: Any) -> str:
-    return f"[{md_escape(cell.text)}]({cell.route})" if isinstance(cell, Link) else md_escape(cell)
-
-
-def _md_table(table: Table) -> str:
-    lines = ["| " + " | ".join(md_escape(h) or " " for h in table.header) + " |",
-             "|" + "---|" * len(table.header)]
-    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table.rows]
-    return "\n".join(lines)
-
-
-def _md_questions(b: dict[str, Any]) -> list[str]:
+def _md_questions(doc: Description, b: dict[str, Any]) -> None:
     """The two questions side by side: one column each, a sentence each on what it answers."""
     questions = b["questions"]
     rows = [[b["labels"][o], *(format_probability(q.probs[o]) for q in questions)] for o in OUTCOMES]
-    table = Table(["outcome", *(q.title for q in questions)], [*rows, ["", *(q.footer for q in questions)]])
-    return [_md_table(table), "  \n".join(f"**{md_escape(q.title)}:** {md_escape(q.sentence)}" for q in questions)]
+    doc.table(["outcome", *(q.title for q in questions)], [*rows, ["", *(q.footer for q in questions)]])
+    doc.lines([strong(q.title, raw(":")), raw(" "), q.sentence] for q in questions)
 
 
-def render_markdown(res: HierarchicalResult, ctx: ReportContext | None = None, figures: bool = True) -> str:
+def _md_table(doc: Description, table: Table) -> Description:
+    return doc.table(table.header, table.rows)
+
+
+def render_markdown(res: HierarchicalResult, ctx: ReportContext | None = None, figures: bool = True) -> Markdown:
     """The report as Markdown, valid as an MLflow run description (showdown; no raw HTML); ``figures``: the run
     holds the figures, and the description says how to read the model-fit plot."""
     b = blocks(res, ctx or ReportContext())
-    out = [f"### {md_escape(b['title'])}", md_escape(b["subtitle"]), f"**{md_escape(b['verdict'])}**",
-           *_md_questions(b)]
+    doc = Description().heading(3, b["title"]).paragraph(b["subtitle"]).paragraph(strong(b["verdict"]))
+    _md_questions(doc, b)
     if b["model_check"]:
         head, *items = b["model_check"]
-        out.append(f"> ⚠️ **Model check.** {md_escape(head)}\n>\n" + "\n".join(f"> * {md_escape(i)}" for i in items))
-    out += [f"> ⚠️ **Warning:** {md_escape(w)}" for w in b["warnings"]]
-    out += [_md_table(b["odds"]), _md_table(b["parameters"]), md_escape(b["signed_rank"])]
+        doc.quote([raw("⚠️ **Model check.** "), head], items)
+    for warning in b["warnings"]:
+        doc.warning(warning)
+    _md_table(_md_table(doc, b["odds"]), b["parameters"]).paragraph(b["signed_rank"])
     if figures:
-        out.append("#### Model fit\n\n" + md_escape(f"{FIGURE_CAPTIONS['model_fit']} Figure: plots/model_fit.png."))
-    out.append("#### Diagnostics\n\n" + _md_table(b["diagnostics"]))
+        doc.heading(4, "Model fit").paragraph(f"{FIGURE_CAPTIONS['model_fit']} Figure: plots/model_fit.png.")
+    _md_table(doc.heading(4, "Diagnostics"), b["diagnostics"])
     if b["sensitivity"] is not None:
-        out.append(f"#### Sensitivity\n\n**{md_escape(b['sensitivity_note'])}**\n\n{_md_table(b['sensitivity'])}")
-    out.append("#### Settings\n\n" + _md_table(b["settings"]))
-    return "\n\n".join(out + _md_sources(b)) + "\n"
+        _md_table(doc.heading(4, "Sensitivity").paragraph(strong(b["sensitivity_note"])), b["sensitivity"])
+    _md_table(doc.heading(4, "Settings"), b["settings"])
+    _md_sources(doc, b)
+    return doc.done()
 
 
-def _md_sources(b: dict[str, Any]) -> list[str]:
-    out = ["#### Source runs"] if b["experiments"] or b["comparison"] or b["runs"] else []
+def _md_sources(doc: Description, b: dict[str, Any]) -> None:
+    if b["experiments"] or b["comparison"] or b["runs"]:
+        doc.heading(4, "Source runs")
     if b["experiments"]:
-        out.append("Experiments: " + ", ".join(_md_cell(e) for e in b["experiments"]))
+        doc.paragraph("Experiments: ", *_separated(b["experiments"]))
     if b["comparison"]:
-        out.append("Comparison run: " + _md_cell(b["comparison"]))
+        doc.paragraph("Comparison run: ", b["comparison"])
     if b["runs"]:
         table, more = b["runs"]
-        out += [_md_table(table)] + ([f"and {more} more runs"] if more else [])
-    return out
+        _md_table(doc, table)
+        if more:
+            doc.paragraph(f"and {more} more runs")
+
+
+def _separated(links: list[Link]) -> list[Any]:
+    """The links with ", " between them."""
+    return [part for i, link in enumerate(links) for part in ([raw(", ")] if i else []) + [link]]

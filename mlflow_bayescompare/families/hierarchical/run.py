@@ -9,14 +9,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ...shared.markdown import raw
 from ...shared.run_content import (
+    NO_REPORT_NOTE,
     Bundle,
     comparison_params,
     comparison_tags,
     finite,
     fit_tag,
     new_directory,
-    noting_no_report,
     run_name,
     write_posterior,
 )
@@ -80,9 +81,9 @@ def bundle(result, tensor, *, metric: str, experiment_ids: Sequence[str], layout
             pngs = write_png_and_svg(plots.all_figures(result), root / "plots")
             (root / "report.html").write_text(report.render_html(result, pngs, ctx), encoding="utf-8")
         else:
-            markdown = noting_no_report(markdown)
+            markdown = markdown.with_note(raw(NO_REPORT_NOTE))
         (root / "stan").mkdir(exist_ok=True)
-        (root / "report.md").write_text(markdown, encoding="utf-8")
+        (root / "report.md").write_text(str(markdown), encoding="utf-8")
         (root / "summary.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
         result.shrinkage.to_csv(root / "shrinkage.csv", index=False)
         tensor.table.to_csv(root / "cv_differences.csv", index=False)
@@ -90,9 +91,9 @@ def bundle(result, tensor, *, metric: str, experiment_ids: Sequence[str], layout
         shutil.copyfile(STAN_FILE, root / "stan" / "hierarchical.stan")
         (root / "stan" / "data.json").write_text(json.dumps(result.stan_data, indent=1, default=jsonable))
         run_tags = {**comparison_tags(result, metric=metric, experiment_ids=experiment_ids, figures=figures),
-                    T.NOTE: fit_tag(markdown)}
+                    T.NOTE: fit_tag(str(markdown))}
         return Bundle(ctx.title, run_tags, comparison_params(result, layout=layout), run_metrics(result),
-                      root, tmp)
+                      root, tmp, markdown)
     except BaseException:
         if tmp is not None:
             tmp.cleanup()

@@ -6,7 +6,10 @@ units of :mod:`.prepare`, as the Stan program sees them (a likelihood: no rope).
 
 from __future__ import annotations
 
+import os
 import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -16,8 +19,12 @@ from ...shared.posterior_summary import HDI_PROB, arviz, hdi
 from ..correlated_t.formula import correlated_t_masses, correlated_t_posterior, nadeau_bengio_p
 
 PARETO_K_LIMIT = 0.7
-#: Elements per array in :func:`integrated_log_lik`'s blocks of draws (about 400 kB).
-BLOCK_ELEMENTS = 50_000
+#: Nodes per density of :func:`integrated_log_lik`'s quadrature: k̂ within 0.015 of a 512-node quadrature's on the
+#: paper's pairs (the former 64 plain midpoints: 0.026; 24 nodes: 0.08): benchmarks/README.md, "The model check's cost"
+NODES = 48
+#: Elements per array in :func:`integrated_log_lik`'s blocks of draws (about 400 kB in single precision), and the
+#: most threads that share the blocks
+BLOCK_ELEMENTS, MAX_THREADS = 100_000, 4
 
 
 def score_units(draws: dict[str, np.ndarray], scale: float) -> dict[str, np.ndarray]:
@@ -53,72 +60,123 @@ def side_masses(values: np.ndarray, rope: float) -> tuple[float, float, float]:
     return left, 1 - left - right, right
 
 
-def dataset_pareto_k(stan_data: dict, hyper: dict[str, np.ndarray], nodes: int = 64) -> np.ndarray:
+def dataset_pareto_k(stan_data: dict, hyper: dict[str, np.ndarray], nodes: int = NODES) -> np.ndarray:
     """PSIS-LOO Pareto k̂ of each dataset left out whole (Vehtari, Gelman & Gabry 2017), from
     :func:`integrated_log_lik`: how well the Student-t population predicts a new dataset like it.  k̂ > 0.7 marks a
-    dataset the population does not predict well (the paper's future-work caveat about the Student-t population)."""
+    dataset the population does not predict well (the paper's future-work caveat about the Student-t population).
+    The relative efficiency of the draws is arviz's ``loo``'s (the mean ESS of δ0 over the draws); the smoothing is
+    arviz's ``psislw``, without the rest of ``loo``, which nothing here reads."""
     az = arviz()  # here: importing it costs seconds, which a closed-form test should not pay
     log_lik = integrated_log_lik(stan_data, hyper, nodes)
-    data = az.from_dict(posterior={"delta0": hyper["delta0"]}, log_likelihood={"x": log_lik})
+    delta0 = np.asarray(hyper["delta0"])
+    reff = float(az.ess(delta0, method="mean")) / delta0.size if delta0.shape[0] > 1 else 1.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # arviz warns about high k̂: the caller reports them by name
-        return np.asarray(az.loo(data, pointwise=True).pareto_k)
+        _, pareto_k = az.psislw(-log_lik.reshape(-1, log_lik.shape[-1]).T, reff)
+    return np.asarray(pareto_k)
 
 
-def integrated_log_lik(stan_data: dict, hyper: dict[str, np.ndarray], nodes: int = 64) -> np.ndarray:
+def quadrature_nodes(count: int = NODES) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes u_k in (0, 1) and their weights for ∫_0^1 f(u) du: the midpoints v_k of ``count`` equal strata mapped
+    by the quintic smoothstep u = 10v³ − 15v⁴ + 6v⁵, each weighted by its derivative 30v²(1 − v)²/count.  The map
+    flattens the integrand at u = 0 and 1, where a density's tails make the plain midpoint rule converge as 1/count
+    (benchmarks/README.md, "The model check's cost")."""
+    v = (np.arange(count) + 0.5) / count
+    return v**3 * (10 - 15 * v + 6 * v**2), 30 * v**2 * (1 - v) ** 2 / count
+
+
+def integrated_log_lik(stan_data: dict, hyper: dict[str, np.ndarray], nodes: int = NODES) -> np.ndarray:
     """log p(x_i | θ) per draw and dataset, ``(chains, draws, q)``, with δ_i integrated out (δ_i belongs to
     dataset i alone): p(x_i | θ) = ∫ L_i(δ) t_ν(δ; δ0, σ0) dδ, where L_i, the likelihood with σ_i integrated out
     (rewrite 2 of the Stan program), is a Student-t density in δ with n_i − 2 degrees of freedom (up to a constant
-    per dataset).  The integral is estimated by importance sampling from the defensive mixture g = (L_i + t_ν)/2,
-    stratified: ``nodes`` quantiles of each density, each node weighted by L_i t_ν / g.  Either density alone
-    misses the mass when a narrow population sits far from the dataset in its own heavy tail, or a narrow
-    likelihood far out in the population's.  ``hyper`` holds the draws of delta0, sigma0 and (unless the prior is
-    Gaussian) nu_minus_one, in the scaled units of the Stan data (as the Stan program gives them).  Draws are taken a
-    few at a time, so that each (draws × datasets × nodes) array stays near :data:`BLOCK_ELEMENTS`: small arrays stay
-    in the processor's cache and are not mapped afresh from the system (measured: 3 times faster than all 4000 draws
-    × 100 datasets at once, the same values)."""
+    per dataset).  The integral is taken against the defensive mixture g = (L_i + t_ν)/2, half of it on the
+    quantiles of each density (:func:`quadrature_nodes`), each node weighted by L_i t_ν / g = 2 L_i t_ν / (L_i + t_ν).
+    Either density alone misses the mass when a narrow population sits far from the dataset in its own heavy tail,
+    or a narrow likelihood far out in the population's.  ``hyper`` holds the draws of delta0, sigma0 and (unless the
+    prior is Gaussian) nu_minus_one, in the scaled units of the Stan data (as the Stan program gives them).  The
+    densities at the nodes are computed in single precision (their rounding, about 1e-6, is far below the
+    quadrature's error), a few draws at a time, so that each (draws × datasets × nodes) array stays in the
+    processor's cache (:data:`BLOCK_ELEMENTS`), the blocks shared by a thread per core (numpy's array operations run
+    outside the interpreter's lock)."""
     n, rho = np.asarray(stan_data["n"], float), np.asarray(stan_data["rho"], float)
     xbar, ssd = np.asarray(stan_data["xbar"], float), np.asarray(stan_data["ssd"], float)
     df = np.maximum(n - 2, 1)
-    width = np.sqrt(ssd / (1 - rho) * (1 + (n - 1) * rho) / (n * df))
-    shape, u = hyper["delta0"].shape, (np.arange(nodes) + 0.5) / nodes
-    loc, spread = hyper["delta0"].reshape(-1, 1, 1), hyper["sigma0"].reshape(-1, 1, 1)
-    nu = np.full(loc.shape, np.inf) if "nu_minus_one" not in hyper else 1 + hyper["nu_minus_one"].reshape(-1, 1, 1)
-
-    def log_lik(delta):  # L_i at δ: (…, q, nodes) against xbar, width of shape (q, 1)
-        return _t_logpdf((delta - xbar[:, None]) / width[:, None], df[:, None]) - np.log(width[:, None])
-
-    def log_pop(delta, draws):  # t_ν(δ; δ0, σ0) for the draws of the block: (block, …, nodes)
-        return _t_logpdf((delta - loc[draws]) / spread[draws], nu[draws]) - np.log(spread[draws])
-
-    def log_mean_ratio(lik, pop):  # log of the mean over the nodes of L t / g = 2 L t / (L + t)
-        ratio = np.minimum(lik, pop) - np.log1p(np.exp(-np.abs(lik - pop)))  # log L t / (L + t)
-        top = ratio.max(axis=-1, keepdims=True)  # (scipy's logsumexp is ~5x slower on these arrays)
-        ratio -= top
-        return top[..., 0] + np.log(2 * np.mean(np.exp(ratio, out=ratio), axis=-1))
-
-    on_lik = xbar[:, None] + width[:, None] * stats.t.ppf(u, df[:, None])  # (q, nodes)
-    lik_on_lik = log_lik(on_lik)[None]
+    lik = _StudentT.of(xbar, np.sqrt(ssd / (1 - rho) * (1 + (n - 1) * rho) / (n * df)), df)
+    nu = None if "nu_minus_one" not in hyper else 1 + np.ravel(hyper["nu_minus_one"])
+    loc, scale = np.ravel(hyper["delta0"]), np.ravel(hyper["sigma0"])
+    pop = _StudentT.of(loc, scale, nu)
+    u, weights = quadrature_nodes(nodes)
+    half = nodes // 2  # the nodes are symmetric about 1/2: half the population's quantiles, mirrored
+    upper = special.ndtri(u[None, half:]) if nu is None else special.stdtrit(nu[:, None], u[None, half:])
+    on_pop = loc[:, None] + scale[:, None] * np.concatenate([-upper[:, ::-1], upper], axis=1)  # (draws, nodes)
+    on_lik = xbar[:, None] + lik.scale[:, None] * stats.t.ppf(u, df[:, None])  # (q, nodes), fixed
+    f32 = np.float32
+    lik_on_lik = lik.log_at(on_lik, (-1, 1)).astype(f32)
+    pop_on_pop = pop.log_at(on_pop, (-1, 1)).astype(f32)
+    lik_by_dataset, weights, on_lik32 = lik.shaped((1, -1, 1), f32), weights.astype(f32), on_lik.astype(f32)
     out = np.empty((len(loc), len(xbar)))
     block = max(1, BLOCK_ELEMENTS // (len(xbar) * nodes))
-    for start in range(0, len(loc), block):
+
+    def fill(start: int) -> None:  # the draws of one block, into their own rows of ``out``
         draws = slice(start, start + block)
-        on_pop = loc[draws] + spread[draws] * stats.t.ppf(u, nu[draws])  # (block, 1, nodes)
-        by_lik = log_mean_ratio(lik_on_lik, log_pop(on_lik[None], draws))
-        by_pop = log_mean_ratio(log_lik(on_pop), log_pop(on_pop, draws))
+        by_lik = _log_weighted_sum(lik_on_lik, pop.shaped((-1, 1, 1), f32, draws).log_at(on_lik32), weights)
+        by_pop = _log_weighted_sum(lik_by_dataset.log_at(on_pop[draws, None, :].astype(f32)),
+                                    pop_on_pop[draws, None, :], weights)
         out[draws] = np.logaddexp(by_lik, by_pop) - np.log(2)
-    return out.reshape(*shape, -1)
+
+    with ThreadPoolExecutor(min(os.cpu_count() or 1, MAX_THREADS)) as pool:
+        list(pool.map(fill, range(0, len(loc), block)))
+    return out.reshape(*np.shape(hyper["delta0"]), -1)
 
 
-def _t_logpdf(z: np.ndarray, nu) -> np.ndarray:
-    """log density of the standard Student-t with ``nu`` degrees of freedom (``np.inf``: the standard normal), as
-    ``scipy.stats.t.logpdf`` but ~30 times faster on the (draws × datasets × nodes) broadcasts of
-    :func:`integrated_log_lik`, where scipy's generic argument handling dominates (measured: 0.17 s against 5.4 s)."""
-    nu = np.asarray(nu, dtype=float)
-    if np.all(np.isinf(nu)):
-        return -0.5 * (np.log(2 * np.pi) + z * z)
-    return (special.gammaln((nu + 1) / 2) - special.gammaln(nu / 2) - 0.5 * np.log(nu * np.pi)
-            - (nu + 1) / 2 * np.log1p(z * z / nu))
+def _log_weighted_sum(lik: np.ndarray, pop: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """log Σ_k w_k · 2 L t / (L + t) over the nodes (the last axis), from log L and log t (broadcast together):
+    in linear units scaled by the largest min(log L, log t) of each row, where every other node is smaller."""
+    top = np.minimum(lik, pop).max(axis=-1, keepdims=True)
+    with np.errstate(over="ignore"):  # a node far below the top: exp overflows to inf, whose reciprocal is the 0 due
+        inverse = np.exp(top - lik)
+        inverse += np.exp(top - pop)
+    return top[..., 0].astype(float) + np.log(2 * np.sum(weights / inverse, axis=-1, dtype=float))
+
+
+@dataclass(frozen=True)
+class _StudentT:
+    """log t_ν(δ; loc, scale) = const − power · log(1 + (δ − loc)² · inverse), each draw's or dataset's constants
+    computed once; without ν the Gaussian, const − power · (δ − loc)² · inverse."""
+
+    loc: np.ndarray
+    scale: np.ndarray
+    const: np.ndarray
+    power: np.ndarray
+    inverse: np.ndarray
+    gaussian: bool
+
+    @classmethod
+    def of(cls, loc: np.ndarray, scale: np.ndarray, nu: np.ndarray | None) -> _StudentT:
+        if nu is None:
+            return cls(loc, scale, -0.5 * np.log(2 * np.pi) - np.log(scale), np.full_like(loc, 0.5), 1 / scale**2,
+                       True)
+        const = special.gammaln((nu + 1) / 2) - special.gammaln(nu / 2) - 0.5 * np.log(nu * np.pi) - np.log(scale)
+        return cls(loc, scale, const, (nu + 1) / 2, 1 / (nu * scale**2), False)
+
+    def shaped(self, shape: tuple[int, ...], dtype=float, rows=slice(None)) -> _StudentT:
+        """The constants of ``rows``, reshaped to broadcast against the nodes (e.g. ``(-1, 1, 1)``)."""
+        part = {name: getattr(self, name)[rows].reshape(shape).astype(dtype)
+                for name in ("loc", "scale", "const", "power", "inverse")}
+        return _StudentT(**part, gaussian=self.gaussian)
+
+    def log_at(self, delta: np.ndarray, shape: tuple[int, ...] | None = None) -> np.ndarray:
+        """The log density at ``delta``; ``shape`` reshapes the constants first (e.g. ``(-1, 1)``: one row each)."""
+        d = self.shaped(shape, delta.dtype) if shape is not None else self
+        z = delta - d.loc
+        z *= z
+        z *= d.inverse
+        if not d.gaussian:
+            z += 1
+            np.log(z, out=z)
+        z *= -d.power
+        z += d.const
+        return z
 
 
 def conflicts(table: pd.DataFrame, threshold: float) -> pd.Series:

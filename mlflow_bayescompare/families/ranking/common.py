@@ -28,10 +28,10 @@ import numpy as np
 import pandas as pd
 
 from ...shared import posterior_summary
-from ...vocabulary.outcomes import ARVIZ_STATS
+from ...vocabulary.outcomes import ARVIZ_STATS, names_listed
 
 __all__ = ["CredibleRule", "credible", "level", "rule_words", "RankedModels", "rank_table", "ranks", "better_matrix",
-           "listed", "lacking_lines", "HEADER", "MAX_LISTED", "SAMPLE_STATS"]
+           "listed", "lacking_lines", "HEADER", "MAX_LISTED", "SAMPLE_STATS", "VERDICTS", "verdict"]
 
 #: the header of a problem with the models ranked (the score reader's and the router's)
 HEADER = "cannot rank the models:"
@@ -39,6 +39,11 @@ HEADER = "cannot rank the models:"
 MAX_LISTED = 12
 #: Stan's sampler columns under ArviZ's names, the log density among them
 SAMPLE_STATS = {"lp__": "lp", **ARVIZ_STATS}
+#: the verdicts of the ``--vs`` table, by the claim that reached the threshold (:mod:`...vocabulary.claims`' words):
+#: the hierarchical model's on the next dataset, the joint model's on its one dataset
+VERDICTS = {"better": "better", "equivalent": "practically equivalent", "worse": "worse",
+            "not-worse": "not worse (better or equivalent)", "not-better": "not better (worse or equivalent)",
+            "undecided": "undecided"}
 
 
 def level(threshold: float) -> float:
@@ -103,11 +108,23 @@ class RankedModels:
                                       rope=self.settings.get("metric_rope"))
 
 
+def verdict(p_better: float, p_rope: float, p_worse: float, threshold: float) -> str:
+    """The strongest claim that reaches its level: better or worse (either could be claimed, so at :func:`level`),
+    equivalent, then not-worse, not-better (at ``threshold``)."""
+    oriented = level(threshold)
+    for name, probability, needed in (("better", p_better, oriented), ("equivalent", p_rope, threshold),
+                                      ("worse", p_worse, oriented), ("not-worse", p_better + p_rope, threshold),
+                                      ("not-better", p_worse + p_rope, threshold)):
+        if probability >= needed:
+            return name
+    return "undecided"
+
+
 def listed(items) -> str:
-    """The first :data:`MAX_LISTED` items, comma-separated, then how many more."""
+    """The first :data:`MAX_LISTED` items (:func:`~...vocabulary.outcomes.names_listed`), then how many more."""
     items = list(items)
     more = f" and {len(items) - MAX_LISTED} more" if len(items) > MAX_LISTED else ""
-    return ", ".join(map(str, items[:MAX_LISTED])) + more
+    return names_listed(items[:MAX_LISTED]) + more
 
 
 def lacking_lines(lacking: dict) -> list[str]:
@@ -122,14 +139,18 @@ def ranks(draws: np.ndarray) -> np.ndarray:
 
 
 def rank_table(beta: np.ndarray, models: list[str], hdi_prob: float) -> pd.DataFrame:
-    """One row per model, best first: p_best, mean_rank, its HDI, and the strength's posterior mean and sd."""
+    """One row per model, best first: p_best, mean_rank, its HDI, and the strength's posterior mean and sd.  Best
+    first is by P(best), then mean rank, then strength: the order the headline's "most probably best" reads, with
+    P(best) never rising down the table (a model with a higher mean but a narrower posterior can be the best less
+    often; the joint model of a search's candidates showed it)."""
     flat = beta.reshape(-1, beta.shape[-1])
     drawn = ranks(flat)
     low, high = posterior_summary.hdi(drawn, hdi_prob)
     table = pd.DataFrame({"model": models, "p_best": (drawn == 1).mean(axis=0), "mean_rank": drawn.mean(axis=0),
                           "rank_low": low, "rank_high": high, "strength": flat.mean(axis=0),
                           "strength_sd": flat.std(axis=0)})
-    return table.sort_values("strength", ascending=False, kind="stable").reset_index(drop=True)
+    return table.sort_values(["p_best", "mean_rank", "strength"], ascending=[False, True, False],
+                             kind="stable").reset_index(drop=True)
 
 
 def better_matrix(order: list[str], pairs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

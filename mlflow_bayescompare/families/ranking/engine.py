@@ -15,7 +15,7 @@ from .. import ranking_model as family
 from .common import HEADER, RankedModels
 from .scores import Scores, read_scores
 
-__all__ = ["rank_models", "rank_scores", "ranking_model", "model_across"]
+__all__ = ["check_vs", "rank_models", "rank_scores", "ranking_model", "model_across"]
 
 
 def rank_models(data, *, models=None, dataset: str | None = None, folds: int | None = None,
@@ -74,12 +74,18 @@ def ranking_model(scores: Scores, opts: RankOptions) -> str:
     if opts.vs is not None and not ranking.versus:
         why = ("on one dataset" if ranking.takes == "one dataset" else f"on per-dataset means ({model} ranks them)"
                if opts.model == "auto" else f"under model {model}")
-        raise InputError(f"vs compares the models with the hierarchical model across datasets, which does not rank "
-                         f"{why}", header=HEADER)
-    if opts.vs not in (None, "best") and opts.vs not in scores.models:
-        raise InputError(f"vs {opts.vs!r} is not among the models ranked ({', '.join(scores.models)}); give one of "
-                         "them, or best for the leader", header=HEADER)
+        raise InputError(f"vs compares the models with the hierarchical model across datasets (on one dataset: the "
+                         f"joint model), which does not rank {why}", header=HEADER)
+    check_vs(opts.vs, scores.models)
     return model
+
+
+def check_vs(vs: str | None, models) -> None:
+    """``vs`` names one of ``models`` (or ``best``, the leader): the pre-flight checks it on the models the run list
+    holds, before any score is fetched."""
+    if vs not in (None, "best") and vs not in models:
+        raise InputError(f"vs {vs!r} is not among the models ranked ({', '.join(map(str, models))}); give one of "
+                         "them, or best for the leader", header=HEADER)
 
 
 def model_across(opts: RankOptions, means: bool) -> str:

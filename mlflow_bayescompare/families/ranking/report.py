@@ -1,33 +1,75 @@
-"""What every ranking's report shares: the headline, the tables in Markdown and HTML, and the self-contained page
-around a model's own parts (its tables, its words, its figures: each model's ``report`` module)."""
+"""What every ranking's report shares: the headline, the tables in Markdown and HTML, the table against a reference
+(``vs``: the hierarchical model's on the next dataset, the joint model's on its one dataset), and the self-contained
+page around a model's own parts (its tables, its words, its figures: each model's ``report`` module)."""
 
 from __future__ import annotations
 
 import base64
 import html
 
-from ...shared.report_html import SUMMARY, format_probability, md_escape
+from ...shared.markdown import Description, Markdown, strong
+from ...shared.report_html import SUMMARY, format_differences, format_probability
+from ...vocabulary.outcomes import names_listed
+from .common import level
 
-__all__ = ["headline", "md_table", "html_table", "markdown", "page", "yes_no"]
+__all__ = ["headline", "html_table", "markdown", "page", "yes_no", "differences", "aligned", "versus_table",
+           "versus_lines", "VERSUS_HEADER"]
+
+VERSUS_HEADER = ["model", "P(better)", "P(equivalent)", "P(worse)", "difference", "HDI", "verdict"]
 
 
 def headline(res) -> str:
     """One sentence: the best model, how probable it is that it is the best, and what it cannot be told from."""
     top = res.ranking.iloc[0]
     ties = res.pairs[(res.pairs["better"] == top["model"]) & ~res.pairs["credible"]]["worse"].tolist()
-    tail = (f"; not credibly better than {', '.join(map(str, ties))}" if ties else
+    tail = (f"; not credibly better than {names_listed(ties)}" if ties else
             "; credibly better than every other model")
     return f"{top['model']} is the most probably best model (P(best) = {format_probability(top['p_best'])}){tail}"
+
+
+def differences(table) -> list[str]:
+    """A pairs' or versus table's differences then HDI ends, all with one number of decimals."""
+    return format_differences([*table["difference"], *table["hdi_low"], *table["hdi_high"]])
+
+
+def aligned(table) -> list[tuple[str, str, str]]:
+    """Each row's difference and HDI ends (:func:`differences`), the differences right-aligned in a column."""
+    texts = differences(table)
+    width = max(map(len, texts))
+    n = len(table)
+    return [(texts[i].rjust(width), texts[n + i], texts[2 * n + i]) for i in range(n)]
+
+
+def versus_table(res) -> tuple[str, tuple[list[str], list[list[str]]]] | None:
+    """The table against the reference as (title, (header, rows)) when the ranking was asked for one (``vs``): one set
+    of probabilities per table (issue 38), the next dataset's averaged masses stay in the JSON and CSV."""
+    if not res.settings.get("vs") or getattr(res, "versus", None) is None:
+        return None
+    p, m, shown = format_probability, len(res.versus), differences(res.versus)
+    rows = [[str(r.model), p(r.p_better), p(r.p_rope), p(r.p_worse), shown[i], f"{shown[m + i]} to {shown[2 * m + i]}",
+             str(r.verdict)] for i, r in enumerate(res.versus.itertuples())]
+    reference = res.settings["vs_reference"]
+    leader = " (the leader)" if reference == res.best else ""
+    return f"Against {reference}{leader}: each model better / practically equivalent / worse", (VERSUS_HEADER, rows)
+
+
+def versus_lines(res, where: str) -> list[str]:
+    """The command line's table against the reference (``--vs``), when the ranking was asked for one; ``where`` the
+    probabilities are about (the next dataset, or this dataset)."""
+    s, p = res.settings, format_probability
+    if not s.get("vs") or getattr(res, "versus", None) is None:
+        return []
+    width, shown = max(len(str(m)) for m in res.versus["model"]), aligned(res.versus)
+    return [f"Against {s['vs_reference']} ({where}; verdict at {s['threshold']:g}, better and worse at "
+            f"{level(s['threshold']):g}):",
+            *(f"  {str(r.model).ljust(width)}  P(better) {p(r.p_better)} · equivalent {p(r.p_rope)} · "
+              f"P(worse) {p(r.p_worse)}  {shown[i][0]} [{shown[i][1]}, {shown[i][2]}]  {r.verdict}"
+              for i, r in enumerate(res.versus.itertuples()))]
 
 
 def yes_no(value) -> str:
     """A table's cell of a yes/no column (``credible``)."""
     return "yes" if value else "no"
-
-
-def md_table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows])
 
 
 def html_table(header: list[str], rows: list[list[str]]) -> str:
@@ -37,15 +79,18 @@ def html_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def markdown(res, metric: str, *, qualifier: str, about: str, ranking: tuple, pairs: tuple, reference: str,
-             before_pairs: tuple[str, ...] = ()) -> str:
-    """The run description: the title (``qualifier`` after the metric), the headline, ``about`` (Markdown), the
-    ranking's and the pairs' (header, rows), the warnings and the ``reference``."""
-    parts = [f"### Ranking of {len(res.models)} models · {md_escape(metric)}{qualifier}",
-             f"**{md_escape(headline(res))}**", about, md_table(*ranking), *before_pairs, "#### Pairs",
-             md_table(*pairs)]
-    parts += [f"> ⚠️ **Warning:** {md_escape(w)}" for w in res.diagnostics.get("warnings") or []]
-    parts.append(md_escape(reference))
-    return "\n\n".join(parts) + "\n"
+             versus: tuple[str, tuple] | None = None) -> Markdown:
+    """The run description (:mod:`....shared.markdown`): the title (``qualifier`` after the metric), the headline,
+    ``about`` in plain words, the ranking's and the pairs' (header, rows), ``versus`` an optional (title, (header,
+    rows)) table before the pairs, the warnings and the ``reference``."""
+    doc = Description().heading(3, f"Ranking of {len(res.models)} models · {metric}{qualifier}")
+    doc.paragraph(strong(headline(res))).paragraph(about).table(*ranking)
+    if versus:
+        doc.heading(4, versus[0]).table(*versus[1])
+    doc.heading(4, "Pairs").table(*pairs)
+    for warning in res.diagnostics.get("warnings") or []:
+        doc.warning(warning)
+    return doc.paragraph(reference).done()
 
 
 _CSS = ("body{margin:0;background:#f4f6f8;color:#1f2933;font:14px/1.5 system-ui,sans-serif}"

@@ -45,7 +45,7 @@ def bundle(result, *, metric: str, experiment_ids: Sequence[str], layout: str | 
     try:
         pngs = write_png_and_svg(family.part("plots")(result), root / "plots")
         markdown = report.render_markdown(result, metric)
-        (root / "report.md").write_text(markdown, encoding="utf-8")
+        (root / "report.md").write_text(str(markdown), encoding="utf-8")
         (root / "report.html").write_text(report.render_html(result, metric, pngs), encoding="utf-8")
         (root / "summary.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
         for name, table in result.tables().items():
@@ -61,10 +61,10 @@ def bundle(result, *, metric: str, experiment_ids: Sequence[str], layout: str | 
         run_tags = {T.KIND: "ranking", T.RANKING: result.model, T.MODELS: fit_tag(models), T.METRIC: metric,
                     T.BEST: result.best,
                     T.SOURCE_EXPERIMENTS: ",".join(str(e) for e in experiment_ids),
-                    T.DIAGNOSTICS: diagnostics_problem(result) or "ok", T.NOTE: fit_tag(markdown)}
+                    T.DIAGNOSTICS: diagnostics_problem(result) or "ok", T.NOTE: fit_tag(str(markdown))}
         params = {k: v for k, v in comparison_params(result, layout=layout).items() if k != "datasets"}
         return Bundle(models_run_name("ranking", len(result.models), metric), run_tags, params,
-                      ranking_metrics(result), root, tmp)
+                      ranking_metrics(result), root, tmp, markdown)
     except BaseException:
         if tmp is not None:
             tmp.cleanup()

@@ -7,12 +7,11 @@ from __future__ import annotations
 import base64
 import html
 
+from ...shared.markdown import Description, Markdown, strong
 from ...shared.report_html import (
     SUMMARY,
     format_numbers,
     format_probability,
-    md_escape,
-    md_table,
     plain_page,
     plain_table,
 )
@@ -45,17 +44,17 @@ def _dataset_rows(res) -> list[list[str]]:
     return [[str(d), means[i], means[n + i], diffs[i]] for i, d in enumerate(table["dataset"])]
 
 
-def render_markdown(res, metric: str) -> str:
+def render_markdown(res, metric: str) -> Markdown:
     """The run description: the verdict, the probabilities, the odds and the per-dataset means."""
     odds = [[k, f"{v:.3g}", res.evidence.get(k, "")] for k, v in res.odds.items()]
-    parts = [f"### {md_escape(res.model_a)} vs {md_escape(res.model_b)} · {md_escape(metric)}",
-             md_escape(_subtitle(res, metric)), f"**{md_escape(res.verdict)}**",
-             md_table(["outcome (Bayesian signed-rank test)", "probability"], _probability_rows(res)),
-             md_table(["posterior odds", "value", "evidence"], odds),
-             md_table(["dataset", f"{res.model_a}", f"{res.model_b}", "difference"], _dataset_rows(res))]
-    parts += [f"> ⚠️ **Warning:** {md_escape(w)}" for w in res.diagnostics.get("warnings") or []]
-    parts.append(md_escape(REFERENCE))
-    return "\n\n".join(parts) + "\n"
+    out = Description().heading(3, f"{res.model_a} vs {res.model_b} · {metric}").paragraph(_subtitle(res, metric))
+    out.paragraph(strong(res.verdict))
+    out.table(["outcome (Bayesian signed-rank test)", "probability"], _probability_rows(res))
+    out.table(["posterior odds", "value", "evidence"], odds)
+    out.table(["dataset", res.model_a, res.model_b, "difference"], _dataset_rows(res))
+    for warning in res.diagnostics.get("warnings") or []:
+        out.warning(warning)
+    return out.paragraph(REFERENCE).done()
 
 
 def render_html(res, metric: str, simplex_png: bytes) -> str:

@@ -207,6 +207,11 @@
   // metric_rope (which a Bradley–Terry ranking does not use: the field is then left as it is); its reference (vs)
   // goes back into "against".
   function fillForm(job) {
+    if (job.source_runs) {
+      // a comparison of runs (not of an experiment's models): the part of the page that starts one refills itself
+      document.dispatchEvent(new CustomEvent("bayescompare:refill", { detail: job }));
+      return;
+    }
     const s = job.settings || {};
     const metricRope = rankingOf(job.ranking_model).metric_rope !== false;
     const rope = job.kind !== "ranking" ? s.rope : metricRope ? s.metric_rope : undefined;
@@ -289,7 +294,8 @@
 
   function jobTitle(job) {
     const metrics = (job.metric || "").split(",").join(", ");
-    if (job.kind === "ranking") return "Ranking of " + (job.models || []).length + " models · " + metrics;
+    const ranked = job.source_runs ? " evaluation runs · " : " models · "; // runs ranked, or an experiment's models
+    if (job.kind === "ranking") return "Ranking of " + (job.models || []).length + ranked + metrics;
     if (job.kind === "matrix") return "All models (" + (job.models || []).length + ") · " + metrics;
     return (job.model_a || "A") + " vs " + (job.model_b || "B") + " · " + metrics;
   }
@@ -319,7 +325,9 @@
   function renderByMetric(job) {
     const next = $("probs-caption"); // probabilities of the next dataset (the hierarchical test's): say so
     const labelled = job.metrics.every((m) => testOf(m.test).next_dataset);
-    $("by-metric-caption").textContent = "By metric" + (labelled ? " · " + next.textContent : "");
+    const per = testOf(job.metrics[0].test).per || "metric"; // a decision per metric, or per scorer
+    $("by-metric-per").textContent = per.charAt(0).toUpperCase() + per.slice(1);
+    $("by-metric-caption").textContent = "By " + per + (labelled ? " · " + next.textContent : "");
     $("by-metric-caption").title = labelled ? next.title : "";
     $("by-metric-a").textContent = "P(" + job.model_a + " better)";
     $("by-metric-b").textContent = "P(" + job.model_b + " better)";
@@ -332,8 +340,11 @@
       typeof r.mean_rank === "number" ? r.mean_rank.toFixed(2) : "", rankInterval(r)]));
   }
 
-  function fillVersus(table, rows) {
-    table.caption.textContent = "Against " + rows[0].reference + " on the next dataset";
+  function fillVersus(table, rows, model) {
+    // the joint model of one dataset speaks of that dataset; a ranking of evaluation runs of its items
+    const next = rankingOf(model).next_dataset === false ? ""
+      : rows[0].next_better === undefined ? " on this dataset" : " on the next dataset";
+    table.caption.textContent = "Against " + rows[0].reference + next;
     const shown = signed(rows.flatMap((r) => [r.difference, r.hdi_low, r.hdi_high])); // one number of decimals
     fillTable(table, rows.map((r, i) => [r.model, r.verdict, probability(r.p_better), probability(r.p_rope),
       probability(r.p_worse), shown[3 * i], "[" + shown[3 * i + 1] + ", " + shown[3 * i + 2] + "]"]));
@@ -370,7 +381,7 @@
       const versus = (job.versus || {})[m.metric];
       if (!versus || !versus.length) return;
       const table = tableFor("versus", m.metric);
-      fillVersus(table, versus);
+      fillVersus(table, versus, m.ranking_model);
       table.caption.textContent = m.metric + " · " + table.caption.textContent;
       against.appendChild(table);
     });
@@ -439,22 +450,87 @@
     report.style.height = doc.documentElement.scrollHeight + 2 + "px";
   }
 
+  // ---------------------------------------------------------------------------------------------- a watch
+
+  const SVG = "http://www.w3.org/2000/svg";
+
+  function svgElement(name, attributes, text) {
+    const el = document.createElementNS(SVG, name);
+    Object.keys(attributes).forEach((k) => el.setAttribute(k, String(attributes[k])));
+    if (text !== undefined) el.textContent = text;
+    return el;
+  }
+
+  function svgChild(parent, name, attributes, text) {
+    return parent.appendChild(svgElement(name, attributes, text));
+  }
+
+  // A look's answer in words (sequential/report.py's ANSWER_WORDS, its twin in Python).
+  function answerWords(answer, job) {
+    const words = { continue: "continue", a_better: job.model_a + " better", b_better: job.model_b + " better",
+      equivalent: "practically equivalent", inconclusive: "inconclusive at the budget" };
+    return words[answer] || answer || "";
+  }
+
+  // The watch's path: each probability after each look (x: the look's size, up to the budget; y: 0 to 1), the
+  // design's threshold as a dashed line, and the table of looks.
+  function renderWatch(job) {
+    const w = job.watch, d = w.design, rows = w.rows || [];
+    $("watch-design").textContent = d.test + ", rope ±" + d.rope + ", threshold " + d.threshold + ", looks from " +
+      d.min_size + " to " + d.max_size + " " + w.unit + " · design " + (w.fingerprint || "").slice(0, 12);
+    // made here, not in the page: a page with no watch shown holds no svg (tests/test_security.py counts them)
+    $("watch-path")?.remove();
+    const svg = svgElement("svg", { id: "watch-path", class: "watch-path", viewBox: "0 0 600 220", role: "img" });
+    svgChild(svg, "title", {}, "The probabilities after each look, and the threshold");
+    $("watch-design").after(svg);
+    const left = 40, right = 590, top = 10, bottom = 190;
+    const low = Math.min(d.min_size, rows.length ? rows[0].size : d.min_size);
+    const x = (size) => left + (right - left) * (d.max_size === low ? 1 : (size - low) / (d.max_size - low));
+    const y = (p) => bottom - (bottom - top) * p;
+    svgChild(svg, "path", { class: "axis", d: "M" + left + " " + top + "V" + bottom + "H" + right });
+    svgChild(svg, "line", { class: "threshold", x1: left, x2: right, y1: y(d.threshold), y2: y(d.threshold) });
+    svgChild(svg, "text", { x: left - 4, y: y(d.threshold) + 4, "text-anchor": "end" }, String(d.threshold));
+    [[1, top + 4], [0, bottom]].filter(([p]) => Math.abs(y(p) - y(d.threshold)) > 12).forEach(([p, at]) =>
+      svgChild(svg, "text", { x: left - 4, y: at, "text-anchor": "end" }, String(p)));
+    [[low, "start"], [d.max_size, "end"]].forEach(([size, anchor]) =>
+      svgChild(svg, "text", { x: x(size), y: bottom + 16, "text-anchor": anchor }, size + " " + w.unit));
+    [["a", "p_a_better"], ["rope", "p_rope"], ["b", "p_b_better"]].forEach(([cls, key]) => {
+      const points = rows.map((r) => x(r.size).toFixed(1) + "," + y(r[key]).toFixed(1));
+      svgChild(svg, "polyline", { class: cls, points: points.join(" ") });
+      rows.forEach((r) => svgChild(svg, "circle", { class: cls, cx: x(r.size), cy: y(r[key]), r: 3 }));
+    });
+    const last = rows[rows.length - 1]; // each line named at its last look
+    if (last) [["p_a_better", job.model_a], ["p_rope", "rope"], ["p_b_better", job.model_b]].forEach(([key, name]) =>
+      svgChild(svg, "text", { x: x(last.size) + 6, y: y(last[key]) + 4 }, name));
+    $("looks-unit").textContent = w.unit.charAt(0).toUpperCase() + w.unit.slice(1);
+    $("looks-a").textContent = "P(" + job.model_a + " better)";
+    $("looks-b").textContent = "P(" + job.model_b + " better)";
+    fillTable($("looks"), rows.map((r) => [r.size, probability(r.p_a_better), probability(r.p_rope),
+      probability(r.p_b_better), answerWords(r.answer, job)]));
+  }
+
   function render(job) {
     $("job").hidden = false;
     $("job-title").textContent = jobTitle(job);
     showStages(job);
-    $("job-status").textContent =
-      job.status === "RUNNING" ? "Running: " + (job.stage || "queued") + "…" : job.status;
+    const watch = job.kind === "watch" && job.watch ? job.watch : null; // RUNNING between looks, by design
+    $("job-status").textContent = watch && job.status === "RUNNING"
+      ? "Watching: undecided at the last look; the next run of watch looks again"
+      : job.status === "RUNNING" ? "Running: " + (job.stage || "queued") + "…" : job.status;
     $("job-status").dataset.status = job.status;
     const err = $("job-error");
     err.hidden = !job.error;
     err.textContent = job.error ? "Failed: " + job.error : "";
     $("run-link").href = job.run_url;
+    $("compare-link-line").hidden = !job.compare_url; // MLflow's own view of the two runs a comparison read
+    if (job.compare_url) $("compare-link").href = job.compare_url;
     $("run-link").textContent = "Open the " + (job.kind || "comparison") + " run in the MLflow UI";
     const done = job.status === "FINISHED";
     const pair = done && job.kind === "comparison";
     const byMetric = pair && Array.isArray(job.metrics); // several metrics: a row each, no single bar
-    $("result").hidden = !(done || job.status === "FAILED");
+    $("result").hidden = !(done || job.status === "FAILED" || watch);
+    $("watch").hidden = !watch;
+    if (watch) renderWatch(job);
     $("verdict").textContent = job.verdict || "";
     ["bar", "probs"].forEach((id) => ($(id).hidden = !pair || byMetric));
     $("test-used").hidden = !pair;
@@ -468,7 +544,7 @@
     if (ranking) fillRanking($("ranking"), ranking);
     const versus = done && Array.isArray(job.versus) ? job.versus : null;
     $("versus").hidden = !versus;
-    if (versus) fillVersus($("versus"), versus);
+    if (versus) fillVersus($("versus"), versus, job.ranking_model);
     const rankings = done && job.rankings && Array.isArray(job.metrics);
     ["rankings", "versus-by-metric"].forEach((id) => ($(id).hidden = !rankings));
     if (rankings) renderRankings(job);
@@ -498,7 +574,7 @@
           render(job);
           if (first && refill) fillForm(job);
           first = false;
-          if (job.status === "RUNNING") polling = setTimeout(tick, 1500);
+          if (job.status === "RUNNING" && job.kind !== "watch") polling = setTimeout(tick, 1500);
           else refreshHistory();
         })
         .catch((e) => {
@@ -512,12 +588,16 @@
   // ---------------------------------------------------------------------------------------------- past comparisons
 
   function statusText(c) {
+    if (c.kind === "watch" && c.status === "RUNNING") return "RUNNING · between looks"; // until decided
     return c.status + (c.status === "RUNNING" && c.stage ? " · " + c.stage : "");
   }
 
   function pastName(c) {
-    if (c.kind === "ranking") return "ranking of " + (c.models || []).length + " models";
-    if (c.kind === "matrix") return (c.models || []).length + " models";
+    const model = c.ranking_model || ((c.metrics || [])[0] || {}).ranking_model;
+    // the model that ranked, by its short name (a BBT ranking and a hierarchical one looked alike otherwise)
+    const by = model ? " · " + (rankingOf(model).short || model) : "";
+    if (c.kind === "ranking") return "ranking of " + (c.models || []).length + " models" + by;
+    if (c.kind === "matrix") return (c.models || []).length + " models" + by;
     return c.model_a + " vs " + c.model_b;
   }
 
@@ -638,6 +718,12 @@
     $("job").scrollIntoView({ behavior: "smooth" });
   });
 
+  // another part of the page started a job: follow it here, as one started by this form
+  document.addEventListener("bayescompare:follow", (ev) => {
+    history.replaceState(null, "", BASE + "/?run_id=" + encodeURIComponent(ev.detail.runId));
+    follow(ev.detail.runId, ev.detail.title);
+    refreshHistory();
+  });
   $("experiment").addEventListener("change", loadChoices);
   $("model_key").addEventListener("change", loadChoices);
   $("dataset_key").addEventListener("change", loadChoices);

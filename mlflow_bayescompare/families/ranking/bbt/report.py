@@ -3,6 +3,7 @@ self-contained HTML page with its figures (:func:`.plots.all_figures`), and the 
 
 from __future__ import annotations
 
+from ....shared.markdown import Markdown
 from ....shared.report_html import format_numbers, format_probability
 from ..common import rule_words
 from ..report import markdown, page, yes_no
@@ -34,7 +35,7 @@ def _pair_rows(res: RankingResult) -> list[list[str]]:
             for r in res.pairs.itertuples()]
 
 
-def render_markdown(res: RankingResult, metric: str) -> str:
+def render_markdown(res: RankingResult, metric: str) -> Markdown:
     """The run description: the headline, the ranking, the pairs and the warnings."""
     hdi = res.settings.get("hdi_prob", 0.89)
     about = (f"P(best): the posterior probability that the model has the largest strength; rank HDI and P(win) HDI "

@@ -4,9 +4,10 @@ the command line prints."""
 
 from __future__ import annotations
 
-from ....shared.report_html import format_differences, format_probability, md_escape
-from ..common import level, rule_words
-from ..report import markdown, md_table, page, yes_no
+from ....shared.markdown import Markdown
+from ....shared.report_html import format_differences, format_probability
+from ..common import rule_words
+from ..report import aligned, differences, markdown, page, versus_lines, versus_table, yes_no
 from .result import HierarchicalRankingResult
 
 __all__ = ["render_markdown", "render_html", "text_lines", "REFERENCE", "DIFFERS"]
@@ -26,7 +27,6 @@ DIFFERS = ("The ranking's pair probabilities come from one model of all the mode
 RANKING_HEADER = ["rank", "model", "P(best)", "P(best next)", "mean rank", "rank HDI", "effect", "δ − δ(leader)",
                   "HDI"]
 PAIR_HEADER = ["pair", "difference", "HDI", "P(better)", "P(rope)", "P(worse)", "credible"]
-VERSUS_HEADER = ["model", "P(better)", "P(equivalent)", "P(worse)", "difference", "HDI", "verdict"]
 
 
 def _rows(res: HierarchicalRankingResult) -> tuple[tuple[list[str], list], tuple[list[str], list]]:
@@ -37,29 +37,11 @@ def _rows(res: HierarchicalRankingResult) -> tuple[tuple[list[str], list], tuple
     ranking = [[str(i + 1), str(r.model), p(r.p_best), p(r.p_best_next), f"{r.mean_rank:.2f}",
                 f"{r.rank_low:g}–{r.rank_high:g}", effects[i], gaps[i], f"{gaps[n + i]} to {gaps[2 * n + i]}"]
                for i, r in enumerate(table.itertuples())]
-    m, differences = len(res.pairs), _differences(res.pairs)
-    pairs = [[f"{r.better} > {r.worse}", differences[i], f"{differences[m + i]} to {differences[2 * m + i]}",
+    m, shown = len(res.pairs), differences(res.pairs)
+    pairs = [[f"{r.better} > {r.worse}", shown[i], f"{shown[m + i]} to {shown[2 * m + i]}",
               p(r.p_better), p(r.p_rope), p(r.p_worse), yes_no(r.credible)]
              for i, r in enumerate(res.pairs.itertuples())]
     return (RANKING_HEADER, ranking), (PAIR_HEADER, pairs)
-
-
-def _differences(table) -> list[str]:
-    """A pairs' or versus table's differences then HDI ends, all with one number of decimals."""
-    return format_differences([*table["difference"], *table["hdi_low"], *table["hdi_high"]])
-
-
-def _versus_rows(res: HierarchicalRankingResult) -> tuple[list[str], list[list[str]]]:
-    p, m, differences = format_probability, len(res.versus), _differences(res.versus)
-    return VERSUS_HEADER, [[str(r.model), p(r.p_better), p(r.p_rope), p(r.p_worse), differences[i],
-                            f"{differences[m + i]} to {differences[2 * m + i]}", str(r.verdict)]
-                           for i, r in enumerate(res.versus.itertuples())]
-
-
-def _versus_title(res: HierarchicalRankingResult) -> str:
-    reference = res.settings["vs_reference"]
-    leader = " (the leader)" if reference == res.best else ""
-    return f"Against {reference}{leader}: each model better / practically equivalent / worse"
 
 
 def _about(res: HierarchicalRankingResult) -> str:
@@ -74,22 +56,19 @@ def _about(res: HierarchicalRankingResult) -> str:
             f"spread. A pair is credible when {rule_words(s['threshold'])}. {DIFFERS}")
 
 
-def render_markdown(res: HierarchicalRankingResult, metric: str) -> str:
+def render_markdown(res: HierarchicalRankingResult, metric: str) -> Markdown:
     """The run description: the headline, what the numbers are, the ranking, the table against one model (``vs``),
     the pairs and the warnings."""
     ranking, pairs = _rows(res)
-    versus = ((f"#### {md_escape(_versus_title(res))}", md_table(*_versus_rows(res))) if res.settings.get("vs")
-              else ())
-    return markdown(res, metric, qualifier=" (hierarchical model)", about=md_escape(_about(res)), ranking=ranking,
-                    pairs=pairs, reference=REFERENCE, before_pairs=versus)
+    return markdown(res, metric, qualifier=" (hierarchical model)", about=_about(res), ranking=ranking,
+                    pairs=pairs, reference=REFERENCE, versus=versus_table(res))
 
 
 def render_html(res: HierarchicalRankingResult, metric: str, figures_png: dict[str, bytes]) -> str:
     """The report as one self-contained page: inline CSS, figures as base64 PNG, no script, no external URL."""
     ranking, pairs = _rows(res)
-    versus = (_versus_title(res), _versus_rows(res)) if res.settings.get("vs") else None
     return page(res, metric, figures_png, about=_about(res), ranking=ranking, pairs=pairs, reference=REFERENCE,
-                versus=versus)
+                versus=versus_table(res))
 
 
 def text_lines(res: HierarchicalRankingResult) -> list[str]:
@@ -99,23 +78,8 @@ def text_lines(res: HierarchicalRankingResult) -> list[str]:
     lines = [f"Pairs (rope ±{s['metric_rope']:g}; P(better / rope / worse) on the next dataset, compare's question "
              f"answered by the joint model of every model; credible: {rule_words(s['threshold'])}):"]
     width = max(len(f"{r.better} > {r.worse}") for r in res.pairs.itertuples())
-    p, shown = format_probability, _aligned(res.pairs)
+    p, shown = format_probability, aligned(res.pairs)
     lines += [f"  {f'{r.better} > {r.worse}'.ljust(width)}  {shown[i][0]}  P(better) {p(r.p_better)} · "
               f"rope {p(r.p_rope)} · P(worse) {p(r.p_worse)}{'  credible' if r.credible else ''}"
               for i, r in enumerate(res.pairs.itertuples())]
-    if s.get("vs"):
-        lines.append(f"Against {s['vs_reference']} (next dataset; verdict at {s['threshold']:g}, better and worse at "
-                     f"{level(s['threshold']):g}):")
-        width, shown = max(len(str(m)) for m in res.versus["model"]), _aligned(res.versus)
-        lines += [f"  {str(r.model).ljust(width)}  P(better) {p(r.p_better)} · equivalent {p(r.p_rope)} · "
-                  f"P(worse) {p(r.p_worse)}  {shown[i][0]} [{shown[i][1]}, {shown[i][2]}]  {r.verdict}"
-                  for i, r in enumerate(res.versus.itertuples())]
-    return lines
-
-
-def _aligned(table) -> list[tuple[str, str, str]]:
-    """Each row's difference and HDI ends (:func:`_differences`), the differences right-aligned in a column."""
-    texts = _differences(table)
-    width = max(map(len, texts))
-    n = len(table)
-    return [(texts[i].rjust(width), texts[n + i], texts[2 * n + i]) for i in range(n)]
+    return lines + versus_lines(res, "next dataset")

@@ -32,16 +32,12 @@ from ....vocabulary.console import log
 from ....vocabulary.options import RankOptions
 from ....vocabulary.outcomes import json_ready
 from ....vocabulary.versions import versions
-from ..common import SAMPLE_STATS, CredibleRule, RankedModels, better_matrix, credible, level, rank_table
+from ..common import SAMPLE_STATS, VERDICTS, CredibleRule, RankedModels, better_matrix, credible, rank_table, verdict
 
-__all__ = ["HierarchicalRankingResult", "summarise", "three_way", "versus_table", "NEXT_PER_DRAW", "VERDICTS"]
+__all__ = ["HierarchicalRankingResult", "summarise", "three_way", "versus_table", "NEXT_PER_DRAW"]
 
 #: simulated next datasets per posterior draw (P(best) on the next dataset, the joint claim)
 NEXT_PER_DRAW = 8
-#: the verdicts of the ``--vs`` table, by the claim that reached the threshold (:mod:`...vocabulary.claims`' words)
-VERDICTS = {"better": "better", "equivalent": "practically equivalent", "worse": "worse",
-            "not-worse": "not worse (better or equivalent)", "not-better": "not better (worse or equivalent)",
-            "undecided": "undecided"}
 
 
 @dataclass
@@ -63,7 +59,7 @@ class HierarchicalRankingResult(RankedModels):
             (P(δ_better > δ_worse)), credible (:attr:`rule`, :func:`..common.credible`).
         versus: one row per model but the reference (``settings['vs_reference']``, the leader unless ``vs`` names
             one): model, reference, p_better, p_rope, p_worse, next_better, next_rope, next_worse (the model
-            against the reference), difference, hdi_low, hdi_high, verdict (:data:`VERDICTS`).
+            against the reference), difference, hdi_low, hdi_high, verdict (:data:`..common.VERDICTS`).
         diagnostics: R-hat, ESS, divergences, ..., parameterisation, warnings.
         settings: the options, the datasets fitted, on a ragged grid the datasets each model lacks among them
             (``lacking``) and those left out for holding fewer than two models (``datasets_left_out``), rho,
@@ -245,15 +241,3 @@ def versus_table(draws, models: list[str], order: list[str], reference: str, opt
                                                                               p["p_worse"])]
     return pd.DataFrame({"model": others, "reference": reference, **p, "difference": sign * loc.mean(axis=0),
                          "hdi_low": low, "hdi_high": high, "verdict": verdicts})
-
-
-def verdict(p_better: float, p_rope: float, p_worse: float, threshold: float) -> str:
-    """The strongest claim that reaches its level: better or worse (either could be claimed, so at
-    :func:`..common.level`), equivalent, then not-worse, not-better (at ``threshold``)."""
-    oriented = level(threshold)
-    for name, probability, needed in (("better", p_better, oriented), ("equivalent", p_rope, threshold),
-                                      ("worse", p_worse, oriented), ("not-worse", p_better + p_rope, threshold),
-                                      ("not-better", p_worse + p_rope, threshold)):
-        if probability >= needed:
-            return name
-    return "undecided"

@@ -23,7 +23,9 @@ when S is singular, e.g. with fewer folds than models).
 A pair is *credible* by the rankings' one rule (:func:`..common.credible`): P(better), its mass beyond the rope on the
 better side, reaches 1 − (1 − threshold)/2, which is Kruschke's HDI+ROPE rule (the ``threshold`` HDI of the difference,
 central for a Student-t, lies wholly beyond the rope): with equal models that happens at most 1 − threshold of the
-time, where "P(better) ≥ threshold" on either side would happen up to twice as often.
+time, where "P(better) ≥ threshold" on either side would happen up to twice as often.  Against a reference (``vs``:
+the leader or a model), each other model's row is its pair's correlated t-test again, with the verdict of the
+hierarchical ranking's table against a reference (:func:`..common.verdict`: better or worse at the same level).
 """
 
 from __future__ import annotations
@@ -39,10 +41,10 @@ from ....vocabulary.console import log
 from ....vocabulary.errors import InputError
 from ....vocabulary.options import RankOptions, draw_seed
 from ....vocabulary.outcomes import Orientation
-from ....vocabulary.progress import Progress, notify
+from ....vocabulary.progress import CLOSED_FORM, Progress, notify
 from ....vocabulary.versions import versions
 from ...correlated_t import formula
-from ..common import credible, rank_table
+from ..common import VERDICTS, credible, rank_table, verdict
 from .result import JointRankingResult
 
 __all__ = ["rank_one_dataset", "joint_inputs", "posterior_draws", "HEADER"]
@@ -54,7 +56,7 @@ def rank_one_dataset(scores, opts: RankOptions, progress: Progress | None = None
     """Rank the models of ``scores`` (a :class:`~..scores.Scores` of one dataset, its blocks oriented so that
     greater is better, with the folds known or ``opts.rho`` given) by the joint model."""
     notify(progress, "sampling", f"{len(scores.models)} models on the folds of one dataset (joint correlated-t "
-                                 "model, closed form)")
+                                 f"model, {CLOSED_FORM})")
     started = time.perf_counter()
     y, rho, reason = joint_inputs(scores, opts)
     seed = opts.seed if opts.seed is not None else draw_seed()
@@ -69,13 +71,15 @@ def rank_one_dataset(scores, opts: RankOptions, progress: Progress | None = None
     p_best = ranking["p_best"].to_numpy()
     mc_se = float(np.sqrt(p_best * (1 - p_best) / len(draws)).max())
     warnings = _warnings(pairs, opts.greater_is_better)
+    reference = None if opts.vs is None else order[0] if opts.vs == "best" else opts.vs
     settings = {**opts.to_dict(), "seed": seed, "model": JointRankingResult.model, "datasets": list(scores.datasets),
                 "models": list(scores.models), "folds": scores.folds, "n": len(y), "rho": rho, "rho_reason": reason,
-                "versions": versions()}
+                **({"vs_reference": reference} if reference is not None else {}), "versions": versions()}
     frame = pd.DataFrame(columns)
     return JointRankingResult(list(scores.models), ranking, pairs, frame, {
         "warnings": warnings, "mc_se_max": mc_se, "sampling_seconds": time.perf_counter() - started}, settings,
-        draws.reshape(opts.chains, opts.draws, len(scores.models)))
+        draws.reshape(opts.chains, opts.draws, len(scores.models)),
+        _versus_table(columns, order, reference, rho, opts) if reference is not None else None)
 
 
 def joint_inputs(scores, opts: RankOptions) -> tuple[np.ndarray, float, str]:
@@ -146,6 +150,21 @@ def _pair_table(columns: dict[str, np.ndarray], order: list[str], rho: float, op
                          "p_above": above})
     pairs = pd.DataFrame(rows)
     return pairs.assign(credible=credible(pairs, JointRankingResult.rule, opts.threshold))
+
+
+def _versus_table(columns: dict[str, np.ndarray], order: list[str], reference: str, rho: float,
+                  opts: RankOptions) -> pd.DataFrame:
+    """Every model but ``reference``, in the ranking's order, against it (see :class:`JointRankingResult`)."""
+    orientation, rows = Orientation(opts.greater_is_better), []
+    for model in (m for m in order if m != reference):
+        df, loc, scale = formula.correlated_t_posterior(columns[model] - columns[reference], rho)
+        probs = orientation.orient(*formula.correlated_t_masses(df, loc, scale, opts.metric_rope))
+        three = probs["a_better"], probs["rope"], probs["b_better"]
+        rows.append({"model": model, "reference": reference, "p_better": three[0], "p_rope": three[1],
+                     "p_worse": three[2], "difference": loc,
+                     **dict(zip(("hdi_low", "hdi_high"), _interval(df, loc, scale))),
+                     "verdict": VERDICTS[verdict(*three, opts.threshold)]})
+    return pd.DataFrame(rows)
 
 
 def _warnings(pairs: pd.DataFrame, greater_is_better: bool) -> list[str]:

@@ -4,9 +4,10 @@ the command line prints."""
 
 from __future__ import annotations
 
-from ....shared.report_html import format_numbers, format_probability, md_escape
+from ....shared.markdown import Markdown
+from ....shared.report_html import format_numbers, format_probability
 from ..common import rule_words
-from ..report import markdown, page, yes_no
+from ..report import markdown, page, versus_lines, versus_table, yes_no
 from .result import JointRankingResult
 
 __all__ = ["render_markdown", "render_html", "text_lines", "REFERENCE"]
@@ -47,21 +48,25 @@ def _about(res: JointRankingResult) -> str:
             "lies beyond the rope.")
 
 
-def render_markdown(res: JointRankingResult, metric: str) -> str:
-    """The run description: the headline, what the numbers are, the ranking, the pairs and the warnings."""
+def render_markdown(res: JointRankingResult, metric: str) -> Markdown:
+    """The run description: the headline, what the numbers are, the ranking, the table against one model (``vs``),
+    the pairs and the warnings."""
     ranking, pairs = _rows(res)
-    return markdown(res, metric, qualifier=" (one dataset)", about=md_escape(_about(res)), ranking=ranking,
-                    pairs=pairs, reference=REFERENCE)
+    return markdown(res, metric, qualifier=" (one dataset)", about=_about(res), ranking=ranking,
+                    pairs=pairs, reference=REFERENCE, versus=versus_table(res))
 
 
 def render_html(res: JointRankingResult, metric: str, figures_png: dict[str, bytes]) -> str:
     """The report as one self-contained page: inline CSS, figures as base64 PNG, no script, no external URL."""
     ranking, pairs = _rows(res)
-    return page(res, metric, figures_png, about=_about(res), ranking=ranking, pairs=pairs, reference=REFERENCE)
+    return page(res, metric, figures_png, about=_about(res), ranking=ranking, pairs=pairs, reference=REFERENCE,
+                versus=versus_table(res))
 
 
 def text_lines(res: JointRankingResult) -> list[str]:
-    """What the command line prints under the ranking's table and headline: ρ and the rope."""
+    """What the command line prints under the ranking's table and headline: ρ and the rope (and the ``--vs``
+    table)."""
     settings = res.settings
     return [f"ρ = {settings['rho']:.4g} ({settings['rho_reason']}), rope ±{settings['metric_rope']:g}; "
-            "each pair's probabilities are its correlated t-test's (pairs.csv, --json)"]
+            "each pair's probabilities are its correlated t-test's (pairs.csv, --json)",
+            *versus_lines(res, "this dataset")]

@@ -32,7 +32,11 @@ class JointRankingResult(RankedModels):
         scores: the fold scores, one row per fold (repeat · folds + fold), one column per model.
         draws: μ (chains, draws, k) in metric units.
         diagnostics: warnings, mc_se_max (Monte-Carlo standard error of P(best)), sampling_seconds.
-        settings: the options, rho and its reason, folds, n, the seed, the dataset, the versions.
+        settings: the options, rho and its reason, folds, n, the seed, the dataset, the versions; with ``vs``, the
+            reference (``vs_reference``).
+        versus: with ``vs``, one row per model but the reference (the leader, or the model ``vs`` names), in the
+            ranking's order: model, reference, p_better, p_rope, p_worse (on this dataset), difference, hdi_low,
+            hdi_high (95%), verdict (:data:`..common.VERDICTS`); else None.
     """
 
     model: ClassVar[str] = "joint-t"
@@ -48,6 +52,7 @@ class JointRankingResult(RankedModels):
     diagnostics: dict[str, Any]
     settings: dict[str, Any]
     draws: np.ndarray = field(repr=False)
+    versus: pd.DataFrame | None = None
 
     def better_matrix(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """P(row better than column by more than the rope) and P(rope), k × k in the ranking's order."""
@@ -55,7 +60,8 @@ class JointRankingResult(RankedModels):
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The run's CSV tables by name."""
-        return {"ranking": self.ranking, "pairs": self.pairs, "cv_scores": self.scores}
+        return {"ranking": self.ranking, "pairs": self.pairs, "cv_scores": self.scores,
+                **({"versus": self.versus} if self.versus is not None else {})}
 
     def to_inference_data(self):
         """The draws of μ and of the ranks, as an :class:`arviz.InferenceData`."""
@@ -69,4 +75,5 @@ class JointRankingResult(RankedModels):
         return json_ready({"model": self.model, "models": self.models, "best": self.best,
                            "ranking": self.ranking.to_dict(orient="records"),
                            "pairs": self.pairs.to_dict(orient="records"), "diagnostics": self.diagnostics,
-                           "settings": self.settings})
+                           "settings": self.settings,
+                           **({"versus": self.versus.to_dict(orient="records")} if self.versus is not None else {})})
