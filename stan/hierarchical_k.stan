@@ -101,7 +101,17 @@
 // data (only R does): its posterior is its prior, chi^2(m p).  W's prior terms: Wishart's |W|^((m - p - 1)/2)
 // exp(-tr(W)/2), |W| = |G|^2 prod L_rr^2, and the Jacobian of Q -> L, 2^p prod L_rr^(p - r + 1): sum (m - r)
 // log L_rr - tr(W)/2.  nu' ~ Gamma(alpha, beta) is sampled as nu' = g / beta, g ~ Gamma(alpha, 1)
-// (hierarchical.stan's reason).
+// (hierarchical.stan's reason).  The sampler's coordinates are scaled to the posterior's widths (issue 38's speed):
+// d_free = logit((d + d_bound) / (2 d_bound)) = 2 atanh(d / d_bound) and sigma0_free = logit(sigma0 / sigma0_high),
+// the transforms Stan's bounds would apply, written out with their Jacobians (log of 2 d_bound inv_logit(x)
+// (1 - inv_logit(x)) and of sigma0_high inv_logit(x) (1 - inv_logit(x))), then centred and scaled (offset,
+// multiplier) at transformed data's estimates: d_at, the least-squares fit of v_i ~ A_i d, and spread_at, the
+// residuals' sd per coordinate (the moment estimate of hierarchical_k.py's population_fit), d's width that sd over
+// sqrt(q), sigma0's relative width 1 / sqrt(q); log L_rr (+ log L_rr, its Jacobian) and L_rt scaled by
+// 2 / sqrt(q + 1).  Affine changes of the sampler's coordinates: the same posterior, whatever the estimates.  Why:
+// the warm-up's first 100 iterations run on a unit metric, and with Stan's bounds alone d's coordinates were about
+// 0.01 wide on Wainer's 16 models (d_bound, the largest pair difference, is far wider than d's posterior): tree
+// depth 10 there, 69 000 of a chain's 96 000 warm-up leapfrog steps; scaled, 4 500 (benchmarks/README.md).
 data {
   int<lower=2> k;                                   // models
   int<lower=2> q;                                   // datasets
@@ -142,12 +152,35 @@ transformed data {
   }
   vector[q] raw_high = sigma_high > 0 ? (log(sigma_high) - log_sigma_at) ./ log_sigma_scale
                                       : rep_vector(positive_infinity(), q);
+  // where the sampler's d_free and sigma0_free are centred and scaled (any values give the same posterior)
+  vector[p] d_at;
+  real spread_at;
+  {
+    matrix[p, p] gram = add_diag(crossprod(A_r), q_c);
+    vector[p] moment = A_r' * v_r;
+    for (i in 1:q_c) {
+      moment += v_c[i]';
+    }
+    d_at = fmin(fmax(gram \ moment, -0.5 * d_bound), 0.5 * d_bound);
+    real squares = dot_self(v_r - A_r * d_at);
+    for (i in 1:q_c) {
+      squares += dot_self(v_c[i]' - d_at);
+    }
+    real freedom = sum(p_i) - p;
+    spread_at = freedom > 0 && squares > 0 ? sqrt(squares / freedom) : d_bound;
+  }
+  vector[p] d_free_at = 2 * atanh(d_at / d_bound);
+  vector[p] d_free_scale = 2 * spread_at / sqrt(q) ./ (d_bound * (1 - square(d_at / d_bound)));
+  real sigma0_at = fmin(fmax(spread_at, 1e-3 * sigma0_high), 0.5 * sigma0_high);
+  real sigma0_free_at = logit(sigma0_at / sigma0_high);
+  real sigma0_free_scale = inv_sqrt(q) / (1 - sigma0_at / sigma0_high);
+  real chol_scale = 2 * inv_sqrt(q + 1);
 }
 parameters {
-  vector<lower=-d_bound, upper=d_bound>[p] d;       // delta = H d (Helmert coordinates)
-  real<lower=0, upper=sigma0_high> sigma0;          // sqrt(tr(Omega) / p)
-  vector<lower=0>[p] chol_diag;                     // L_rr: Q = L L' ...
-  vector[(p * (p - 1)) %/% 2] chol_lower;           // ... L_rt, r > t, row by row
+  vector<offset=d_free_at, multiplier=d_free_scale>[p] d_free;  // logit((d + d_bound) / (2 d_bound))
+  real<offset=sigma0_free_at, multiplier=sigma0_free_scale> sigma0_free;  // logit(sigma0 / sigma0_high)
+  vector<multiplier=chol_scale>[p] log_chol_diag;   // log L_rr: Q = L L' ...
+  vector<multiplier=chol_scale>[(p * (p - 1)) %/% 2] chol_lower;  // ... L_rt, r > t, row by row
   real<lower=0> nu_scaled;                          // beta * nu'
   real<lower=alpha_low, upper=alpha_high> gamma_alpha;
   real<lower=beta_low, upper=beta_high> gamma_beta;
@@ -156,6 +189,9 @@ parameters {
   vector[q - q_tau] tau_z;                          // ... or log(1 / lambda_i) standardised (idx_z)
 }
 transformed parameters {
+  vector[p] chol_diag = exp(log_chol_diag);
+  vector[p] d = d_bound * tanh(0.5 * d_free);       // delta = H d (Helmert coordinates)
+  real sigma0 = sigma0_high * inv_logit(sigma0_free);  // sqrt(tr(Omega) / p)
   real nu = 1 + nu_scaled / gamma_beta;
   // log tau_i = E[log tau] + sd[log tau] tau_z_i under tau ~ Gamma(nu/2, nu/2): digamma(nu/2) - log(nu/2) and
   // sqrt(trigamma(nu/2))
@@ -184,22 +220,26 @@ model {
   vector[q] log_sigma = log_sigma_at + log_sigma_scale .* log_sigma_raw;
   vector[q] sigma2 = exp(2 * log_sigma);
   vector[q] noise = sigma2 ./ m;                    // e_i: the noise's variance per contrast coordinate
+  // the Jacobians of d_free -> d and sigma0_free -> sigma0 (d and sigma0 uniform)
+  target += sum(log_inv_logit(d_free) + log1m_inv_logit(d_free)) + log_inv_logit(sigma0_free)
+            + log1m_inv_logit(sigma0_free);
   nu_scaled ~ gamma(gamma_alpha, 1);
   // [eq:delta_i] as a scale mixture; + the log-Jacobians of log_omega -> tau (log tau_i) and of tau_z -> tau
   // (log tau_i + log sd[log tau])
   tau ~ gamma(0.5 * nu, 0.5 * nu);
   target += sum(log(tau)) + (q - q_tau) * log(log_tau_sd);
   // W ~ Wishart(I, m): |W|^((m - p - 1) / 2) exp(-tr(W) / 2), |W| = |G|^2 prod L_rr^2; with the Jacobian of
-  // Q -> L, prod L_rr^(p - r + 1) (G constant)
-  target += dot_product(ladder, log(chol_diag)) - 0.5 * trace_w;
+  // Q -> L, prod L_rr^(p - r + 1) (G constant), and of log L_rr -> L_rr, prod L_rr
+  target += dot_product(ladder + 1, log_chol_diag) - 0.5 * trace_w;
   // [eq:mvn] with u_i and phi_i integrated out (rewrites 1-4); + log_sigma: the flat prior on sigma_i
   target += -dot_product(w - 1, log_sigma) - 0.5 * sum(c ./ sigma2);
-  // rewrite 4 rotated: Omega = U diag(s) U', v_i ~ N(d, U diag(lambda_i s + e_i) U')
+  // rewrite 4 rotated: Omega = U diag(s) U', v_i ~ N(d, U diag(lambda_i s + e_i) U'): U'v_i's coordinates are
+  // independent normals, one vectorised density (its constant dropped)
   tuple(matrix[p, p], vector[p]) eig = eigendecompose_sym(Omega);
   if (q_c > 0) {
-    matrix[q_c, p] rotated = v_c * eig.1 - rep_matrix((eig.1' * d)', q_c);
     matrix[q_c, p] total = inv(tau[idx_c]) * eig.2' + rep_matrix(noise[idx_c], p);
-    target += -0.5 * sum(log(total)) - 0.5 * sum(square(rotated) ./ total);
+    target += normal_lupdf(to_vector(v_c * eig.1) | to_vector(rep_matrix((eig.1' * d)', q_c)),
+                           to_vector(sqrt(total)));
   }
   // rewrite 5: v_i ~ N(A_i d, lambda_i A_i Omega A_i' + e_i I)
   for (r in 1:q_r) {

@@ -308,8 +308,9 @@ def test_two_models_agree_with_the_two_model_hierarchical_test():
 
 def _log_density(data: dict):
     """Stan's log density of ``data`` (every τ_i standardised, ν fixed) at (d, L, τ, σ) (Ω = L L') on the
-    constrained scale, as ``log_prob`` sees it (the model block's own Jacobians and Ω's prior kept, the bounds'
-    off), and the prior terms the program adds to the likelihood at that point."""
+    constrained scale, as ``log_prob`` sees it (the model block's own Jacobians, the sampler's coordinates' among
+    them, and Ω's prior kept, Stan's transforms' off), and the prior terms the program adds to the likelihood at that
+    point."""
     from mlflow_bayescompare.sampling import pystan_backend
 
     bounds = {"d_bound": 3.0, "sigma0_high": 5.0, "sigma_high": 0.0, "alpha_low": 0.5, "alpha_high": 5.0,
@@ -333,18 +334,24 @@ def _log_density(data: dict):
         tau_z = (np.log(tau) - special.digamma(nu / 2) + np.log(nu / 2)) / np.sqrt(special.polygamma(1, nu / 2))
         raw = (np.log(sigma) - 0.5 * np.log(c / w)) * np.sqrt(2 * w)
         ell = shape_factor(factor)
-        point = model.unconstrain_pars({"d": d.tolist(), "sigma0": float(np.sqrt(np.trace(factor @ factor.T) / p)),
-                                        "chol_diag": np.diag(ell).tolist(), "chol_lower": ell[np.tril_indices(p, -1)]
-                                        .tolist(), "nu_scaled": nu_scaled, "gamma_alpha": 2.0, "gamma_beta": beta,
+        sigma0 = float(np.sqrt(np.trace(factor @ factor.T) / p))
+        point = model.unconstrain_pars({"d_free": (2 * np.arctanh(d / bounds["d_bound"])).tolist(),
+                                        "sigma0_free": float(special.logit(sigma0 / bounds["sigma0_high"])),
+                                        "log_chol_diag": np.log(np.diag(ell)).tolist(),
+                                        "chol_lower": ell[np.tril_indices(p, -1)].tolist(),
+                                        "nu_scaled": nu_scaled, "gamma_alpha": 2.0, "gamma_beta": beta,
                                         "log_sigma_raw": raw.tolist(), "log_omega": [], "tau_z": tau_z.tolist()})
         return model.log_prob(point, adjust_transform=False)
 
-    def prior(factor, tau, sigma):
-        """τ's Gamma(ν/2, ν/2) and the log-Jacobians of τ_z -> τ, the flat prior on σ, and W's Wishart(I, p) with
-        the Jacobian of Q -> L: Σ (p − r) log L_rr − tr(W)/2."""
+    def prior(d, factor, tau, sigma):
+        """τ's Gamma(ν/2, ν/2) and the log-Jacobians of τ_z -> τ, the flat prior on σ, W's Wishart(I, p) with
+        the Jacobians of Q -> L and of log L_rr -> L_rr: Σ (p − r + 1) log L_rr − tr(W)/2, and the Jacobians of the
+        sampler's d_free -> d and σ0_free -> σ0 (logit transforms of their bounds, up to constants)."""
         ell = shape_factor(factor)
+        share = np.sqrt(np.trace(factor @ factor.T) / p) / bounds["sigma0_high"]
         return (np.sum(stats.gamma.logpdf(tau, nu / 2, scale=2 / nu) + np.log(tau) + np.log(sigma))
-                + np.arange(p - 1, -1, -1) @ np.log(np.diag(ell)) - 0.5 * np.trace(factor @ factor.T))
+                + np.arange(p, 0, -1) @ np.log(np.diag(ell)) - 0.5 * np.trace(factor @ factor.T)
+                + np.sum(np.log1p(-(d / bounds["d_bound"]) ** 2)) + np.log(share * (1 - share)))
 
     return at, prior
 
@@ -361,7 +368,7 @@ def test_the_programs_log_density_is_the_direct_likelihood(ragged):
         blocks = [np.nan_to_num(b, nan=0.7) for b in blocks]
     at, prior = _log_density(_data(blocks, rho))
     stan_values = _differences([at(*point) for point in _POINTS])
-    direct = _differences([_direct_total(blocks, rho, d, f, t, s) + prior(f, t, s) for d, f, t, s in _POINTS])
+    direct = _differences([_direct_total(blocks, rho, d, f, t, s) + prior(d, f, t, s) for d, f, t, s in _POINTS])
     assert stan_values == pytest.approx(direct, abs=1e-8)
 
 
