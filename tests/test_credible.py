@@ -18,8 +18,7 @@ from scipy import stats
 
 from mlflow_bayescompare import rank_models
 from mlflow_bayescompare.families.ranking.bbt.result import pair_table
-from mlflow_bayescompare.families.ranking.common import CredibleRule, credible, level, rule_words
-from mlflow_bayescompare.families.ranking.common import verdict
+from mlflow_bayescompare.families.ranking.common import CredibleRule, credible, level, rule_words, verdict
 from mlflow_bayescompare.simulation import rankings
 
 THRESHOLD = 0.95
