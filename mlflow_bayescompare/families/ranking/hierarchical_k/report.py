@@ -21,9 +21,9 @@ REFERENCE = ("Hierarchical model of G. Corani, A. Benavoli, J. Demšar, F. Mangi
 DIFFERS = ("The ranking's pair probabilities come from one model of all the models (each pair its own spread, each "
            "dataset's noise and tails shared by its models); each pair test fits its two models alone. They answer "
            "the same question with different numbers: on real data (scikit-learn's CV and the paper's) up to 0.20 "
-           "apart in the next dataset's probabilities and 0.63 in P(better / rope / worse) "
-           "(benchmarks/bench_pairs.py agreement). To decide about one pair, quote the pair test (compare); quote the "
-           "ranking for P(best), the order and claims about many models.")
+           "apart in the next dataset's probabilities and 0.63 in P(better / rope / worse) (the README's "
+           "ranking section). To decide about one pair, quote the pair test (compare); quote the ranking for P(best), "
+           "the order and claims about many models.")
 RANKING_HEADER = ["rank", "model", "P(best)", "P(best next)", "mean rank", "rank HDI", "effect", "δ − δ(leader)",
                   "HDI"]
 PAIR_HEADER = ["pair", "difference", "HDI", "P(better)", "P(rope)", "P(worse)", "credible"]
