@@ -31,7 +31,7 @@ from scipy import special
 __all__ = ["standin_masses", "winning_offset", "NODES", "SIGMA0_BOUND"]
 
 #: Gauss-Legendre nodes of the integral over log σ0 on each of its two segments (module docstring, step 3)
-NODES = 32
+NODES = 24
 #: σ0's uniform prior reaches this many times sd(x̄) (the paper's bound, ``prepare.py``'s sigma0_high)
 SIGMA0_BOUND = 1000.0
 _LEGENDRE_X, _LEGENDRE_W = np.polynomial.legendre.leggauss(NODES)
