@@ -6,12 +6,15 @@ Simulated paths of q datasets growing repeat by repeat: dataset i's difference �
 its 10-fold differences x = δ_i + a_i + e (a_i ~ N(0, ρσ²) shared by the dataset's folds, e ~ N(0, (1 − ρ)σ²),
 ρ = 1/10, σ = 0.03: the correlated t-test's own model, the scenarios' ``assumed``); rope 0.01; δ0 = 0 (no
 difference), δ0 = rope (its edge) and 2·rope (clear, where decisions are many), τ = rope/2 and 2·rope (the
-datasets' spread narrower and wider than the rope).
+datasets' spread narrower and wider than the rope).  ``--misspecified``: the scenarios' ``misspecified`` data
+instead (z_i Student-t(3) scaled to variance 1, each dataset's noise sd σ times a log-normal factor of mean square
+1, a repeat effect of variance ρ(1 − ρ)σ² and Student-t(3) fold noise of variance (1 − ρ)²σ²).
 At each look both read the same differences and decide at the threshold (a side whose probability reaches it, else
 none); the table gives the share of looks where the two decisions agree, among them those where either decides,
 whether each path's first decision (the sequential answer) agrees, and the probabilities' differences.
 
-    nice -n 10 python benchmarks/bench_watch_hierarchical.py [--paths 6] [--datasets 8] [--looks 2,4,6,8]
+    nice -n 10 python benchmarks/bench_watch_hierarchical.py [--paths 6] [--datasets 8] [--looks 2,4,6,8] \
+        [--seed 0] [--misspecified]
 """
 
 from __future__ import annotations
@@ -31,11 +34,18 @@ RHO = 1 / FOLDS
 CONDITIONS = [(delta0, spread) for delta0 in (0.0, ROPE, 2 * ROPE) for spread in (ROPE / 2, 2 * ROPE)]
 
 
-def _path(rng, delta0: float, spread: float, datasets: int, repeats: int) -> np.ndarray:
+def _path(rng, delta0: float, spread: float, datasets: int, repeats: int, misspecified: bool) -> np.ndarray:
     """One path's fold differences, a row per dataset (the module's docstring)."""
-    delta = delta0 + spread * rng.standard_normal((datasets, 1))
-    shared = np.sqrt(RHO) * SD * rng.standard_normal((datasets, 1))
-    return delta + shared + np.sqrt(1 - RHO) * SD * rng.standard_normal((datasets, repeats * FOLDS))
+    if not misspecified:
+        delta = delta0 + spread * rng.standard_normal((datasets, 1))
+        shared = np.sqrt(RHO) * SD * rng.standard_normal((datasets, 1))
+        return delta + shared + np.sqrt(1 - RHO) * SD * rng.standard_normal((datasets, repeats * FOLDS))
+    delta = delta0 + spread * rng.standard_t(3, (datasets, 1)) / np.sqrt(3)
+    scale = SD * np.exp(0.5 * rng.standard_normal((datasets, 1)) - 0.25)
+    shared = np.sqrt(RHO) * scale * rng.standard_normal((datasets, 1))
+    repeat = np.repeat(np.sqrt(RHO * (1 - RHO)) * scale * rng.standard_normal((datasets, repeats)), FOLDS, axis=1)
+    folds = (1 - RHO) * scale * rng.standard_t(3, (datasets, repeats * FOLDS)) / np.sqrt(3)
+    return delta + shared + repeat + folds
 
 
 def _first(decisions: list[int]) -> int:
@@ -48,12 +58,14 @@ def main() -> None:
     parser.add_argument("--datasets", type=int, default=8)
     parser.add_argument("--looks", default="2,4,6,8", help="repeats at which both look")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--misspecified", action="store_true", help="the scenarios' misspecified data instead")
     args = parser.parse_args()
     looks = [int(s) for s in args.looks.split(",")]
     logging.getLogger("mlflow_bayescompare").setLevel(logging.ERROR)  # the fits' data notes, hundreds of them
     rng = np.random.default_rng(args.seed)
     print(f"{args.paths} paths per condition, {args.datasets} datasets, looks at {looks} repeats, 10 folds, "
-          f"sd {SD}, rope {ROPE}, threshold {THRESHOLD}, seed {args.seed}")
+          f"sd {SD}, rope {ROPE}, threshold {THRESHOLD}, seed {args.seed}"
+          + (", misspecified" if args.misspecified else ""))
     print(f"{'delta0':>6} {'spread':>6} {'looks':>5} {'agree':>6} {'decided':>7} {'agree|dec':>9} {'paths agree':>11} "
           f"{'mean|dP|':>8} {'max|dP|':>7} {'Stan dec':>8} {'stand-in dec':>12}")
     totals, fit_seconds = np.zeros(5), []
@@ -62,7 +74,7 @@ def main() -> None:
         stan_decided = standin_decided = 0
         gaps = []
         for _ in range(args.paths):
-            x = _path(rng, delta0, spread, args.datasets, max(looks))
+            x = _path(rng, delta0, spread, args.datasets, max(looks), args.misspecified)
             by_stan, by_standin = [], []
             for size in looks:
                 part = x[:, : size * FOLDS]

@@ -179,7 +179,7 @@ def _datasets(design: Design, scenario: str, difference: float, count: int, rng)
     q, tails = design.dataset_count, scenario == "misspecified"
     effect = _student3(rng, (count, q)) if tails else rng.standard_normal((count, q))
     truth = difference + design.planning_spread * effect  # δ_i
-    scale = np.exp(0.5 * rng.standard_normal((count, q)) - 0.125) if tails else np.ones((count, q))
+    scale = np.exp(0.5 * rng.standard_normal((count, q)) - 0.25) if tails else np.ones((count, q))
     means, variances = [], []
     for i in range(q):
         (n, mean, variance), _ = _cross_validation(design, scenario, 0.0, count, rng)
