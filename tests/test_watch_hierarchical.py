@@ -1,7 +1,8 @@
 """A ``hierarchical`` watch (issue 41): :func:`watch_runs` on a real sqlite store whose CV runs on six datasets grow
 repeat by repeat, answered at each look by the hierarchical test fitted by Stan.  Each look's probabilities are
 those of the hierarchical test (``hierarchical_test``, the same seed) on the differences logged here, the first
-repeats of every dataset; the run keeps the registered design with its planning values and the stand-in's
+repeats of every dataset, and a later call fits only the new look (the earlier ones come from the run); the run
+keeps the registered design with its planning values and the stand-in's
 operating characteristics; a changed design is refused naming the field, and a look that reads another number of
 datasets than the design's, or a dataset a model lacks, is refused before any run is written."""
 
@@ -14,6 +15,7 @@ import pytest
 from watched_runs import FOLDS, log_repeat, watch_runs_in
 
 from mlflow_bayescompare.families.hierarchical.engine import hierarchical_test
+from mlflow_bayescompare.pipeline import watchhier
 from mlflow_bayescompare.pipeline.watch import watch_runs
 from mlflow_bayescompare.pipeline.watchhier import FIT_SEED
 from mlflow_bayescompare.pipeline.watchlook import OC_REPLICATES_HIERARCHICAL
@@ -50,9 +52,14 @@ def test_a_hierarchical_watch_fits_the_test_at_each_look_until_decided(tracking_
         if seed == 1:  # registered: another threshold is refused, naming it
             with pytest.raises(InputError, match="threshold: 0.95 → 0.99"):
                 _watch(tracking_uri, experiment_id, threshold=0.99)
-        out = _watch(tracking_uri, experiment_id)
+        heard: list[str] = []
+        watchhier._fits.clear()  # as a new process: the earlier looks come from the run, not this process
+        out = _watch(tracking_uri, experiment_id, progress=lambda stage, detail=None, into=heard: into.append(
+            detail or ""))
         assert out.run_id == run_id
         seen.append(out.look.size)
+        fitted = [d for d in heard if d.startswith("fitting")]  # the recorded looks are not fitted again
+        assert fitted == [f"fitting the hierarchical test on 6 datasets at {seed + 1} repeats"]
         fit = hierarchical_test(diffs=list(diffs), folds=FOLDS, rope=0.01, seed=FIT_SEED, model_check=False)
         row = out.look.row
         assert (row.p_a_better, row.p_rope, row.p_b_better) == pytest.approx((fit.p_right, fit.p_rope, fit.p_left))

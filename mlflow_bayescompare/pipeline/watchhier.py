@@ -7,8 +7,9 @@ Stan (:func:`stan_posterior`: :func:`..families.hierarchical.engine.hierarchical
   repeats are paired as for ``correlated-t`` (:func:`.watchsources.paired_repeats`), and a look reads the repeats
   every dataset has (a repeat counts once every dataset has it): one row of scores per dataset.
 * A fit takes about a second for tens of datasets; a look fits each scheduled size it reaches (from a fixed seed, so
-  a size read again gives the same probabilities), and the fits of this process are kept by the scores they read,
-  so following the runs fits each size once.
+  a size read again gives the same probabilities).  The fits of this process are kept by the scores they read, and
+  the looks a watch run recorded are taken as fitted (:func:`remember`; their scores are checked by digest before
+  the look is kept), so each size is fitted once per watch.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ..vocabulary.outcomes import counted
 from ..vocabulary.progress import notify
 from .watchsources import WatchData, paired_repeats
 
-__all__ = ["read_datasets", "stan_posterior", "FIT_SEED"]
+__all__ = ["read_datasets", "stan_posterior", "remember", "FIT_SEED"]
 
 #: the seed of every fit at a look: the same scores give the same probabilities
 FIT_SEED = 0
@@ -79,6 +80,28 @@ def _datasets(scores, a: str, b: str, asked: tuple[str, ...]) -> list[str]:
     return shared
 
 
+def _key(design: Design, diffs: np.ndarray) -> str:
+    return hashlib.sha256(f"{design.fingerprint}:{diffs.shape}".encode() + diffs.tobytes()).hexdigest()
+
+
+def _keep(key: str, masses: tuple[float, float, float]) -> None:
+    if len(_fits) >= _KEPT:
+        _fits.pop(next(iter(_fits)))
+    _fits[key] = masses
+
+
+def remember(design: Design, scores_a: np.ndarray, scores_b: np.ndarray, rows: list[dict]) -> None:
+    """Take the recorded ``rows`` of a watch run (their oriented probabilities) as the fits at their sizes on these
+    scores: a later call does not fit an earlier look again.  Were the scores not those the rows read, the look is
+    refused by their digests (:mod:`.watchlook`) before anything is kept."""
+    diffs = np.asarray(scores_a, dtype=float) - np.asarray(scores_b, dtype=float)
+    for row in rows:
+        end = row["size"] * (design.folds or 1)
+        if end <= diffs.shape[-1]:
+            a, rope, b = row["p_a_better"], row["p_rope"], row["p_b_better"]
+            _keep(_key(design, diffs[..., :end]), (b, rope, a) if design.greater_is_better else (a, rope, b))
+
+
 def stan_posterior(design: Design, progress=None) -> Posterior:
     """The :class:`~..sequential.posteriors.Posterior` of a ``hierarchical`` look: the rows of paired scores (one
     per dataset) → the hierarchical test's next-dataset P(left), P(rope), P(right) of δ = a − b, fitted by Stan
@@ -87,16 +110,14 @@ def stan_posterior(design: Design, progress=None) -> Posterior:
 
     def posterior(scores_a, scores_b, rope: float) -> tuple[float, float, float]:
         diffs = np.asarray(scores_a, dtype=float) - np.asarray(scores_b, dtype=float)
-        key = hashlib.sha256(f"{design.fingerprint}:{diffs.shape}".encode() + diffs.tobytes()).hexdigest()
+        key = _key(design, diffs)
         if key not in _fits:
             repeats = diffs.shape[-1] // (folds or 1)
             notify(progress, "sampling", f"fitting the hierarchical test on {len(diffs)} datasets at "
                                          f"{counted(repeats, 'repeat')}")
             fit = hierarchical_test(diffs=list(diffs), folds=folds, rho=design.rho, rope=rope,
                                     seed=FIT_SEED, model_check=False, progress=progress)
-            if len(_fits) >= _KEPT:
-                _fits.pop(next(iter(_fits)))
-            _fits[key] = (fit.p_left, fit.p_rope, fit.p_right)
+            _keep(key, (fit.p_left, fit.p_rope, fit.p_right))
         return _fits[key]
 
     return posterior

@@ -26,7 +26,7 @@ from ..vocabulary.console import log
 from ..vocabulary.errors import InputError
 from ..vocabulary.outcomes import counted
 from ..vocabulary.progress import notify
-from .watchhier import read_datasets, stan_posterior
+from .watchhier import read_datasets, remember, stan_posterior
 from .watchrequest import WatchOutcome, WatchRequest
 from .watchsources import WatchData, read_cv, read_evals
 
@@ -70,6 +70,8 @@ def look_once(client, request: WatchRequest, *, log: bool = True, run_id: str | 
     data = _read(client, request, ids, progress, can_read)
     if recorded is not None:
         _check_sources(client, recorded, design, {r.run_id for r in data.runs})
+        if design.test == "hierarchical":  # its earlier looks are Stan fits: not fitted again
+            remember(design, data.scores_a, data.scores_b, recorded.rows)
     notify(progress, "reporting", f"{data.model_a} vs {data.model_b}: {_available(design, data)}")
     now = look(design, data.scores_a, data.scores_b, posterior=_posterior(design, progress))
     sizes = sorted({r.size for r in now.rows} | {r["size"] for r in (recorded.rows if recorded else [])})
