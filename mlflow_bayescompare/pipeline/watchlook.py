@@ -21,17 +21,22 @@ from mlflow.exceptions import MlflowException
 from ..reads.collect import resolve_experiments
 from ..runs import runlog, watchrun
 from ..sequential import Design, check_unchanged, look, operating_characteristics
+from ..sequential.design import CV_TESTS
 from ..vocabulary.console import log
 from ..vocabulary.errors import InputError
 from ..vocabulary.outcomes import counted
 from ..vocabulary.progress import notify
+from .watchhier import read_datasets, remember, stan_posterior
 from .watchrequest import WatchOutcome, WatchRequest
 from .watchsources import WatchData, read_cv, read_evals
 
-__all__ = ["look_once", "OC_REPLICATES", "OC_SEED", "selection", "digests"]
+__all__ = ["look_once", "OC_REPLICATES", "OC_REPLICATES_HIERARCHICAL", "OC_SEED", "selection", "digests"]
 
-#: the simulation of a design registered at its first look: runs per scenario and truth, and its seed
+#: the simulation of a design registered at its first look: runs per scenario and truth (fewer for
+#: ``hierarchical``, whose stand-in integrates over σ0 at every look of every run: within the 10 s of issue 41), and
+#: its seed
 OC_REPLICATES = 4000
+OC_REPLICATES_HIERARCHICAL = 1000
 OC_SEED = 0
 _HEADER = "Cannot look again:"
 
@@ -43,8 +48,9 @@ def selection(request: WatchRequest, experiment_ids: list[str]) -> dict:
         return {"kind": "evals", "run_a": w.run_a, "run_b": w.run_b, "scorer": w.scorer, "pair_key": w.pair_key,
                 "table_artifact": w.table_artifact}
     s, p = request.source, request.pair
+    chosen = {"datasets": list(w.datasets)} if request.design.test == "hierarchical" else {"dataset": w.dataset}
     return {"kind": "cv", "experiment_ids": sorted(experiment_ids), "metric": s.metric, "model_a": p.model_a,
-            "model_b": p.model_b, "dataset": w.dataset, "model_key": s.model_key, "dataset_key": s.dataset_key,
+            "model_b": p.model_b, **chosen, "model_key": s.model_key, "dataset_key": s.dataset_key,
             "filter": s.filter_string, "layout": s.layout}
 
 
@@ -64,8 +70,10 @@ def look_once(client, request: WatchRequest, *, log: bool = True, run_id: str | 
     data = _read(client, request, ids, progress, can_read)
     if recorded is not None:
         _check_sources(client, recorded, design, {r.run_id for r in data.runs})
+        if design.test == "hierarchical":  # its earlier looks are Stan fits: not fitted again
+            remember(design, data.scores_a, data.scores_b, recorded.rows)
     notify(progress, "reporting", f"{data.model_a} vs {data.model_b}: {_available(design, data)}")
-    now = look(design, data.scores_a, data.scores_b)
+    now = look(design, data.scores_a, data.scores_b, posterior=_posterior(design, progress))
     sizes = sorted({r.size for r in now.rows} | {r["size"] for r in (recorded.rows if recorded else [])})
     prints = digests(design, data, sizes)
     if recorded is not None:
@@ -108,7 +116,16 @@ def _found(client, request: WatchRequest, ids: list[str], sources: str, run_id: 
     return None if target is None else watchrun.find(client, target, sources)
 
 
+def _posterior(design: Design, progress):
+    """The posterior of a look: the design's own (:func:`..sequential.posteriors.posterior_for`), or for
+    ``hierarchical`` the Stan fit's (:func:`.watchhier.stan_posterior`)."""
+    return stan_posterior(design, progress) if design.test == "hierarchical" else None
+
+
 def _read(client, request: WatchRequest, ids: list[str], progress, can_read) -> WatchData:
+    if request.design.test == "hierarchical":
+        return read_datasets(client, request.design, request.source, request.pair, request.watch.datasets, ids,
+                             progress)
     if request.cv:
         return read_cv(client, request.design, request.source, request.pair, request.watch.dataset, ids, progress)
     return read_evals(request.design, request.watch, tracking_uri=client.tracking_uri, can_read=can_read,
@@ -116,21 +133,22 @@ def _read(client, request: WatchRequest, ids: list[str], progress, can_read) -> 
 
 
 def _available(design: Design, data: WatchData) -> str:
-    group = (design.folds or 1) if design.test == "correlated-t" else 1
-    return f"{counted(len(data.scores_a) // group, design.unit[:-1])} so far"
+    group = (design.folds or 1) if design.test in CV_TESTS else 1
+    return f"{counted(data.scores_a.shape[-1] // group, design.unit[:-1])} so far"
 
 
 def digests(design: Design, data: WatchData, sizes) -> dict[int, str]:
-    """A digest of the paired scores each look of ``sizes`` reads (the first size × folds scores, or items), for the
-    sizes the data hold: sha256 of both score vectors' float64 bytes, taken cumulatively (one pass)."""
-    group = (design.folds or 1) if design.test == "correlated-t" else 1
-    pairs = np.column_stack([data.scores_a, data.scores_b]).astype(np.float64)
+    """A digest of the paired scores each look of ``sizes`` reads (the first size × folds scores, of every dataset
+    for ``hierarchical``, or items), for the sizes the data hold: sha256 of both score vectors' float64 bytes, taken
+    cumulatively (one pass)."""
+    group = (design.folds or 1) if design.test in CV_TESTS else 1
+    pairs = np.stack([data.scores_a, data.scores_b], axis=-1).astype(np.float64)  # (…, scores, 2)
     hasher, done, out = hashlib.sha256(), 0, {}
     for size in sizes:
         end = size * group
-        if end > len(pairs):
+        if end > pairs.shape[-2]:
             break
-        hasher.update(np.ascontiguousarray(pairs[done:end]).tobytes())
+        hasher.update(np.ascontiguousarray(pairs[..., done:end, :]).tobytes())
         done, out[size] = end, hasher.copy().hexdigest()[:16]
     return out
 
@@ -220,8 +238,9 @@ def _simulate(design: Design, progress) -> dict:
     widest = design.planning_sd**2 if design.test == "eval-binary" else design.half_range
     if clear >= widest:  # pass rates cannot differ by more than the share of items the models disagree on
         clear = (design.rope + widest) / 2
-    notify(progress, "sampling", f"simulating the design: {OC_REPLICATES} runs per scenario and truth")
-    oc = operating_characteristics(design, replicates=OC_REPLICATES, seed=OC_SEED, clear=clear)
+    replicates = OC_REPLICATES_HIERARCHICAL if design.test == "hierarchical" else OC_REPLICATES
+    notify(progress, "sampling", f"simulating the design: {replicates} runs per scenario and truth")
+    oc = operating_characteristics(design, replicates=replicates, seed=OC_SEED, clear=clear)
     if oc.exceeds:
         offer = (f"threshold {oc.offered_threshold:.4g} keeps it: register the design with it" if
                  oc.offered_threshold is not None else "no threshold of the grid keeps it: look less often, or "

@@ -30,7 +30,7 @@ from ..vocabulary.errors import InputError
 from ..vocabulary.options import PairOptions, SourceOptions, WatchOptions
 from ..vocabulary.outcomes import counted
 
-__all__ = ["SourceRun", "WatchData", "read_cv", "read_evals"]
+__all__ = ["SourceRun", "WatchData", "read_cv", "paired_repeats", "read_evals"]
 
 _KIND = {"eval-binary": "pass_fail", "eval-continuous": "continuous"}
 _SHOWN = 5
@@ -74,21 +74,27 @@ def read_cv(client, design: Design, source: SourceOptions, pair: PairOptions, da
                                layout=source.layout, model_key=source.model_key, dataset_key=source.dataset_key,
                                folds=design.folds, progress=progress)
     dataset = _dataset(collected.scores, a, b, dataset)
-    rows, runs = _repeats_in_order(collected.scores[collected.scores["dataset"] == dataset], a)
+    scores_a, scores_b, runs, notes = paired_repeats(collected.scores, design, a, b, dataset)
+    return WatchData(a, b, source.metric, dataset, scores_a, scores_b, runs, experiment_ids, notes)
+
+
+def paired_repeats(scores: pd.DataFrame, design: Design, a: str, b: str, dataset: str, repeats: int | None = None):
+    """Models ``a`` and ``b``'s per-fold scores on ``dataset`` (tidy ``scores`` as :func:`collect_scores` reads
+    them), their repeats paired in order (the first ``repeats`` only, when given): (scores A, scores B, the source
+    runs read, notes)."""
+    rows, runs = _repeats_in_order(scores[scores["dataset"] == dataset], a)
     counts = rows.groupby("model")["repeat"].nunique()
     common = int(min(counts.get(a, 0), counts.get(b, 0)))
     notes = [f"model '{m}' has {counted(int(counts[m]) - common, 'repeat')} more than '{o}': "
              f"{'it waits' if int(counts[m]) - common == 1 else 'they wait'} for '{o}''s"
              for m, o in ((a, b), (b, a)) if counts.get(m, 0) > common]
-    used = [r for r in runs if r.first < common]
-    empty = np.empty(0)
+    common = common if repeats is None else min(common, repeats)
+    used = [r.source for r in runs if r.first < common]
     if common == 0:
-        return WatchData(a, b, source.metric, dataset, empty, empty, [r.source for r in used], experiment_ids, notes)
+        return np.empty(0), np.empty(0), used, notes
     kept = rows[rows["repeat"] < common].rename(columns={"run_id": "source_run"})
-    tensor = from_tidy(kept, a, b, folds=design.folds, run_id_col="no_run_ids", time_col=None)
-    table = tensor.table
-    return WatchData(a, b, source.metric, dataset, table["score_a"].to_numpy(float),
-                     table["score_b"].to_numpy(float), [r.source for r in used], experiment_ids, notes)
+    table = from_tidy(kept, a, b, folds=design.folds, run_id_col="no_run_ids", time_col=None).table
+    return table["score_a"].to_numpy(float), table["score_b"].to_numpy(float), used, notes
 
 
 def _dataset(scores: pd.DataFrame, a: str, b: str, asked: str | None) -> str:
