@@ -1,9 +1,23 @@
-"""What a look of ``mlflow-bayescompare watch`` costs as the runs grow (issue 41: "a look on a grown run costs
-reading the new runs plus milliseconds"): two models' 10-fold CV runs, one run per repeat, on a fresh local sqlite
-store; at 10, 30 and 100 repeats, a look not logged (``watch_runs(..., log=False)``: the runs read, the look) beside
-the look alone on the same scores (``sequential.look``), each the median of 3, and the first logged look (which
-registers the design and simulates it) and a later logged look, once.  Today each look reads every source run again,
-not only the new ones: the ratio says how much of a look is the reading.
+"""What a look of ``mlflow-bayescompare watch`` costs as the runs grow (issue 41: "a look on a grown run costs reading
+the new runs plus milliseconds"): two models' 10-fold CV runs, one run per repeat, on a fresh local sqlite store.
+
+Up to 10, 30 and 100 repeats (20, 60 and 200 source runs), side by side in one process, each the median of 3 looks
+that each find one new repeat (its two runs) since the last:
+
+* ``full``: a logged look that reads the runs as the first look does (``reads.collect`` finds the keys and the
+  layout, reads every run, pandas pairs and checks the folds: the read of every look before the watch run kept its
+  state; the state tag is removed before each such look);
+* ``kept``: a logged look that reads by the state the watch run keeps (``pipeline/watchgrown.py``: one search per
+  model, one bulk history read, numpy);
+* the reads alone on the same store: ``read_cv`` (full) and ``read_grown`` (kept), and the one MLflow search that
+  returns only the new repeat's runs (``attributes.start_time >`` the last look's newest run): what a look would read
+  if MLflow kept a mark of a changed earlier score (it does not: every run's history is read, see watchgrown.py);
+* one more kept look under cProfile, its time split into the MLflow calls that read the source runs (the listing
+  and the histories), the MLflow calls on the watch run (finding it, reading its looks back, writing the look: the
+  artifacts and one ``log_batch``; and the experiments' lookup) and the rest, the package's own Python (the look,
+  the digests, the description; the profiler's overhead inflates this part).
+
+The full and the kept looks alternate, so that load on the machine falls on both alike.
 
     nice -n 10 python benchmarks/bench_watch.py [--sizes 10,30,100]
 """
@@ -11,6 +25,9 @@ not only the new ones: the ratio says how much of a look is the reading.
 from __future__ import annotations
 
 import argparse
+import cProfile
+import json
+import pstats
 import statistics
 import tempfile
 import time
@@ -20,15 +37,23 @@ import numpy as np
 from mlflow import MlflowClient
 
 from mlflow_bayescompare.pipeline.watch import watch_runs
+from mlflow_bayescompare.pipeline.watchgrown import read_grown
+from mlflow_bayescompare.pipeline.watchsources import read_cv
 from mlflow_bayescompare.reads.cvlog import log_cv_scores
-from mlflow_bayescompare.sequential import Design, look
+from mlflow_bayescompare.sequential import Design
+from mlflow_bayescompare.vocabulary import tags as T
+from mlflow_bayescompare.vocabulary.options import PairOptions, SourceOptions
 
 FOLDS = 10
-DESIGN = dict(test="correlated-t", rope=0.01, threshold=0.9937, nominal_error=0.05, min_size=2, max_size=100,
-              look_every=1, folds=FOLDS, planning_sd=0.01)
+#: a look at every repeat; the differences sit at the rope's edge, so that the design does not decide
+DESIGN = dict(test="correlated-t", rope=0.01, threshold=0.9937, nominal_error=0.05, min_size=2, max_size=130,
+              look_every=1, folds=FOLDS, planning_sd=0.02)
+LOOKS = 3
+#: the package's modules whose MLflow calls read the source runs (at a kept look)
+_READING = ("watchgrown.py", "fetch.py", "identify.py")
 
 
-def _timed(call, repeats: int = 3) -> float:
+def _timed(call, repeats: int = LOOKS) -> float:
     seconds = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -37,38 +62,104 @@ def _timed(call, repeats: int = 3) -> float:
     return statistics.median(seconds)
 
 
+def _split(call) -> tuple[float, float, float]:
+    """``call`` under cProfile: seconds in MLflow calls made by the modules that read the source runs, in the
+    package's other MLflow calls, and in the rest."""
+    profile = cProfile.Profile()
+    profile.enable()
+    call()
+    profile.disable()
+    stats = pstats.Stats(profile).stats
+    total, reading, other = sum(entry[2] for entry in stats.values()), 0.0, 0.0
+    for (file, _, _), (*_, callers) in stats.items():
+        if "/mlflow/" not in file:
+            continue
+        for (caller, _, _), (*_, cumulative) in callers.items():
+            if "mlflow_bayescompare" in caller:
+                if caller.endswith(_READING):
+                    reading += cumulative
+                else:
+                    other += cumulative
+    return reading, other, total - reading - other
+
+
+class _Store:
+    """The sqlite store, the two models' runs and the watch of them."""
+
+    def __init__(self, tmp: str) -> None:
+        self.uri = f"sqlite:///{Path(tmp) / 'mlflow.db'}"
+        self.client = MlflowClient(self.uri)
+        self.experiment = self.client.create_experiment("cv", artifact_location=(Path(tmp) / "artifacts").as_uri())
+        self.keywords = dict(experiment_ids=[self.experiment], tracking_uri=self.uri, metric="accuracy",
+                             model_a="rf", model_b="svm", **DESIGN)
+        self.rng, self.repeats, self.newest, self.run_id = np.random.default_rng(0), 0, 0, None
+
+    def grow(self) -> None:
+        """One more repeat of each model (rf's run, then svm's)."""
+        b = np.clip(self.rng.normal(0.8, 0.02, FOLDS), 0, 1)
+        a = np.clip(b + self.rng.normal(0.01, 0.02, FOLDS), 0, 1)
+        for model, scores in (("rf", a), ("svm", b)):
+            log_cv_scores(model, "iris", scores, folds=FOLDS, experiment_id=self.experiment, client=self.client)
+        self.repeats += 1
+
+    def look(self, full: bool) -> float:
+        """A logged look at one new repeat; ``full``: without the kept state (read as at the first look)."""
+        self.newest = max(r.info.start_time for r in self.client.search_runs([self.experiment], "",
+                                                                               max_results=1000))
+        self.grow()
+        if full:
+            self.client.delete_tag(self.run_id, T.WATCH_STATE)
+        start = time.perf_counter()
+        out = watch_runs(**self.keywords)
+        seconds = time.perf_counter() - start
+        if out.answer != "continue":
+            raise SystemExit(f"the design answered {out.answer} at {out.look.size}: the benchmark needs it undecided")
+        return seconds
+
+    def split(self) -> tuple[float, float, float]:
+        """A kept look at one new repeat under cProfile (:func:`_split`)."""
+        self.grow()
+        return _split(lambda: watch_runs(**self.keywords))
+
+    def reads(self) -> tuple[float, float, float]:
+        """The full read, the read by the kept state, and the search of the newest repeat's runs alone."""
+        design, pair = Design(**DESIGN), PairOptions(model_a="rf", model_b="svm")
+        source = SourceOptions(experiment_ids=(self.experiment,), metric="accuracy")
+        state = json.loads(self.client.get_run(self.run_id).data.tags[T.WATCH_STATE])
+        ids = [self.experiment]
+        full = _timed(lambda: read_cv(self.client, design, source, pair, None, ids))
+        kept = _timed(lambda: read_grown(self.client, design, source, pair, ids, state))
+        search = _timed(lambda: self.client.search_runs(ids, f"attributes.start_time > {self.newest}"))
+        return full, kept, search
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10,30,100", help="repeats at which a look is timed")
+    parser.add_argument("--sizes", default="10,30,100", help="repeats at which the looks are timed")
     sizes = [int(s) for s in parser.parse_args().sizes.split(",")]
-    rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
-        uri = f"sqlite:///{Path(tmp) / 'mlflow.db'}"
-        client = MlflowClient(uri)
-        experiment = client.create_experiment("cv", artifact_location=(Path(tmp) / "artifacts").as_uri())
-        keywords = dict(experiment_ids=[experiment], tracking_uri=uri, metric="accuracy", model_a="rf",
-                        model_b="svm", **DESIGN)
-        diffs, logged = [], 0
-        print(f"{'repeats':>7}  {'runs':>5}  {'look, not logged':>16}  {'look alone':>10}  {'ratio':>7}")
+        store = _Store(tmp)
+        print(f"{'runs':>5}  {'full look':>9}  {'kept look':>9}  {'ratio':>5}  {'read full':>9}  {'read kept':>9}  "
+              f"{'search new':>10}  {'profiled kept look: reading / watch run / Python':>48}")
         for size in sizes:
-            while logged < size:
-                b = np.clip(rng.normal(0.8, 0.02, FOLDS), 0, 1)
-                a = np.clip(b + rng.normal(0, 0.01, FOLDS), 0, 1)
-                for model, scores in (("rf", a), ("svm", b)):
-                    log_cv_scores(model, "iris", scores, folds=FOLDS, experiment_id=experiment, client=client)
-                diffs.append(a - b)
-                logged += 1
-            whole = _timed(lambda: watch_runs(**keywords, log=False))
-            alone = _timed(lambda: look(Design(**DESIGN), diffs=np.concatenate(diffs)))
-            print(f"{size:>7}  {2 * size:>5}  {whole:>14.3f} s  {alone * 1000:>7.2f} ms  {whole / alone:>6.0f}x")
-        start = time.perf_counter()
-        watch_runs(**keywords)
-        first = time.perf_counter() - start
-        start = time.perf_counter()
-        watch_runs(**keywords)
-        later = time.perf_counter() - start
-        print(f"first logged look at {logged} repeats (registers and simulates the design): {first:.2f} s")
-        print(f"a later logged look at {logged} repeats: {later:.2f} s")
+            while store.repeats < size - 2 * LOOKS - 1:  # the looks add the last 2 × LOOKS + 1 repeats
+                store.grow()
+            if store.run_id is None:
+                start = time.perf_counter()
+                store.run_id = watch_runs(**store.keywords).run_id
+                print(f"(the first logged look, at {store.repeats} repeats, registers and simulates the design: "
+                      f"{time.perf_counter() - start:.2f} s)")
+            full, kept = [], []
+            for _ in range(LOOKS):
+                full.append(store.look(full=True))
+                kept.append(store.look(full=False))
+            full_look, kept_look = statistics.median(full), statistics.median(kept)
+            read_full, read_kept, search = store.reads()
+            parts = " / ".join(f"{part * 1000:.0f} ms" for part in store.split())
+            runs = 2 * store.repeats
+            print(f"{runs:>5}  {full_look * 1000:>6.0f} ms  {kept_look * 1000:>6.0f} ms  "
+                  f"{full_look / kept_look:>4.1f}x  {read_full * 1000:>6.0f} ms  {read_kept * 1000:>6.0f} ms  "
+                  f"{search * 1000:>7.1f} ms  {parts:>48}")
 
 
 if __name__ == "__main__":
