@@ -19,6 +19,11 @@ that each find one new repeat (its two runs) since the last:
 
 The full and the kept looks alternate, so that load on the machine falls on both alike.
 
+Then two evaluation runs whose long tables (``eval_scores.csv``, one pass/fail scorer) grow by 20 items between
+looks, up to 200 and 1000 items: a logged look and a look not logged (the read and the look), each the median of 3.
+Evaluation runs are read whole at each look (see README: a table is one artifact rewritten whole, and an
+assessment can be added to an earlier trace without changing anything a search sees).
+
     nice -n 10 python benchmarks/bench_watch.py [--sizes 10,30,100]
 """
 
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import io
 import json
 import pstats
 import statistics
@@ -34,6 +40,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from mlflow import MlflowClient
 
 from mlflow_bayescompare.pipeline.watch import watch_runs
@@ -49,6 +56,9 @@ FOLDS = 10
 DESIGN = dict(test="correlated-t", rope=0.01, threshold=0.9937, nominal_error=0.05, min_size=2, max_size=130,
               look_every=1, folds=FOLDS, planning_sd=0.02)
 LOOKS = 3
+EVAL_DESIGN = dict(test="eval-binary", rope=0.02, threshold=0.9937, nominal_error=0.05, min_size=20, max_size=2000,
+                   look_every=20, planning_sd=0.5)
+EVAL_BATCH = 20
 #: the package's modules whose MLflow calls read the source runs (at a kept look)
 _READING = ("watchgrown.py", "fetch.py", "identify.py")
 
@@ -133,6 +143,41 @@ class _Store:
         return full, kept, search
 
 
+def _evaluations(tmp: str, sizes=(200, 1000)) -> None:
+    """Two evaluation runs growing by ``EVAL_BATCH`` items between looks: a logged look and one not logged."""
+    uri = f"sqlite:///{Path(tmp) / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("evals", artifact_location=(Path(tmp) / "eval-artifacts").as_uri())
+    runs = [client.create_run(experiment, run_name=name).info.run_id for name in ("prompt A", "prompt B")]
+    passes = np.random.default_rng(1).random((2, max(sizes))) < np.array([[0.72], [0.70]])
+    keywords = dict(tracking_uri=uri, run_a=runs[0], run_b=runs[1], **EVAL_DESIGN)
+
+    def grow(items: int) -> None:
+        for run_id, passed in zip(runs, passes):
+            table = pd.DataFrame({"item": [f"q{i}" for i in range(items)], "scorer": "correct",
+                                  "value": passed[:items].astype(float)})
+            buffer = io.StringIO()
+            table.to_csv(buffer, index=False)
+            client.log_text(run_id, buffer.getvalue(), "eval_scores.csv")
+
+    grow(sizes[0] - 2 * LOOKS * EVAL_BATCH)
+    watch_runs(**keywords)  # registers the design
+    print(f"{'items':>5}  {'logged look':>11}  {'not logged':>10}  answer")
+    for size in sizes:
+        logged, alone = [], []
+        for k in range(LOOKS):
+            grow(size - (2 * (LOOKS - k) - 1) * EVAL_BATCH)
+            start = time.perf_counter()
+            out = watch_runs(**keywords)
+            logged.append(time.perf_counter() - start)
+            grow(size - 2 * (LOOKS - k - 1) * EVAL_BATCH)
+            start = time.perf_counter()
+            watch_runs(**keywords, log=False)
+            alone.append(time.perf_counter() - start)
+        print(f"{size:>5}  {statistics.median(logged) * 1000:>8.0f} ms  {statistics.median(alone) * 1000:>7.0f} ms  "
+              f"{out.answer}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,30,100", help="repeats at which the looks are timed")
@@ -160,6 +205,7 @@ def main() -> None:
             print(f"{runs:>5}  {full_look * 1000:>6.0f} ms  {kept_look * 1000:>6.0f} ms  "
                   f"{full_look / kept_look:>4.1f}x  {read_full * 1000:>6.0f} ms  {read_kept * 1000:>6.0f} ms  "
                   f"{search * 1000:>7.1f} ms  {parts:>48}")
+        _evaluations(tmp)
 
 
 if __name__ == "__main__":

@@ -232,7 +232,7 @@ def _kept(client, request: WatchRequest, outcome: WatchOutcome, header, found, r
     try:
         outcome.rows = watchrun.log_looks(client, run_id, header, design, outcome.look, rows,
                                           [dataclasses.asdict(r) for r in outcome.sources], operating, prints,
-                                          state)
+                                          state, None if recorded is None else found.data.tags)
     except BaseException as exc:
         runlog.fail_if_running(client, run_id, f"logging a look failed: {type(exc).__name__}: {exc}")
         raise

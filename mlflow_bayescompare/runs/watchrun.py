@@ -142,10 +142,12 @@ def watch_tags(header: Header, design: Design) -> dict[str, str]:
 
 
 def log_looks(client, run_id: str, header: Header, design: Design, look, rows: list[dict], sources: list[dict],
-              operating: dict, digests: dict[int, str], state: dict | None = None) -> list[dict]:
+              operating: dict, digests: dict[int, str], state: dict | None = None,
+              tagged: dict[str, str] | None = None) -> list[dict]:
     """Log the rows of ``look`` newly reached after the recorded ``rows`` (the whole table again, then in one batch
-    the metrics at step = size, the answer, the description and ``state``: what the next look reads by); end the
-    run FINISHED once the design has answered.  Returns every row."""
+    the metrics at step = size, the answer, the description and ``state``: what the next look reads by; of the
+    tags, those whose value is not already the run's, ``tagged``); end the run FINISHED once the design has
+    answered.  Returns every row."""
     now = int(time.time() * 1000)
     last = max((r["size"] for r in rows), default=0)
     new = [_row(r, look, design, digests[r.size], now) for r in look.rows if r.size > last]
@@ -165,7 +167,8 @@ def log_looks(client, run_id: str, header: Header, design: Design, look, rows: l
             **({T.DECISION: "inconclusive" if look.answer == "inconclusive" else look.answer}
                if look.answer in _FINAL else {}),
             **({T.WATCH_STATE: json.dumps(state, sort_keys=True)} if state is not None else {})}
-    client.log_batch(run_id, metrics=metrics, tags=[RunTag(k, v) for k, v in tags.items()])
+    client.log_batch(run_id, metrics=metrics, tags=[RunTag(k, v) for k, v in tags.items()
+                                                    if (tagged or {}).get(k) != v])
     if look.answer in _FINAL:
         mlflow_internals.end_run(client, run_id, RunStatus.to_string(RunStatus.FINISHED))
     return every
