@@ -1,7 +1,7 @@
 """What a look of ``mlflow-bayescompare watch`` costs as the runs grow (issue 41: "a look on a grown run costs reading
 the new runs plus milliseconds"): two models' 10-fold CV runs, one run per repeat, on a fresh local sqlite store.
 
-Up to 10, 30 and 100 repeats (20, 60 and 200 source runs), side by side in one process, each the median of 3 looks
+Up to 10, 30 and 100 repeats (20, 60 and 200 source runs), side by side in one process, each the median of 4 looks
 that each find one new repeat (its two runs) since the last:
 
 * ``full``: a logged look that reads the runs as the first look does (``reads.collect`` finds the keys and the
@@ -20,7 +20,7 @@ that each find one new repeat (its two runs) since the last:
 The full and the kept looks alternate, so that load on the machine falls on both alike.
 
 Then two evaluation runs whose long tables (``eval_scores.csv``, one pass/fail scorer) grow by 20 items between
-looks, up to 200 and 1000 items: a logged look and a look not logged (the read and the look), each the median of 3.
+looks, up to 200 and 1000 items: a logged look and a look not logged (the read and the look), each the median of 4.
 Evaluation runs are read whole at each look (see README: a table is one artifact rewritten whole, and an
 assessment can be added to an earlier trace without changing anything a search sees).
 
@@ -55,7 +55,7 @@ FOLDS = 10
 #: a look at every repeat; the differences sit at the rope's edge, so that the design does not decide
 DESIGN = dict(test="correlated-t", rope=0.01, threshold=0.9937, nominal_error=0.05, min_size=2, max_size=130,
               look_every=1, folds=FOLDS, planning_sd=0.02)
-LOOKS = 3
+LOOKS = 4
 EVAL_DESIGN = dict(test="eval-binary", rope=0.02, threshold=0.9937, nominal_error=0.05, min_size=20, max_size=2000,
                    look_every=20, planning_sd=0.5)
 EVAL_BATCH = 20

@@ -36,8 +36,10 @@ _READ_KINDS = ("tag", "param", "run-name")
 def read_grown(client, design: Design, source: SourceOptions, pair: PairOptions, experiment_ids: list[str],
                state: dict, progress=None) -> WatchData | str:
     """The paired repeats so far, read by ``state`` (the module's docstring); or why the full read is needed."""
-    if state.get("v") != STATE_VERSION or state.get("layout") != "steps":
-        return f"the watch run keeps no state of version {STATE_VERSION} in the steps layout"
+    if state.get("v") != STATE_VERSION:
+        return f"the watch run's state is of another version than {STATE_VERSION}"
+    if state.get("layout") != "steps":
+        return f"runs of the {state.get('layout')} layout are read whole"
     model_key, dataset_key = run_keys(state["model_key"], state["dataset_key"])
     a, b, dataset, metric = pair.model_a, pair.model_b, state["dataset"], source.metric
     clauses = [model_key.equals_clause(m) for m in (a, b)]

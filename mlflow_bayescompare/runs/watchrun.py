@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 from mlflow.entities import Metric, Param, RunStatus, RunTag
+from mlflow.exceptions import MlflowException
 
 from ..sequential import Design, from_json
 from ..sequential.report import ANSWER_WORDS, look_sentence
@@ -101,14 +102,16 @@ def read_recorded(client, run, design: Design) -> Recorded | None:
     created for its first look).  What decides the next read comes with the run (its tags); ``design.json`` is read
     only when the run's fingerprint is not ``design``'s (to name what changed), ``looks.json`` once a look was kept."""
     tags = run.data.tags
-    if T.DESIGN_FINGERPRINT not in tags:
+    try:  # the registration's last upload: without it the design is registered again (the fingerprint is the tag)
+        operating = json.loads(mlflow_internals.read_top_text(client, run, OPERATING_JSON))
+    except MlflowException:
         return None
-    if tags[T.DESIGN_FINGERPRINT] != design.fingerprint:
+    if tags.get(T.DESIGN_FINGERPRINT) != design.fingerprint:
         design = from_json(mlflow_internals.read_top_text(client, run, DESIGN_JSON))
     looks = json.loads(mlflow_internals.read_top_text(client, run, LOOKS_JSON)) if T.WATCH_ANSWER in tags else {}
     state = json.loads(tags[T.WATCH_STATE]) if T.WATCH_STATE in tags else None
     return Recorded(run.info.run_id, run.info.status, design, looks.get("rows", []), looks.get("sources", []),
-                    json.loads(mlflow_internals.read_top_text(client, run, OPERATING_JSON)), state)
+                    operating, state)
 
 
 def register(client, experiment_id: str, header: Header, design: Design, operating: dict, *, start_time: int,
