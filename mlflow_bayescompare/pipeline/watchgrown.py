@@ -1,6 +1,6 @@
 """A later look at CV runs without the work the first look did once (issue 41: "a look on a grown run costs reading
 the new runs plus milliseconds"): :func:`read_grown` reads the two models' runs as :func:`.watchsources.read_cv`
-does, in two MLflow calls and a few milliseconds of numpy, by what the first look found and kept in the watch run's
+does, in three MLflow calls and a few milliseconds of numpy, by what the first look found and kept in the watch run's
 state tag (:func:`.watchsources.reading_state`: the layout, the model and dataset keys, the dataset).
 
 * One search per model lists its runs (as :func:`..reads.identify.identify` does for a model key with a filter);
@@ -48,7 +48,7 @@ def read_grown(client, design: Design, source: SourceOptions, pair: PairOptions,
     check_filter(source.filter_string)
     listed = [r for clause in clauses for r in search_runs(client, experiment_ids,
                                                            and_clauses(source.filter_string, clause))]
-    runs = [r for r in top_level(list({r.info.run_id: r for r in listed}.values())) if not is_comparison(r)]
+    runs = top_level([r for r in {r.info.run_id: r for r in listed}.values() if not is_comparison(r)])
     if any(dataset_key.read(r) is None for r in runs):
         return f"a run of '{a}' or '{b}' has no {dataset_key.described}"
     runs = [r for r in runs if dataset_key.read(r) == dataset and metric in r.data.metrics]
