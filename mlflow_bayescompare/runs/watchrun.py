@@ -9,8 +9,10 @@ What it holds:
   (:func:`find`);
 * at every look (:func:`log_looks`): the rows of the scheduled looks newly reached (``looks.json`` and
   ``looks.csv``, rewritten whole, one row more per look; the probabilities as metrics with ``step`` = the look's
-  size, so MLflow's charts show the path), the source runs read, the answer tag and the description; a decided
-  design (or one at its budget) ends the run FINISHED with its verdict.
+  size, so MLflow's charts show the path), the source runs read, the answer tag, the description and (CV runs)
+  the state tag by which the next look reads (``bayescompare.watch_state``); a decided design (or one at its
+  budget) ends the run FINISHED with its verdict.  A later look finds in the run's tags all it needs to decide what
+  to read (:func:`read_recorded`), and reads back only ``looks.json`` and the operating characteristics.
 """
 
 from __future__ import annotations
