@@ -44,7 +44,7 @@ def read_datasets(client, design: Design, source: SourceOptions, pair: PairOptio
                                layout=source.layout, model_key=source.model_key, dataset_key=source.dataset_key,
                                folds=design.folds, progress=progress)
     names = _datasets(collected.scores, a, b, datasets)
-    read = {d: paired_repeats(collected.scores, design, a, b, d) for d in names}
+    read = {d: paired_repeats(collected.scores, design, pair, d) for d in names}
     folds = design.folds
     common = min(len(r[0]) for r in read.values()) // folds
     notes = [f"dataset '{d}': {note}" for d, r in read.items() for note in r[3]]
@@ -52,7 +52,7 @@ def read_datasets(client, design: Design, source: SourceOptions, pair: PairOptio
     if any(len(r[0]) // folds > common for r in read.values()):
         notes.append(f"{counted(common, 'repeat')} of every dataset read: {', '.join(lagging)} "
                      f"{'has' if len(lagging) == 1 else 'have'} no more yet")
-        read = {d: paired_repeats(collected.scores, design, a, b, d, common) if len(r[0]) // folds > common else r
+        read = {d: paired_repeats(collected.scores, design, pair, d, common) if len(r[0]) // folds > common else r
                 for d, r in read.items()}
     width = common * folds
     scores_a = np.array([r[0][:width] for r in read.values()]).reshape(len(names), width)

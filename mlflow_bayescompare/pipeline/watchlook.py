@@ -26,9 +26,10 @@ from ..vocabulary.console import log
 from ..vocabulary.errors import InputError
 from ..vocabulary.outcomes import counted
 from ..vocabulary.progress import notify
+from .watchgrown import read_grown
 from .watchhier import read_datasets, remember, stan_posterior
 from .watchrequest import WatchOutcome, WatchRequest
-from .watchsources import WatchData, read_cv, read_evals
+from .watchsources import SourceRun, WatchData, read_cv, read_evals
 
 __all__ = ["look_once", "OC_REPLICATES", "OC_REPLICATES_HIERARCHICAL", "OC_SEED", "selection", "digests"]
 
@@ -62,12 +63,12 @@ def look_once(client, request: WatchRequest, *, log: bool = True, run_id: str | 
     sources = watchrun.sources_hash(selection(request, ids))
     notify(progress, "fetching", "finding the watch run")
     found = _found(client, request, ids, sources, run_id) if log or run_id else None
-    recorded = watchrun.read_recorded(client, found) if found is not None else None
+    recorded = watchrun.read_recorded(client, found, design) if found is not None else None
     if recorded is not None:
         check_unchanged(recorded.design, design)
         if not request.cv:
             _check_sources(client, recorded, design, None)
-    data = _read(client, request, ids, progress, can_read)
+    data = _read(client, request, ids, progress, can_read, recorded)
     if recorded is not None:
         _check_sources(client, recorded, design, {r.run_id for r in data.runs})
         if design.test == "hierarchical":  # its earlier looks are Stan fits: not fitted again
@@ -77,7 +78,7 @@ def look_once(client, request: WatchRequest, *, log: bool = True, run_id: str | 
     sizes = sorted({r.size for r in now.rows} | {r["size"] for r in (recorded.rows if recorded else [])})
     prints = digests(design, data, sizes)
     if recorded is not None:
-        _check_digests(recorded, design, prints)
+        _check_digests(recorded, design, prints, data.runs)
     outcome = WatchOutcome(now, design, data.model_a, data.model_b, data.measure, data.dataset, sources=data.runs,
                            notes=list(data.notes))
     if not log and run_id is None:
@@ -85,7 +86,7 @@ def look_once(client, request: WatchRequest, *, log: bool = True, run_id: str | 
         return outcome
     header = watchrun.Header(data.model_a, data.model_b, data.measure, data.dataset, tuple(data.experiment_ids),
                              sources)
-    return _kept(client, request, outcome, header, found, recorded, prints, progress)
+    return _kept(client, request, outcome, header, found, recorded, prints, progress, data.state)
 
 
 def _source_experiments(client, request: WatchRequest) -> list[str]:
@@ -122,11 +123,19 @@ def _posterior(design: Design, progress):
     return stan_posterior(design, progress) if design.test == "hierarchical" else None
 
 
-def _read(client, request: WatchRequest, ids: list[str], progress, can_read) -> WatchData:
+def _read(client, request: WatchRequest, ids: list[str], progress, can_read, recorded) -> WatchData:
+    """The sources' paired scores: several datasets' for ``hierarchical``; CV runs by what the watch run keeps
+    (:mod:`.watchgrown`) when it can, else as the first look read them."""
     if request.design.test == "hierarchical":
         return read_datasets(client, request.design, request.source, request.pair, request.watch.datasets, ids,
                              progress)
     if request.cv:
+        state = recorded.state if recorded is not None else None
+        if state is not None and (request.watch.dataset or state.get("dataset")) == state.get("dataset"):
+            grown = read_grown(client, request.design, request.source, request.pair, ids, state, progress)
+            if not isinstance(grown, str):
+                return grown
+            notify(progress, "fetching", f"reading the runs as at the first look: {grown}")
         return read_cv(client, request.design, request.source, request.pair, request.watch.dataset, ids, progress)
     return read_evals(request.design, request.watch, tracking_uri=client.tracking_uri, can_read=can_read,
                       progress=progress)
@@ -181,19 +190,35 @@ def _state(client, run_id: str) -> str:
         return "gone"
 
 
-def _check_digests(recorded, design: Design, now: dict[int, str]) -> None:
-    """The scores each earlier look read must be those the runs give now."""
-    problems = []
+def _check_digests(recorded, design: Design, now: dict[int, str], runs: list[SourceRun]) -> None:
+    """The scores each earlier look read must be those the runs give now: the first look whose scores differ names
+    the source runs that hold the repeats it read beyond the look before (CV runs)."""
+    problems, before = [], 0
     for row in recorded.rows:
         size = row["size"]
         if size not in now:
             problems.append(f"the look at {size} {design.unit} read {size}; the runs now hold fewer")
         elif row.get("digest") and row["digest"] != now[size]:
+            held = "" if problems else _holding(runs, before, size)
             problems.append(f"the scores of the first {size} {design.unit} differ from those the look at {size} "
-                            "read (a source run was changed, replaced or reordered)")
+                            f"read (a source run was changed, replaced or reordered{held})")
+        before = size
     if problems:
         raise InputError(problems[:5], header=f"{_HEADER} the data of earlier looks changed:",
                          footer=["Start a new watch (another target experiment) to look at these data."])
+
+
+def _holding(runs: list[SourceRun], after: int, upto: int) -> str:
+    """``: source run … (side A, rf: repeat 3), …``: the CV source runs holding repeats ``after`` + 1 … ``upto``."""
+    held = [r for r in runs if r.read.startswith("repeat") and _overlaps(r.read, after, upto)]
+    return (": " + ", ".join(f"source run {r.run_id} (side {r.side}, {r.name}: {r.read})" for r in held)
+            + " or the runs before them") if held else ""
+
+
+def _overlaps(read: str, after: int, upto: int) -> bool:
+    """Do the repeats ``read`` (``repeat 3``, ``repeats 3-5``) meet repeats ``after`` + 1 … ``upto``?"""
+    first, _, last = read.split(" ", 1)[1].partition("-")
+    return int(first) <= upto and int(last or first) > after
 
 
 def _last(recorded, design: Design) -> str:
@@ -201,9 +226,10 @@ def _last(recorded, design: Design) -> str:
 
 
 def _kept(client, request: WatchRequest, outcome: WatchOutcome, header, found, recorded, prints: dict[int, str],
-          progress) -> WatchOutcome:
-    """The look kept in the watch run: the design registered first when it is not yet (with its operating
-    characteristics); the run ends FAILED, with the error, if writing the look fails."""
+          progress, state: dict | None) -> WatchOutcome:
+    """The look kept in the watch run (with ``state``, what the next look reads by): the design registered first
+    when it is not yet (with its operating characteristics); the run ends FAILED, with the error, if writing the
+    look fails."""
     design = request.design
     if recorded is None:
         operating = _simulate(design, progress)
@@ -223,7 +249,8 @@ def _kept(client, request: WatchRequest, outcome: WatchOutcome, header, found, r
     notify(progress, "logging", outcome.progress_line())
     try:
         outcome.rows = watchrun.log_looks(client, run_id, header, design, outcome.look, rows,
-                                          [dataclasses.asdict(r) for r in outcome.sources], operating, prints)
+                                          [dataclasses.asdict(r) for r in outcome.sources], operating, prints,
+                                          state, None if recorded is None else found.data.tags)
     except BaseException as exc:
         runlog.fail_if_running(client, run_id, f"logging a look failed: {type(exc).__name__}: {exc}")
         raise

@@ -48,15 +48,17 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import tempfile
 import threading
 import urllib.parse
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 __all__ = ["TRACKING_URI_ENV", "CREDENTIALS_ENV", "RETRY_LOGGER", "DATASET_CONTEXT", "COMPARED", "log_compared_inputs",
            "active_experiment_id", "as_user",
            "authenticated_user", "backend_store_uri", "cors_allowed_origins", "end_run", "experiment_permission",
            "filter_problem", "is_own_artifact_folder", "is_valid_key", "register_auth_validator", "retry_notice",
-           "run_artifact_location", "download_top_artifact", "download_artifact", "top_artifacts",
+           "run_artifact_location", "download_top_artifact", "read_top_text", "download_artifact", "top_artifacts",
            "RUN_TYPE_TAG", "EVALUATION_RUN_TYPES", "TEST_NAME_TAG", "SCORER_TRACE_TAG", "ASSESSMENT_RUN_KEY",
            "TRACE_INPUTS_KEY", "TRACES_PAGE", "EVAL_TABLE", "served_by_uvicorn", "server_boot_id", "static_prefix",
            "own_artifact_folder", "tracking_store", "tracking_user"]
@@ -312,6 +314,23 @@ def download_top_artifact(client, run, name: str, destination: str) -> str | Non
         return download_artifact(client, name, destination, run_id=run.info.run_id)
     repo, located = run_artifact_location(run, name)
     return download_artifact(repo, located, destination)
+
+
+def read_top_text(client, run, name: str) -> str:
+    """The text of the run's top-level artifact ``name``, read where :func:`download_top_artifact` reads it but
+    without listing the run's artifacts first or resolving a ``runs:/`` URI (which reads the run again, and its
+    logged models): what a watch reads back at each look.  An artifact that is not there is MLflow's error."""
+    import mlflow.artifacts
+
+    with tempfile.TemporaryDirectory(prefix="bayescompare-") as tmp:
+        if _through_client(client, run):
+            with _switch(_PROGRESS_BAR_ENV, "false"):
+                path = mlflow.artifacts.download_artifacts(artifact_uri=f"{run.info.artifact_uri.rstrip('/')}/{name}",
+                                                           dst_path=tmp, tracking_uri=client.tracking_uri)
+        else:
+            repo, located = run_artifact_location(run, name)
+            path = download_artifact(repo, located, tmp)
+        return Path(path).read_text(encoding="utf-8")
 
 
 def _through_client(client, run) -> bool:
