@@ -4,13 +4,14 @@ does, by what the first look found and kept in the watch run's state tag (:func:
 layout, the model and dataset keys, the dataset), and by what each source run gave at the last look (``kept``: the
 watch run's ``watch_reads.json``, :mod:`..runs.watchrun`).
 
-* With ``kept``, per model only the runs that can be new or changed are listed: those ended since the last look's
-  read began (less :data:`CLOCK_MARGIN_MS` for the clocks of the machines that log and read) and those still
-  RUNNING (two searches: MLflow's filter has no OR), and one search lists the deleted runs, so that a run an earlier
-  look read and deleted since is named.  A listed run whose listing says what it said then (its status, end time and
-  the metric's latest step, timestamp and value: its signature) keeps its kept scores, and so does a kept run not
-  listed; only the others' histories are read (one bulk call, :func:`..reads.fetch.fetch_histories`).  Such a read
-  says how many runs it took unread (:attr:`.watchsources.WatchData.reused`).
+* With ``kept``, only the runs that can be new or changed are listed: those ended since the last look's read began
+  (less :data:`CLOCK_MARGIN_MS` for the clocks of the machines that log and read) and those still RUNNING (two
+  searches, MLflow's filter has no OR; of every model, the two kept), and one search lists the deleted runs, so
+  that a run an earlier look read and deleted since is named.  A listed run whose listing says what it said then
+  (its status, end time and the metric's latest step, timestamp and value: its signature) keeps its kept scores,
+  and so does a kept run not listed; only the others' histories are read (one bulk call,
+  :func:`..reads.fetch.fetch_histories`).  Such a read says how many runs it took unread
+  (:attr:`.watchsources.WatchData.reused`).
 * Without ``kept``, every run is listed (one search per model) and every history read.  This is the read the look
   makes before it keeps or returns anything but ``continue`` (:mod:`.watchlook`): MLflow keeps no mark of a metric
   logged again at an earlier step (the run's end time, status and latest value stay as they were: the latest value
@@ -65,7 +66,7 @@ def read_grown(client, design: Design, source: SourceOptions, pair: PairOptions,
     read_at = int(time.time() * 1000)
     kept = kept if kept and kept.get("v") == READS_VERSION else None
     before = kept["runs"] if kept else {}
-    listed, gone = _listed(client, experiment_ids, source.filter_string, clauses, kept)
+    listed, gone = _listed(client, experiment_ids, source.filter_string, model_key, (a, b), kept)
     runs = [r for r in top_level(listed) if r.data.tags.get(T.PARENT) not in before]
     if any(dataset_key.read(r) is None for r in runs):
         return f"a run of '{a}' or '{b}' has no {dataset_key.described}"
@@ -92,18 +93,20 @@ def read_grown(client, design: Design, source: SourceOptions, pair: PairOptions,
     return data
 
 
-def _listed(client, experiment_ids: list[str], filter_string: str, clauses: list[str], kept: dict | None):
-    """The runs of the two models to read (every one; with ``kept``, those ended since its read began, less the
-    margin, or still running) but comparisons, and (with ``kept``) the kept runs deleted since."""
+def _listed(client, experiment_ids: list[str], filter_string: str, model_key, models: tuple[str, str],
+            kept: dict | None):
+    """The runs of the two models to read but comparisons: every one (a search per model), or with ``kept`` those
+    ended since its read began, less the margin, or still running (a search each, of every model's runs: few, and
+    one search fewer than per model); and (with ``kept``) the kept runs deleted since."""
     if kept is None:
-        narrow, gone = [""], set()
+        filters, gone = [and_clauses(filter_string, model_key.equals_clause(m)) for m in models], set()
     else:
-        narrow = [f"attributes.end_time >= {int(kept['read_at']) - CLOCK_MARGIN_MS}", "attributes.status = 'RUNNING'"]
+        filters = [and_clauses(filter_string, f"attributes.end_time >= {int(kept['read_at']) - CLOCK_MARGIN_MS}"),
+                   and_clauses(filter_string, "attributes.status = 'RUNNING'")]
         gone = {r.info.run_id for r in search_runs(client, experiment_ids, filter_string, deleted=True)}
         gone &= set(kept["runs"])
-    listed = {r.info.run_id: r for clause in clauses for extra in narrow
-              for r in search_runs(client, experiment_ids, and_clauses(filter_string, clause, extra))}
-    return [r for r in listed.values() if not is_comparison(r)], gone
+    listed = {r.info.run_id: r for f in filters for r in search_runs(client, experiment_ids, f)}
+    return [r for r in listed.values() if not is_comparison(r) and model_key.read(r) in models], gone
 
 
 def _listing(run, model: str, metric: str) -> dict:
