@@ -11,10 +11,10 @@ What it holds:
   ``looks.csv``, rewritten whole, one row more per look; the probabilities as metrics with ``step`` = the look's
   size, so MLflow's charts show the path), the source runs read, the answer tag, the description and (CV runs)
   the state tag by which the next look reads (``bayescompare.watch_state``) with, beside it, ``watch_reads.json``:
-  the rows and source runs of ``looks.json`` and what each source run gave (:mod:`..pipeline.watchgrown`); a
-  decided design (or one at its budget) ends the run FINISHED with its verdict.  A later look finds in the run's
-  tags all it needs to decide what to read (:func:`read_recorded`), and reads back only ``watch_reads.json`` (or,
-  without the state tag, ``looks.json``) and the operating characteristics.
+  the rows and source runs of ``looks.json``, what each source run gave (:mod:`..pipeline.watchgrown`) and the
+  operating characteristics; a decided design (or one at its budget) ends the run FINISHED with its verdict.  A
+  later look finds in the run's tags all it needs to decide what to read (:func:`read_recorded`), and reads back
+  only ``watch_reads.json`` (without the state tag: ``looks.json`` and the operating characteristics).
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ DESIGN_JSON = "design.json"
 OPERATING_JSON = "operating_characteristics.json"
 LOOKS_JSON = "looks.json"
 LOOKS_CSV = "looks.csv"
-#: what a CV look keeps for the next: its rows and source runs (as in ``looks.json``) and what each source run gave
+#: what a CV look keeps for the next: its rows and source runs (as in ``looks.json``), what each source run gave and
+#: the operating characteristics: the one artifact a later look reads back
 READS_JSON = "watch_reads.json"
 #: the metrics of each look, logged with step = its size
 LOOK_METRICS = ("p_a_better", "p_rope", "p_b_better", "cs_low", "cs_high")
@@ -109,16 +110,18 @@ def read_recorded(client, run, design: Design) -> Recorded | None:
     """The design and looks a watch run holds; None when it holds no design yet (a run the server's accept step
     created for its first look).  What decides the next read comes with the run (its tags); ``design.json`` is read
     only when the run's fingerprint is not ``design``'s (to name what changed), once a look was kept
-    ``watch_reads.json`` when the run has the state tag (else, or without it, ``looks.json``)."""
+    ``watch_reads.json`` when the run has the state tag (else, or without it, ``looks.json``), and the operating
+    characteristics when that did not hold them."""
     tags = run.data.tags
+    state = json.loads(tags[T.WATCH_STATE]) if T.WATCH_STATE in tags else None
+    looks = _looks(client, run, state is not None) if T.WATCH_ANSWER in tags else {}
+    operating = looks.get("operating")
     try:  # the registration's last upload: without it the design is registered again (the fingerprint is the tag)
-        operating = json.loads(mlflow_internals.read_top_text(client, run, OPERATING_JSON))
+        operating = operating or json.loads(mlflow_internals.read_top_text(client, run, OPERATING_JSON))
     except MlflowException:
         return None
     if tags.get(T.DESIGN_FINGERPRINT) != design.fingerprint:
         design = from_json(mlflow_internals.read_top_text(client, run, DESIGN_JSON))
-    state = json.loads(tags[T.WATCH_STATE]) if T.WATCH_STATE in tags else None
-    looks = _looks(client, run, state is not None) if T.WATCH_ANSWER in tags else {}
     return Recorded(run.info.run_id, run.info.status, design, looks.get("rows", []), looks.get("sources", []),
                     operating, state, looks.get("reads"))
 
@@ -167,9 +170,9 @@ def log_looks(client, run_id: str, header: Header, design: Design, look, rows: l
               operating: dict, digests: dict[int, str], state: dict | None = None,
               tagged: dict[str, str] | None = None, reads: dict | None = None) -> list[dict]:
     """Log the rows of ``look`` newly reached after the recorded ``rows`` (the whole table again, with ``state``
-    ``watch_reads.json``: the rows, the sources and ``reads``; then in one batch the metrics at step = size, the
-    answer, the description and ``state``: what the next look reads by; of the tags, those whose value is not
-    already the run's, ``tagged``); end the run FINISHED once the design has answered.  Returns every row."""
+    ``watch_reads.json``: the rows, the sources, ``reads`` and ``operating``; then in one batch the metrics at step
+    = size, the answer, the description and ``state``: what the next look reads by; of the tags, those whose value
+    is not already the run's, ``tagged``); end the run FINISHED once the design has answered.  Returns every row."""
     now = int(time.time() * 1000)
     last = max((r["size"] for r in rows), default=0)
     new = [_row(r, look, design, digests[r.size], now) for r in look.rows if r.size > last]
@@ -185,7 +188,8 @@ def log_looks(client, run_id: str, header: Header, design: Design, look, rows: l
                                      "rows": every, "sources": sources, "notes": list(look.notes)}, indent=1),
              LOOKS_CSV: table.to_csv(index=False), "report.md": str(note)}
     if state is not None:  # rewritten at every look that writes the state: never behind looks.json
-        texts[READS_JSON] = json.dumps({"rows": every, "sources": sources, "reads": reads}, separators=(",", ":"))
+        texts[READS_JSON] = json.dumps({"rows": every, "sources": sources, "reads": reads, "operating": operating},
+                                       separators=(",", ":"))
     _log_texts(client, run_id, texts, check=False)
     tags = {T.WATCH_ANSWER: look.answer, T.VERDICT: fit_tag(sentence), T.NOTE: fit_tag(str(note)), T.STAGE: "done",
             **({T.DECISION: "inconclusive" if look.answer == "inconclusive" else look.answer}
