@@ -101,8 +101,9 @@ def _listed(client, experiment_ids: list[str], filter_string: str, model_key, mo
     if kept is None:
         filters, gone = [and_clauses(filter_string, model_key.equals_clause(m)) for m in models], set()
     else:
-        filters = [and_clauses(filter_string, f"attributes.end_time >= {int(kept['read_at']) - CLOCK_MARGIN_MS}"),
-                   and_clauses(filter_string, "attributes.status = 'RUNNING'")]
+        since = int(kept["read_at"]) - CLOCK_MARGIN_MS  # no comparison (a watch run is RUNNING between looks)
+        filters = [and_clauses(filter_string, f"tags.`{T.KIND}` IS NULL", when)
+                   for when in (f"attributes.end_time >= {since}", "attributes.status = 'RUNNING'")]
         gone = {r.info.run_id for r in search_runs(client, experiment_ids, filter_string, deleted=True)}
         gone &= set(kept["runs"])
     listed = {r.info.run_id: r for f in filters for r in search_runs(client, experiment_ids, f)}
