@@ -70,8 +70,8 @@ def read_grown(client, design: Design, source: SourceOptions, pair: PairOptions,
     runs = [r for r in top_level(listed) if r.data.tags.get(T.PARENT) not in before]
     if any(dataset_key.read(r) is None for r in runs):
         return f"a run of '{a}' or '{b}' has no {dataset_key.described}"
-    entries = {run_id: entry for run_id, entry in before.items()
-               if run_id not in gone and run_id not in {r.info.run_id for r in listed}}
+    unlisted = set(before) - gone - {r.info.run_id for r in listed}
+    entries = {run_id: before[run_id] for run_id in unlisted}
     fresh = []
     for r in (r for r in runs if dataset_key.read(r) == dataset and metric in r.data.metrics):
         now = _listing(r, model_key.read(r), metric)
