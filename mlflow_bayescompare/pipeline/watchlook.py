@@ -75,8 +75,8 @@ def look_once(client, request: WatchRequest, *, log: bool = True, run_id: str | 
     notify(progress, "reporting", f"{data.model_a} vs {data.model_b}: {_available(design, data)}")
     now = look(design, data.scores_a, data.scores_b, posterior=_posterior(design, progress))
     if data.reused and now.answer != "continue":  # no decision on a score taken unread from the last look
-        notify(progress, "fetching", f"verifying every source run before deciding ({counted(data.reused, 'run')} "
-                                     "were taken from the last look unread)")
+        notify(progress, "fetching", "verifying every source run before deciding (the scores of "
+                                     f"{counted(data.reused, 'run')} were taken unread from the last look)")
         data = _read_checked(client, request, ids, progress, can_read, recorded, reuse=False)
         now = look(design, data.scores_a, data.scores_b, posterior=_posterior(design, progress))
     sizes = sorted({r.size for r in now.rows} | {r["size"] for r in (recorded.rows if recorded else [])})
