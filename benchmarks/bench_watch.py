@@ -2,22 +2,28 @@
 the new runs plus milliseconds"): two models' 10-fold CV runs, one run per repeat, on a fresh local sqlite store.
 
 Up to 10, 30 and 100 repeats (20, 60 and 200 source runs), side by side in one process, each the median of 4 looks
-that each find one new repeat (its two runs) since the last:
+that each find one new repeat (its two runs) since the last.  Before a repeat is logged, the runs of the earlier
+ones are given an end time an hour back (as if a repeat took longer than the 10-minute clock margin of
+``pipeline/watchgrown.py``; runs ended within the margin are listed again and compared by their listing, not read):
 
-* ``full``: a logged look that reads the runs as the first look does (``reads.collect`` finds the keys and the
-  layout, reads every run, pandas pairs and checks the folds: the read of every look before the watch run kept its
-  state; the state tag is removed before each such look);
-* ``kept``: a logged look that reads by the state the watch run keeps (``pipeline/watchgrown.py``: one search per
-  model, one bulk history read, numpy);
-* the reads alone on the same store: ``read_cv`` (full) and ``read_grown`` (kept), and the one MLflow search that
-  returns only the new repeat's runs (``attributes.start_time >`` the last look's newest run): what a look would read
-  if MLflow kept a mark of a changed earlier score (it does not: every run's history is read, see watchgrown.py);
-* one more kept look under cProfile, its time split into the MLflow calls that read the source runs (the listing
-  and the histories), the MLflow calls on the watch run (finding it, reading its looks back, writing the look: the
-  artifacts and one ``log_batch``; and the experiments' lookup) and the rest, the package's own Python (the look,
-  the digests, the description; the profiler's overhead inflates this part).
-
-The full and the kept looks alternate, so that load on the machine falls on both alike.
+* ``full``: a logged look of a watch (its own watch run, another target experiment) that reads the runs as the
+  first look does (``reads.collect`` finds the keys and the layout, reads every run, pandas pairs and checks the
+  folds; its state tag is removed before each look);
+* ``kept``: a logged look that continues, reading by what the watch run keeps (``pipeline/watchgrown.py``: the runs
+  ended since the last look's read or running, and the deleted ones, listed; the new runs' histories read; the
+  others' scores taken from ``watch_reads.json``);
+* the reads alone on the same store, after one more repeat: ``read_cv`` (full), ``read_grown`` without what the
+  run keeps (every run listed, every history read: the read that verifies a look before it decides), ``read_grown``
+  with it (the kept read), and the one MLflow search that returns only the new repeat's runs
+  (``attributes.start_time >`` the last look's newest run);
+* one more kept look under cProfile, its time split into the MLflow calls that read the source runs (the listings
+  and the histories), the MLflow calls on the watch run (finding it, reading ``watch_reads.json`` back, writing the
+  look: the artifacts and one ``log_batch``; and the experiments' lookup) and the rest, the package's own Python (the
+  look, the digests, the description; the profiler's overhead inflates this part);
+* a deciding look: a third watch (target experiment of its own) whose design looks once, at the budget one repeat
+  later (so it answers, decided or inconclusive), looked at the repeat before (every history read and kept), then
+  at the new repeat: its kept read, the verification (every history read again, the look made again), the look
+  kept and the run ended.
 
 Then two evaluation runs whose long tables (``eval_scores.csv``, one pass/fail scorer) grow by 20 items between
 looks, up to 200 and 1000 items: a logged look and a look not logged (the read and the look), each the median of 4.
@@ -47,6 +53,7 @@ from mlflow_bayescompare.pipeline.watch import watch_runs
 from mlflow_bayescompare.pipeline.watchgrown import read_grown
 from mlflow_bayescompare.pipeline.watchsources import read_cv
 from mlflow_bayescompare.reads.cvlog import log_cv_scores
+from mlflow_bayescompare.runs import watchrun
 from mlflow_bayescompare.sequential import Design
 from mlflow_bayescompare.vocabulary import tags as T
 from mlflow_bayescompare.vocabulary.options import PairOptions, SourceOptions
@@ -94,7 +101,7 @@ def _split(call) -> tuple[float, float, float]:
 
 
 class _Store:
-    """The sqlite store, the two models' runs and the watch of them."""
+    """The sqlite store, the two models' runs and the watches of them."""
 
     def __init__(self, tmp: str) -> None:
         self.uri = f"sqlite:///{Path(tmp) / 'mlflow.db'}"
@@ -102,45 +109,69 @@ class _Store:
         self.experiment = self.client.create_experiment("cv", artifact_location=(Path(tmp) / "artifacts").as_uri())
         self.keywords = dict(experiment_ids=[self.experiment], tracking_uri=self.uri, metric="accuracy",
                              model_a="rf", model_b="svm", **DESIGN)
-        self.rng, self.repeats, self.newest, self.run_id = np.random.default_rng(0), 0, 0, None
+        self.full_keywords = {**self.keywords, "target_experiment": "full"}
+        self.rng, self.repeats, self.newest, self.run_id, self.full_id = np.random.default_rng(0), 0, 0, None, None
+        self.unaged: list[str] = []
 
     def grow(self) -> None:
-        """One more repeat of each model (rf's run, then svm's)."""
+        """One more repeat of each model (rf's run, then svm's), the earlier repeats' runs ended an hour back."""
+        an_hour_ago = int(time.time() * 1000) - 3_600_000
+        for run_id in self.unaged:
+            self.client.set_terminated(run_id, end_time=an_hour_ago)
+        self.newest = max((r.info.start_time for r in self.client.search_runs([self.experiment], "",
+                                                                                max_results=1000)), default=0)
         b = np.clip(self.rng.normal(0.8, 0.02, FOLDS), 0, 1)
         a = np.clip(b + self.rng.normal(0.01, 0.02, FOLDS), 0, 1)
-        for model, scores in (("rf", a), ("svm", b)):
-            log_cv_scores(model, "iris", scores, folds=FOLDS, experiment_id=self.experiment, client=self.client)
+        self.unaged = [log_cv_scores(model, "iris", scores, folds=FOLDS, experiment_id=self.experiment,
+                                     client=self.client) for model, scores in (("rf", a), ("svm", b))]
         self.repeats += 1
 
-    def look(self, full: bool) -> float:
-        """A logged look at one new repeat; ``full``: without the kept state (read as at the first look)."""
-        self.newest = max(r.info.start_time for r in self.client.search_runs([self.experiment], "",
-                                                                               max_results=1000))
+    def looks(self) -> tuple[float, float]:
+        """One new repeat, then a logged look of each watch: the full read's, the kept one's."""
         self.grow()
-        if full:
-            self.client.delete_tag(self.run_id, T.WATCH_STATE)
-        start = time.perf_counter()
-        out = watch_runs(**self.keywords)
-        seconds = time.perf_counter() - start
-        if out.answer != "continue":
-            raise SystemExit(f"the design answered {out.answer} at {out.look.size}: the benchmark needs it undecided")
-        return seconds
+        self.client.delete_tag(self.full_id, T.WATCH_STATE)
+        full = _timed(lambda: _continued(watch_runs(**self.full_keywords)), 1)
+        return full, _timed(lambda: _continued(watch_runs(**self.keywords)), 1)
 
     def split(self) -> tuple[float, float, float]:
-        """A kept look at one new repeat under cProfile (:func:`_split`)."""
-        self.grow()
+        """A kept look under cProfile (:func:`_split`) at the repeat :meth:`reads` added."""
         return _split(lambda: watch_runs(**self.keywords))
 
-    def reads(self) -> tuple[float, float, float]:
-        """The full read, the read by the kept state, and the search of the newest repeat's runs alone."""
+    def reads(self) -> tuple[float, float, float, float]:
+        """After one new repeat: the full read, the read by the state alone (every history), the kept read, and
+        the search of the new repeat's runs alone."""
+        self.grow()
         design, pair = Design(**DESIGN), PairOptions(model_a="rf", model_b="svm")
         source = SourceOptions(experiment_ids=(self.experiment,), metric="accuracy")
-        state = json.loads(self.client.get_run(self.run_id).data.tags[T.WATCH_STATE])
+        run = self.client.get_run(self.run_id)
+        state, kept = json.loads(run.data.tags[T.WATCH_STATE]), watchrun.read_recorded(self.client, run, design).reads
         ids = [self.experiment]
         full = _timed(lambda: read_cv(self.client, design, source, pair, None, ids))
-        kept = _timed(lambda: read_grown(self.client, design, source, pair, ids, state))
+        every = _timed(lambda: read_grown(self.client, design, source, pair, ids, state))
+        new = _timed(lambda: read_grown(self.client, design, source, pair, ids, state, kept))
         search = _timed(lambda: self.client.search_runs(ids, f"attributes.start_time > {self.newest}"))
-        return full, kept, search
+        return full, every, new, search
+
+    def deciding(self) -> tuple[float, str]:
+        """A look that answers (the budget of a design looking once, at one repeat more), with its verification."""
+        budget = self.repeats + 1
+        keywords = {**self.keywords, "min_size": budget, "max_size": budget, "target_experiment": f"at {budget}"}
+        self.register(keywords)
+        self.grow()
+        start = time.perf_counter()
+        out = watch_runs(**keywords)
+        return time.perf_counter() - start, out.answer
+
+    def register(self, keywords: dict) -> str:
+        """The watch run of ``keywords`` (its first look at the same repeats, and the kept state's first read)."""
+        run_id = watch_runs(**keywords).run_id
+        watch_runs(**keywords)
+        return run_id
+
+
+def _continued(out) -> None:
+    if out.answer != "continue":
+        raise SystemExit(f"the design answered {out.answer} at {out.look.size}: the benchmark needs it undecided")
 
 
 def _evaluations(tmp: str, sizes=(200, 1000)) -> None:
@@ -184,27 +215,27 @@ def main() -> None:
     sizes = [int(s) for s in parser.parse_args().sizes.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         store = _Store(tmp)
-        print(f"{'runs':>5}  {'full look':>9}  {'kept look':>9}  {'ratio':>5}  {'read full':>9}  {'read kept':>9}  "
-              f"{'search new':>10}  {'profiled kept look: reading / watch run / Python':>48}")
+        print(f"{'runs':>5}  {'full look':>9}  {'kept look':>9}  {'ratio':>5}  {'read full':>9}  {'read every':>10}  "
+              f"{'read kept':>9}  {'search new':>10}  {'deciding look':>13}  "
+              f"{'profiled kept look: reading / watch run / Python':>48}")
         for size in sizes:
-            while store.repeats < size - 2 * LOOKS - 1:  # the looks add the last 2 × LOOKS + 1 repeats
+            while store.repeats < size - LOOKS - 2:  # the looks, the reads and the deciding look add the rest
                 store.grow()
             if store.run_id is None:
                 start = time.perf_counter()
-                store.run_id = watch_runs(**store.keywords).run_id
-                print(f"(the first logged look, at {store.repeats} repeats, registers and simulates the design: "
+                store.run_id, store.full_id = store.register(store.keywords), store.register(store.full_keywords)
+                print(f"(the first two watches, at {store.repeats} repeats, register and simulate the design: "
                       f"{time.perf_counter() - start:.2f} s)")
-            full, kept = [], []
-            for _ in range(LOOKS):
-                full.append(store.look(full=True))
-                kept.append(store.look(full=False))
-            full_look, kept_look = statistics.median(full), statistics.median(kept)
-            read_full, read_kept, search = store.reads()
+            timed = [store.looks() for _ in range(LOOKS)]
+            full_look, kept_look = (statistics.median(t[i] for t in timed) for i in (0, 1))
+            read_full, read_every, read_kept, search = store.reads()
             parts = " / ".join(f"{part * 1000:.0f} ms" for part in store.split())
+            deciding, answer = store.deciding()
             runs = 2 * store.repeats
             print(f"{runs:>5}  {full_look * 1000:>6.0f} ms  {kept_look * 1000:>6.0f} ms  "
-                  f"{full_look / kept_look:>4.1f}x  {read_full * 1000:>6.0f} ms  {read_kept * 1000:>6.0f} ms  "
-                  f"{search * 1000:>7.1f} ms  {parts:>48}")
+                  f"{full_look / kept_look:>4.1f}x  {read_full * 1000:>6.0f} ms  {read_every * 1000:>7.0f} ms  "
+                  f"{read_kept * 1000:>6.1f} ms  {search * 1000:>7.1f} ms  {deciding * 1000:>6.0f} ms {answer[:5]:>5}"
+                  f"  {parts:>48}")
         _evaluations(tmp)
 
 

@@ -1,8 +1,9 @@
 """A later look at CV runs reads them by the state the watch run keeps (:mod:`mlflow_bayescompare.pipeline.watchgrown`)
 on a real sqlite store whose runs grow between looks: it gives what the first look's read gives (the same paired
-scores, source runs and notes), a fold score logged again into an earlier run (MLflow's run keeps the same end time,
-status and latest value) is refused naming that run, and what it does not read as the full read does is read by
-the full read, whose checks refuse it as before."""
+scores, source runs and notes), a look that would continue reads the histories of the new runs only, a fold score
+logged again into an earlier run (MLflow's run keeps the same end time, status and latest value) is refused naming
+that run at the look that would decide, and what it does not read as the full read does is read by the full read,
+whose checks refuse it as before."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from mlflow_bayescompare.pipeline.watch import watch_runs
 from mlflow_bayescompare.pipeline.watchgrown import read_grown
 from mlflow_bayescompare.pipeline.watchsources import read_cv
 from mlflow_bayescompare.reads.cvlog import log_cv_scores
+from mlflow_bayescompare.runs import watchrun
 from mlflow_bayescompare.sequential import Design
 from mlflow_bayescompare.vocabulary import tags as T
 from mlflow_bayescompare.vocabulary.errors import InputError
@@ -27,12 +29,12 @@ def _watch(uri, experiment_id, progress=None):
                       model_b="svm", progress=progress, **DESIGN)
 
 
-def _both_reads(client, experiment_id, state):
+def _both_reads(client, experiment_id, state, kept=None, progress=None):
     design = Design(**DESIGN)
     source = SourceOptions(experiment_ids=(experiment_id,), metric="accuracy")
     pair = PairOptions(model_a="rf", model_b="svm")
     full = read_cv(client, design, source, pair, None, [experiment_id])
-    return full, read_grown(client, design, source, pair, [experiment_id], state)
+    return full, read_grown(client, design, source, pair, [experiment_id], state, kept, progress)
 
 
 def _heard():
@@ -68,22 +70,57 @@ def test_a_later_look_reads_by_the_kept_state_what_the_full_read_gives(tracking_
     assert out.look.size == 3 and not any("as at the first look" in line for line in heard), heard
 
 
-def test_a_fold_score_logged_again_into_an_earlier_run_is_refused_naming_the_run(tracking_uri, client,
-                                                                                 experiment_id):
-    """What MLflow shows of a run (end time, status, the metric's latest value: the value at its highest step) does
-    not change when an earlier step is logged again; the look still sees it, in the run's history."""
-    for seed in range(3):
+def test_a_continue_look_reads_the_histories_of_the_new_runs_only(tracking_uri, client, experiment_id):
+    """The second look reads every history and keeps what each run gave; the next reads the two new runs' (the
+    earlier ones, listed again within the clock margin, are taken by their unchanged listing) and gives the full
+    read's scores bit for bit, and names a run deleted since."""
+    for seed in range(2):
         log_repeat(client, experiment_id, seed, 0.0)
-    assert _watch(tracking_uri, experiment_id).look.size == 3
+    first = _watch(tracking_uri, experiment_id)
+    heard, progress = _heard()
+    _watch(tracking_uri, experiment_id, progress)
+    assert [line for line in heard if "metric histories" in line] == ["fetching: read metric histories of 4/4 runs"]
+    log_repeat(client, experiment_id, 2, 0.0)
+    run = client.get_run(first.run_id)
+    kept = watchrun.read_recorded(client, run, Design(**DESIGN)).reads
+    assert len(kept["runs"]) == 4
+    heard, progress = _heard()
+    full, grown = _both_reads(client, experiment_id, json.loads(run.data.tags[T.WATCH_STATE]), kept, progress)
+    assert heard == ["fetching: read metric histories of 2/2 runs"] and grown.reused == 4
+    assert full.scores_a.tobytes() == grown.scores_a.tobytes() and len(grown.scores_a) == 3 * FOLDS
+    assert full.scores_b.tobytes() == grown.scores_b.tobytes() and full.runs == grown.runs
+    gone = full.runs[0].run_id
+    client.delete_run(gone)
+    heard, progress = _heard()
+    with pytest.raises(InputError, match=f"source run {gone} .* was deleted since an earlier look read it"):
+        _watch(tracking_uri, experiment_id, progress)
+    assert [line for line in heard if "metric histories" in line] == ["fetching: read metric histories of 2/2 runs"]
+
+
+def test_a_fold_score_logged_again_into_an_earlier_run_is_refused_at_the_look_that_would_decide(tracking_uri, client,
+                                                                                                experiment_id):
+    """What MLflow shows of a run (end time, status, the metric's latest value: the value at its highest step) does
+    not change when an earlier step is logged again: a look that continues takes the run's kept scores and says
+    nothing; the look that would decide reads every history first and refuses it, naming the run."""
+    for seed in range(2):
+        log_repeat(client, experiment_id, seed, 0.02)
+    assert _watch(tracking_uri, experiment_id).look.size == 2
+    assert _watch(tracking_uri, experiment_id).look.size == 2  # reads every history: what each run gave is kept
     second = client.search_runs([experiment_id], "tags.model = 'rf'", order_by=["attributes.start_time ASC"])[1]
     before = client.get_run(second.info.run_id)
     client.log_metric(second.info.run_id, "accuracy", 0.123, step=3)
     after = client.get_run(second.info.run_id)
     assert (after.info.end_time, after.info.status, after.data.metrics) == (
         before.info.end_time, before.info.status, before.data.metrics)
-    log_repeat(client, experiment_id, 3, 0.0)
-    with pytest.raises(InputError) as caught:
-        _watch(tracking_uri, experiment_id)
+    log_repeat(client, experiment_id, 2, 0.02)
+    heard, progress = _heard()
+    out = _watch(tracking_uri, experiment_id, progress)  # P(rf better) 0.947 on the kept scores: continue
+    assert (out.answer, out.look.size) == ("continue", 3) and not any("verifying" in line for line in heard)
+    log_repeat(client, experiment_id, 3, 0.02)
+    heard, progress = _heard()
+    with pytest.raises(InputError) as caught:  # 0.967 on the kept scores: it would decide
+        _watch(tracking_uri, experiment_id, progress)
+    assert any("verifying every source run before deciding" in line for line in heard), heard
     message = str(caught.value)
     assert "the scores of the first 2 repeats differ from those the look at 2 read" in message
     assert f"source run {second.info.run_id} (side A, rf: repeat 2)" in message

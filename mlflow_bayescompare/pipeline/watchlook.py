@@ -6,7 +6,10 @@ operating characteristics at the first.
 
 What an earlier look read is checked twice: its source runs must still be there (a deleted one is named), and the
 scores of every earlier look must be the same (each row keeps a digest of the paired scores it read), so that the
-path the run keeps is the path the data give.
+path the run keeps is the path the data give.  A later look at CV runs reads only the runs that can be new or
+changed, taking the others' scores from the last look (:mod:`.watchgrown`); a look whose answer would be anything
+but ``continue`` reads every run's history again and looks again on those scores before it is kept or returned, so
+that a decision rests on no score taken unread.
 """
 
 from __future__ import annotations
@@ -68,13 +71,14 @@ def look_once(client, request: WatchRequest, *, log: bool = True, run_id: str | 
         check_unchanged(recorded.design, design)
         if not request.cv:
             _check_sources(client, recorded, design, None)
-    data = _read(client, request, ids, progress, can_read, recorded)
-    if recorded is not None:
-        _check_sources(client, recorded, design, {r.run_id for r in data.runs})
-        if design.test == "hierarchical":  # its earlier looks are Stan fits: not fitted again
-            remember(design, data.scores_a, data.scores_b, recorded.rows)
+    data = _read_checked(client, request, ids, progress, can_read, recorded, reuse=True)
     notify(progress, "reporting", f"{data.model_a} vs {data.model_b}: {_available(design, data)}")
     now = look(design, data.scores_a, data.scores_b, posterior=_posterior(design, progress))
+    if data.reused and now.answer != "continue":  # no decision on a score taken unread from the last look
+        notify(progress, "fetching", "verifying every source run before deciding (the scores of "
+                                     f"{counted(data.reused, 'run')} were taken unread from the last look)")
+        data = _read_checked(client, request, ids, progress, can_read, recorded, reuse=False)
+        now = look(design, data.scores_a, data.scores_b, posterior=_posterior(design, progress))
     sizes = sorted({r.size for r in now.rows} | {r["size"] for r in (recorded.rows if recorded else [])})
     prints = digests(design, data, sizes)
     if recorded is not None:
@@ -86,7 +90,7 @@ def look_once(client, request: WatchRequest, *, log: bool = True, run_id: str | 
         return outcome
     header = watchrun.Header(data.model_a, data.model_b, data.measure, data.dataset, tuple(data.experiment_ids),
                              sources)
-    return _kept(client, request, outcome, header, found, recorded, prints, progress, data.state)
+    return _kept(client, request, outcome, header, found, recorded, prints, progress, data)
 
 
 def _source_experiments(client, request: WatchRequest) -> list[str]:
@@ -123,16 +127,29 @@ def _posterior(design: Design, progress):
     return stan_posterior(design, progress) if design.test == "hierarchical" else None
 
 
-def _read(client, request: WatchRequest, ids: list[str], progress, can_read, recorded) -> WatchData:
+def _read_checked(client, request: WatchRequest, ids: list[str], progress, can_read, recorded,
+                  reuse: bool) -> WatchData:
+    """The sources' paired scores (:func:`_read`), every source run an earlier look read among them."""
+    data = _read(client, request, ids, progress, can_read, recorded, reuse)
+    if recorded is not None:
+        _check_sources(client, recorded, request.design, {r.run_id for r in data.runs})
+        if request.design.test == "hierarchical":  # its earlier looks are Stan fits: not fitted again
+            remember(request.design, data.scores_a, data.scores_b, recorded.rows)
+    return data
+
+
+def _read(client, request: WatchRequest, ids: list[str], progress, can_read, recorded, reuse: bool) -> WatchData:
     """The sources' paired scores: several datasets' for ``hierarchical``; CV runs by what the watch run keeps
-    (:mod:`.watchgrown`) when it can, else as the first look read them."""
+    (:mod:`.watchgrown`; ``reuse``: the scores of the runs unchanged since the last look taken from it) when it
+    can, else as the first look read them."""
     if request.design.test == "hierarchical":
         return read_datasets(client, request.design, request.source, request.pair, request.watch.datasets, ids,
                              progress)
     if request.cv:
         state = recorded.state if recorded is not None else None
         if state is not None and (request.watch.dataset or state.get("dataset")) == state.get("dataset"):
-            grown = read_grown(client, request.design, request.source, request.pair, ids, state, progress)
+            grown = read_grown(client, request.design, request.source, request.pair, ids, state,
+                               recorded.reads if reuse else None, progress)
             if not isinstance(grown, str):
                 return grown
             notify(progress, "fetching", f"reading the runs as at the first look: {grown}")
@@ -226,8 +243,9 @@ def _last(recorded, design: Design) -> str:
 
 
 def _kept(client, request: WatchRequest, outcome: WatchOutcome, header, found, recorded, prints: dict[int, str],
-          progress, state: dict | None) -> WatchOutcome:
-    """The look kept in the watch run (with ``state``, what the next look reads by): the design registered first
+          progress, data: WatchData) -> WatchOutcome:
+    """The look kept in the watch run (with ``data``'s state and reads, what the next look reads by): the design
+    registered first
     when it is not yet (with its operating characteristics); the run ends FAILED, with the error, if writing the
     look fails."""
     design = request.design
@@ -250,7 +268,8 @@ def _kept(client, request: WatchRequest, outcome: WatchOutcome, header, found, r
     try:
         outcome.rows = watchrun.log_looks(client, run_id, header, design, outcome.look, rows,
                                           [dataclasses.asdict(r) for r in outcome.sources], operating, prints,
-                                          state, None if recorded is None else found.data.tags)
+                                          data.state, None if recorded is None else found.data.tags,
+                                          reads=data.reads)
     except BaseException as exc:
         runlog.fail_if_running(client, run_id, f"logging a look failed: {type(exc).__name__}: {exc}")
         raise

@@ -54,7 +54,9 @@ class SourceRun:
 class WatchData:
     """The paired scores so far, in the order they came (per fold, repeat after repeat; or per item), the names of
     the two sides, the metric or scorer, the dataset (CV), the source runs whose scores are paired, the source
-    experiments, what the reading said and (CV) what a later look reads by (:func:`reading_state`)."""
+    experiments, what the reading said and (CV) what a later look reads by (:func:`reading_state`); read by the
+    watch run's state (:mod:`.watchgrown`), what each source run gave (``reads``, kept for the next look) and how
+    many runs' scores were taken from the last look's unread (``reused``)."""
 
     model_a: str
     model_b: str
@@ -66,6 +68,8 @@ class WatchData:
     experiment_ids: list[str]
     notes: list[str] = field(default_factory=list)
     state: dict | None = None
+    reads: dict | None = None
+    reused: int = 0
 
 
 # ---------------------------------------------------------------------------------------------- CV runs
