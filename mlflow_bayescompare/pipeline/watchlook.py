@@ -7,9 +7,10 @@ operating characteristics at the first.
 What an earlier look read is checked twice: its source runs must still be there (a deleted one is named), and the
 scores of every earlier look must be the same (each row keeps a digest of the paired scores it read), so that the
 path the run keeps is the path the data give.  A later look at CV runs reads only the runs that can be new or
-changed, taking the others' scores from the last look (:mod:`.watchgrown`); a look whose answer would be anything
-but ``continue`` reads every run's history again and looks again on those scores before it is kept or returned, so
-that a decision rests on no score taken unread.
+changed, taking the others' scores from the last look (:mod:`.watchgrown`), and at evaluation runs with traces only
+the traces started since (:mod:`.watchevals`); a look whose answer would be anything but ``continue`` reads every
+run's history (every trace) again and looks again on those scores before it is kept or returned, so that a decision
+rests on no score taken unread.
 """
 
 from __future__ import annotations
