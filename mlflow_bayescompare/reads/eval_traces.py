@@ -68,10 +68,11 @@ def trace_entries(client, infos, run_id: str, *, latency: bool = False) -> dict[
 
 
 def traces_units(entries: dict[str, dict], notes: list[str]) -> Units:
-    """The units of :func:`trace_entries` (or of entries kept from them) in time order, their values and errors."""
+    """The units of :func:`trace_entries` (or of entries kept from them, without inputs and tags) in time order,
+    their values and errors."""
     units, scores, errored = [], [], {}
     for entry in sorted(entries.values(), key=lambda e: tuple(e["order"])):
-        units.append({**entry, "order": tuple(entry["order"])})
+        units.append({"inputs": None, "tags": {}, **entry, "order": tuple(entry["order"])})
         scores += [(entry["unit"], *score) for score in entry["scores"]]
         for name in entry["errored"]:
             errored[name] = errored.get(name, 0) + 1
