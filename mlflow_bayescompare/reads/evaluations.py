@@ -258,7 +258,8 @@ def _keyed(units: Units, pairing: str, fields: dict[str, ItemField | None], syst
         spec = fields[name]
         values = [spec.read(i, t) for i, t in zip(u["inputs"], u["tags"])] if spec else list(u[name])
         u[name] = [v or "" for v in values]
-    u = u.iloc[sorted(range(len(u)), key=lambda i: u["order"].iat[i])]
+    order = u["order"].tolist()  # (time, id) tuples: Python's order, read once (not a frame lookup per item)
+    u = u.iloc[sorted(range(len(u)), key=order.__getitem__)]
     u["repeat"] = u.groupby("item", sort=False, dropna=False).cumcount().astype("int64")
     return u.assign(system=system)
 
