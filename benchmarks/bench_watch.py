@@ -27,10 +27,19 @@ ones are given an end time an hour back (as if a repeat took longer than the 10-
 
 Then two evaluation runs whose long tables (``eval_scores.csv``, one pass/fail scorer) grow by 20 items between
 looks, up to 200 and 1000 items: a logged look and a look not logged (the read and the look), each the median of 4.
-Evaluation runs are read whole at each look (see README: a table is one artifact rewritten whole, and an
-assessment can be added to an earlier trace without changing anything a search sees).
+A long table is read whole at each look (one artifact rewritten whole).
 
-    nice -n 10 python benchmarks/bench_watch.py [--sizes 10,30,100]
+Then two runs with traces as ``mlflow.genai.evaluate`` leaves them (a trace per item, its inputs, one pass/fail
+assessment ``correct`` made for the run), of 200 and of 1000 items (a pair and a watch each), all but the last batch
+of 20 started an hour back (beyond the clock margin of ``pipeline/watchevals.py``) and looked at once, the last
+batch started now: each the median of 4, on the same data:
+
+* ``kept look``: a logged look that continues, reading by what the watch run keeps (the traces started since its
+  last read less the margin: the last batch; the others' item keys and values from ``watch_reads.json``);
+* ``read full``: ``read_evals`` (every trace of both runs), ``read kept``: ``read_kept_evals`` with what the watch
+  run keeps, ``search new``: the one narrow trace search of run A alone (``trace.timestamp_ms >=``).
+
+    nice -n 10 python benchmarks/bench_watch.py [--sizes 10,30,100] [--evals-only]
 """
 
 from __future__ import annotations
@@ -39,24 +48,30 @@ import argparse
 import cProfile
 import io
 import json
+import os
 import pstats
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
+import mlflow
 import numpy as np
 import pandas as pd
 from mlflow import MlflowClient
+from mlflow.entities import AssessmentSource
 
 from mlflow_bayescompare.pipeline.watch import watch_runs
-from mlflow_bayescompare.pipeline.watchgrown import read_grown
-from mlflow_bayescompare.pipeline.watchsources import read_cv
+from mlflow_bayescompare.pipeline.watchevals import read_kept_evals
+from mlflow_bayescompare.pipeline.watchgrown import CLOCK_MARGIN_MS, read_grown
+from mlflow_bayescompare.pipeline.watchsources import read_cv, read_evals
 from mlflow_bayescompare.reads.cvlog import log_cv_scores
+from mlflow_bayescompare.reads.eval_traces import linked_traces
 from mlflow_bayescompare.runs import watchrun
 from mlflow_bayescompare.sequential import Design
+from mlflow_bayescompare.vocabulary import mlflow_internals as mi
 from mlflow_bayescompare.vocabulary import tags as T
-from mlflow_bayescompare.vocabulary.options import PairOptions, SourceOptions
+from mlflow_bayescompare.vocabulary.options import PairOptions, SourceOptions, WatchOptions
 
 FOLDS = 10
 #: a look at every repeat; the differences sit at the rope's edge, so that the design does not decide
@@ -209,11 +224,60 @@ def _evaluations(tmp: str, sizes=(200, 1000)) -> None:
               f"{out.answer}")
 
 
+def _log_traces(run_id: str, items: range, passed: np.ndarray, ago_ns: int) -> None:
+    """A trace per item started ``ago_ns`` back, and its assessment made for the run."""
+    start = time.time_ns() - ago_ns
+    with mlflow.start_run(run_id=run_id):
+        for i in items:
+            span = mlflow.start_span_no_context("predict", inputs={"question": f"question {i}"},
+                                                start_time_ns=start + i * 10**6)
+            span.end(end_time_ns=start + i * 10**6 + 5000)
+            mlflow.log_feedback(trace_id=span.trace_id, name="correct", value=bool(passed[i]),
+                                source=AssessmentSource("CODE", "correct"), metadata={mi.ASSESSMENT_RUN_KEY: run_id})
+
+
+def _traces(tmp: str, sizes=(200, 1000)) -> None:
+    """Two runs with traces per size (a watch each): all but the last batch an hour back and a first look, the last
+    batch now; then a kept look, the reads and the search."""
+    os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"  # traces written as they end
+    uri = f"sqlite:///{Path(tmp) / 'traces.db'}"
+    mlflow.set_tracking_uri(uri)
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("traces", artifact_location=(Path(tmp) / "trace-artifacts").as_uri())
+    passes = np.random.default_rng(1).random((2, max(sizes))) < np.array([[0.72], [0.70]])
+    design = Design(**EVAL_DESIGN)
+    print(f"{'items':>5}  {'kept look':>9}  {'read full':>9}  {'read kept':>9}  {'ratio':>5}  {'search new':>10}")
+    for size in sizes:
+        runs = [client.create_run(experiment, run_name=f"{name} {size}").info.run_id for name in ("A", "B")]
+        keywords = dict(tracking_uri=uri, run_a=runs[0], run_b=runs[1], **EVAL_DESIGN)
+        watch, run_a = WatchOptions(run_a=runs[0], run_b=runs[1]), client.get_run(runs[0])
+        for run_id, passed in zip(runs, passes):
+            _log_traces(run_id, range(size - EVAL_BATCH), passed, 3600 * 10**9)
+        out = watch_runs(**keywords)  # registers the design, keeps every trace read
+        _continued(out)
+        for run_id, passed in zip(runs, passes):
+            _log_traces(run_id, range(size - EVAL_BATCH, size), passed, 0)
+        look = _timed(lambda: _continued(watch_runs(**keywords)))  # noqa: B023 (called at once)
+        kept = watchrun.read_recorded(client, client.get_run(out.run_id), design).reads
+        full = _timed(lambda: read_evals(design, watch, tracking_uri=uri))  # noqa: B023
+        narrow = _timed(lambda: read_kept_evals(design, watch, kept, narrow=True, tracking_uri=uri))  # noqa: B023
+        since = kept["read_at"] - CLOCK_MARGIN_MS
+        search = _timed(lambda: linked_traces(client, run_a, since_ms=since))  # noqa: B023
+        print(f"{size:>5}  {look * 1000:>6.0f} ms  {full * 1000:>6.0f} ms  {narrow * 1000:>6.0f} ms  "
+              f"{full / narrow:>4.1f}x  {search * 1000:>7.1f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,30,100", help="repeats at which the looks are timed")
-    sizes = [int(s) for s in parser.parse_args().sizes.split(",")]
+    parser.add_argument("--evals-only", action="store_true", help="the evaluation runs' looks only")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
+        if args.evals_only:
+            _evaluations(tmp)
+            _traces(tmp)
+            return
         store = _Store(tmp)
         print(f"{'runs':>5}  {'full look':>9}  {'kept look':>9}  {'ratio':>5}  {'read full':>9}  {'read every':>10}  "
               f"{'read kept':>9}  {'search new':>10}  {'deciding look':>13}  "
@@ -237,6 +301,7 @@ def main() -> None:
                   f"{read_kept * 1000:>6.1f} ms  {search * 1000:>7.1f} ms  {deciding * 1000:>6.0f} ms {answer[:5]:>5}"
                   f"  {parts:>48}")
         _evaluations(tmp)
+        _traces(tmp)
 
 
 if __name__ == "__main__":

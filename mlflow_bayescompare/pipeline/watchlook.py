@@ -7,9 +7,10 @@ operating characteristics at the first.
 What an earlier look read is checked twice: its source runs must still be there (a deleted one is named), and the
 scores of every earlier look must be the same (each row keeps a digest of the paired scores it read), so that the
 path the run keeps is the path the data give.  A later look at CV runs reads only the runs that can be new or
-changed, taking the others' scores from the last look (:mod:`.watchgrown`); a look whose answer would be anything
-but ``continue`` reads every run's history again and looks again on those scores before it is kept or returned, so
-that a decision rests on no score taken unread.
+changed, taking the others' scores from the last look (:mod:`.watchgrown`), and at evaluation runs with traces only
+the traces started since (:mod:`.watchevals`); a look whose answer would be anything but ``continue`` reads every
+run's history (every trace) again and looks again on those scores before it is kept or returned, so that a decision
+rests on no score taken unread.
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ from ..vocabulary.console import log
 from ..vocabulary.errors import InputError
 from ..vocabulary.outcomes import counted
 from ..vocabulary.progress import notify
+from .watchevals import read_kept_evals
 from .watchgrown import read_grown
 from .watchhier import read_datasets, remember, stan_posterior
 from .watchrequest import WatchOutcome, WatchRequest
-from .watchsources import SourceRun, WatchData, read_cv, read_evals
+from .watchsources import SourceRun, WatchData, read_cv
 
 __all__ = ["look_once", "OC_REPLICATES", "OC_REPLICATES_HIERARCHICAL", "OC_SEED", "selection", "digests"]
 
@@ -82,7 +84,7 @@ def look_once(client, request: WatchRequest, *, log: bool = True, run_id: str | 
     sizes = sorted({r.size for r in now.rows} | {r["size"] for r in (recorded.rows if recorded else [])})
     prints = digests(design, data, sizes)
     if recorded is not None:
-        _check_digests(recorded, design, prints, data.runs)
+        _check_digests(recorded, design, prints, data.runs, data.changed)
     outcome = WatchOutcome(now, design, data.model_a, data.model_b, data.measure, data.dataset, sources=data.runs,
                            notes=list(data.notes))
     if not log and run_id is None:
@@ -154,8 +156,8 @@ def _read(client, request: WatchRequest, ids: list[str], progress, can_read, rec
                 return grown
             notify(progress, "fetching", f"reading the runs as at the first look: {grown}")
         return read_cv(client, request.design, request.source, request.pair, request.watch.dataset, ids, progress)
-    return read_evals(request.design, request.watch, tracking_uri=client.tracking_uri, can_read=can_read,
-                      progress=progress)
+    return read_kept_evals(request.design, request.watch, recorded.reads if recorded is not None else None,
+                           narrow=reuse, tracking_uri=client.tracking_uri, can_read=can_read, progress=progress)
 
 
 def _available(design: Design, data: WatchData) -> str:
@@ -207,16 +209,17 @@ def _state(client, run_id: str) -> str:
         return "gone"
 
 
-def _check_digests(recorded, design: Design, now: dict[int, str], runs: list[SourceRun]) -> None:
+def _check_digests(recorded, design: Design, now: dict[int, str], runs: list[SourceRun], changed: list[str]) -> None:
     """The scores each earlier look read must be those the runs give now: the first look whose scores differ names
-    the source runs that hold the repeats it read beyond the look before (CV runs)."""
+    the source runs that hold the repeats it read beyond the look before (CV runs), or the ``changed`` evaluation
+    runs (whose earlier traces are not as the last look kept them)."""
     problems, before = [], 0
     for row in recorded.rows:
         size = row["size"]
         if size not in now:
             problems.append(f"the look at {size} {design.unit} read {size}; the runs now hold fewer")
         elif row.get("digest") and row["digest"] != now[size]:
-            held = "" if problems else _holding(runs, before, size)
+            held = "" if problems else _holding(runs, before, size, changed)
             problems.append(f"the scores of the first {size} {design.unit} differ from those the look at {size} "
                             f"read (a source run was changed, replaced or reordered{held})")
         before = size
@@ -225,8 +228,13 @@ def _check_digests(recorded, design: Design, now: dict[int, str], runs: list[Sou
                          footer=["Start a new watch (another target experiment) to look at these data."])
 
 
-def _holding(runs: list[SourceRun], after: int, upto: int) -> str:
-    """``: source run … (side A, rf: repeat 3), …``: the CV source runs holding repeats ``after`` + 1 … ``upto``."""
+def _holding(runs: list[SourceRun], after: int, upto: int, changed: list[str]) -> str:
+    """``: source run … (side A, rf: repeat 3), …``: the CV source runs holding repeats ``after`` + 1 … ``upto``;
+    ``: earlier traces changed in source run … (side A, prompt-A: …)``: the evaluation runs ``changed``."""
+    traced = [r for r in runs if r.run_id in changed]
+    if traced:
+        return ": earlier traces changed in " + ", ".join(f"source run {r.run_id} (side {r.side}, {r.name})"
+                                                          for r in traced)
     held = [r for r in runs if r.read.startswith("repeat") and _overlaps(r.read, after, upto)]
     return (": " + ", ".join(f"source run {r.run_id} (side {r.side}, {r.name}: {r.read})" for r in held)
             + " or the runs before them") if held else ""

@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..families.evals.pairing import align, listed
 from ..reads.collect import collect_scores
+from ..reads.eval_traces import read_traces
 from ..reads.evaluations import read_evaluations
 from ..scores.tensor import from_tidy
 from ..sequential import Design
@@ -55,8 +56,9 @@ class WatchData:
     """The paired scores so far, in the order they came (per fold, repeat after repeat; or per item), the names of
     the two sides, the metric or scorer, the dataset (CV), the source runs whose scores are paired, the source
     experiments, what the reading said and (CV) what a later look reads by (:func:`reading_state`); read by the
-    watch run's state (:mod:`.watchgrown`), what each source run gave (``reads``, kept for the next look) and how
-    many runs' scores were taken from the last look's unread (``reused``)."""
+    watch run's state (:mod:`.watchgrown`), what each source run gave (``reads``, kept for the next look), how
+    many runs' scores were taken from the last look's unread (``reused``) and the runs read whole whose earlier
+    items are not as the last look kept them (``changed``: evaluation runs, :mod:`.watchevals`)."""
 
     model_a: str
     model_b: str
@@ -70,6 +72,7 @@ class WatchData:
     state: dict | None = None
     reads: dict | None = None
     reused: int = 0
+    changed: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------- CV runs
@@ -182,13 +185,13 @@ def _repeats_in_order(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, list[
 
 
 def read_evals(design: Design, watch: WatchOptions, *, tracking_uri: str | None = None, can_read=None,
-               progress=None) -> WatchData:
+               progress=None, read_genai=read_traces) -> WatchData:
     """Two evaluation runs' values of one scorer on the items both hold so far, in the order they came (the
-    module's docstring)."""
+    module's docstring); ``read_genai``: the reader of genai runs (:mod:`.watchevals`)."""
     table, read = read_evaluations([watch.run_a, watch.run_b], pair_key=watch.pair_key,
                                    scorers=None if watch.scorer is None else [watch.scorer],
                                    table_artifact=watch.table_artifact, tracking_uri=tracking_uri,
-                                   can_read=can_read, progress=progress)
+                                   can_read=can_read, progress=progress, read_genai=read_genai)
     scorer = watch.scorer or _one_scorer(read.scorers)
     a, b = read.systems
     aligned = align(table, (a, b), [scorer], kinds={scorer: _KIND[design.test]})

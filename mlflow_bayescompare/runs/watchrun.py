@@ -11,7 +11,8 @@ What it holds:
   ``looks.csv``, rewritten whole, one row more per look; the probabilities as metrics with ``step`` = the look's
   size, so MLflow's charts show the path), the source runs read, the answer tag, the description and (CV runs)
   the state tag by which the next look reads (``bayescompare.watch_state``) with, beside it, ``watch_reads.json``:
-  the rows and source runs of ``looks.json``, what each source run gave (:mod:`..pipeline.watchgrown`) and the
+  the rows and source runs of ``looks.json``, what each source run gave (:mod:`..pipeline.watchgrown`; of
+  evaluation runs with traces, each trace's item and values: :mod:`..pipeline.watchevals`) and the
   operating characteristics; a decided design (or one at its budget) ends the run FINISHED with its verdict.  A
   later look finds in the run's tags all it needs to decide what to read (:func:`read_recorded`), and reads back
   only ``watch_reads.json`` (without the state tag: ``looks.json`` and the operating characteristics).
