@@ -15,6 +15,8 @@ from mlflow_bayescompare.vocabulary.errors import InputError
 from mlflow_bayescompare.vocabulary.optionparse import parse_fields
 
 CV = dict(test="correlated-t", folds=10, min_size=2, max_size=30, planning_sd=0.02)
+HIER = dict(test="hierarchical", folds=10, min_size=2, max_size=20, planning_sd=0.02, dataset_count=8,
+            planning_spread=0.01)
 EVAL = dict(test="eval-binary", min_size=100, max_size=2000, look_every=100, planning_sd=0.45, rope=0.03)
 
 
@@ -63,12 +65,24 @@ def test_every_changed_field_is_named_and_the_later_look_refused():
         other = {"test": "correlated-t", "rope": 0.02, "threshold": 0.9, "nominal_error": 0.1,
                  "greater_is_better": False, "min_size": 3, "max_size": 31, "look_every": 2, "look_at": (2, 30),
                  "folds": 5, "rho": 0.2, "prior_concentration": None, "score_range": (0.0, 2.0),
-                 "planning_sd": 0.03, "cs_check": True, "cs_alpha": 0.1, "gate": "bayes"}[f.name]
+                 "planning_sd": 0.03, "cs_check": True, "cs_alpha": 0.1, "gate": "bayes", "dataset_count": None,
+                 "planning_spread": None}[f.name]
         if other == value:
             continue
         extra = {"look_every": None} if f.name == "look_at" else {}
         changed = changes(registered, dataclasses.replace(registered, **{f.name: other}, **extra))
         assert any(line.startswith(f"{f.name}: ") for line in changed), f.name
+
+
+def test_a_hierarchical_design_keeps_its_planning_values_and_the_older_designs_their_json():
+    """The fields hierarchical added are in its design.json, and absent from the JSON of the designs without them
+    (whose fingerprints therefore stay: the test above)."""
+    design = Design(**HIER)
+    fields = json.loads(design.canonical_json())
+    assert (fields["dataset_count"], fields["planning_spread"], design.unit) == (8, 0.01, "repeats")
+    assert from_json(design.canonical_json()).fingerprint == design.fingerprint
+    assert "dataset_count" not in json.loads(Design(**CV).canonical_json())
+    assert changes(design, Design(**{**HIER, "dataset_count": 9})) == ["dataset_count: 8 → 9"]
 
 
 def test_the_looks_follow_the_schedule_and_end_at_the_budget():
@@ -81,7 +95,13 @@ def test_the_looks_follow_the_schedule_and_end_at_the_budget():
 
 
 @pytest.mark.parametrize("fields, problem", [
-    (dict(CV, test="hierarchical"), "test must be one of correlated-t, eval-binary, eval-continuous"),
+    (dict(CV, test="paired"), "test must be one of correlated-t, hierarchical, eval-binary, eval-continuous"),
+    (dict(CV, test="hierarchical"), "hierarchical needs dataset_count (the number of datasets read)"),
+    (dict(HIER, planning_spread=None), "hierarchical needs planning_spread"),
+    (dict(HIER, dataset_count=2), "dataset_count must be a whole number >= 3"),
+    (dict(HIER, cs_check=True), "the confidence sequence covers one dataset's repeats"),
+    (dict(HIER, folds=None), "hierarchical needs folds"),
+    (dict(CV, dataset_count=8), "dataset_count applies to hierarchical only, not correlated-t"),
     (dict(CV, threshold=0.5), "threshold must be a finite number > 0.5 and < 1"),
     (dict(CV, rope=0), "rope must be a finite number > 0"),
     (dict(CV, rope=1), "rope 1 must be smaller than the widest difference of two scores, 1"),
@@ -96,7 +116,7 @@ def test_the_looks_follow_the_schedule_and_end_at_the_budget():
     (dict(CV, look_every=None, look_at=[2, 2.5, 30]), "look_at must be whole numbers of repeats"),
     (dict(CV, max_size=2000), "is 1999 looks; at most 500"),
     (dict(CV, prior_concentration=1), "prior_concentration applies to eval-binary only"),
-    (dict(EVAL, folds=10), "folds applies to correlated-t only, not eval-binary"),
+    (dict(EVAL, folds=10), "folds applies to correlated-t and hierarchical only, not eval-binary"),
     (dict(EVAL, min_size=1), "min_size must be at least 2 items"),
     (dict(EVAL, planning_sd=0.1), "planning_sd² = 0.01 is the fraction of items on which the models disagree"),
     (dict(EVAL, score_range=(0, 100)), "eval-binary scores are pass (1) or fail (0)"),

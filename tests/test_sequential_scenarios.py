@@ -32,6 +32,25 @@ def test_cross_validation_differences_have_the_scenarios_correlation(scenario, s
     assert covered.mean() >= 0.95
 
 
+@pytest.mark.parametrize("scenario, spread", [("assumed", 0.015), ("misspecified", 0.0)])
+def test_datasets_spread_around_the_truth_as_planned(scenario, spread):
+    """hierarchical: each dataset's mean at the budget is δ0 + τz_i plus its correlated-t noise, so over datasets and
+    runs Var(x̄_i) = τ² + Var(one dataset's x̄) (the dataset's noise sd σ, or σ times a factor of mean square 1: with
+    τ = 0 that factor alone is seen), and the datasets' means are independent; 4000 runs of 5 datasets, to 4
+    standard errors (twice that with Student-t noise)."""
+    design = Design(test="hierarchical", folds=FOLDS, min_size=REPEATS, max_size=REPEATS, planning_sd=SD,
+                    dataset_count=5, planning_spread=spread)
+    (n, mean, variance), sequence = draw(design, scenario, 0.01, 4000, np.random.default_rng(5))
+    assert mean.shape == variance.shape == (4000, 1, 5) and n.shape == (4000, 1) and sequence == (None,) * 3
+    shared, repeat = (RHO, 0.0) if scenario == "assumed" else (RHO, RHO * (1 - RHO))
+    var_mean = spread**2 + SD**2 * (shared + repeat / REPEATS + (1 - shared - repeat) / (REPEATS * FOLDS))
+    means = mean[:, -1]
+    assert means.mean() == pytest.approx(0.01, abs=4 * np.sqrt(var_mean / means.size))
+    assert means.var() == pytest.approx(var_mean, rel=4 * np.sqrt(2 / means.size) * (2 if scenario != "assumed"
+                                                                                         else 1))
+    assert np.corrcoef(means[:, 0], means[:, 1])[0, 1] == pytest.approx(0, abs=4 / np.sqrt(4000))
+
+
 @pytest.mark.parametrize("scenario", ["iid", "clustered"])
 def test_pass_fail_items_disagree_at_the_planned_rate_and_cluster_as_said(scenario):
     """wins − losses over n items has mean nδ and variance n(D − δ²)·(1 + (m − 1)·ICC) (m = 10, ICC = 0.1: the

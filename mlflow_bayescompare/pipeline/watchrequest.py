@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..sequential import Design, Look
+from ..sequential.design import CV_TESTS
 from ..sequential.report import ANSWER_WORDS, look_sentence, probabilities_text
 from ..vocabulary.errors import InputError
 from ..vocabulary.options import WATCH_EXCLUDED, PairOptions, SourceOptions, WatchOptions, parse_fields
@@ -21,7 +22,7 @@ __all__ = ["WatchRequest", "WatchOutcome", "watch_request", "from_keywords", "CV
 
 #: what a watch of CV runs reads that a watch of evaluation runs does not, and the other way round (public names)
 CV_ONLY = ("experiment_name", "experiment_id", "metric", "layout", "model_key", "dataset_key", "model_tag",
-           "dataset_tag", "filter", "model_a", "model_b", "dataset")
+           "dataset_tag", "filter", "model_a", "model_b", "dataset", "datasets")
 EVALS_ONLY = ("run_a", "run_b", "scorer", "pair_key", "table_artifact")
 
 
@@ -37,7 +38,8 @@ class WatchRequest:
 
     @property
     def cv(self) -> bool:
-        return self.design.test == "correlated-t"
+        """It reads CV runs (``correlated-t``, ``hierarchical``), not evaluation runs."""
+        return self.design.test in CV_TESTS
 
 
 @dataclass
@@ -99,13 +101,13 @@ class WatchOutcome:
 
 def watch_request(fields: Mapping[str, Any], origin: str = "json", exclude: Sequence[str] = ()) -> WatchRequest:
     """A watch from the public fields of the command line (``origin="cli"``) or the JSON API: the design's ``test``
-    says which sources it reads (CV runs for ``correlated-t``, else two evaluation runs); a field of the other kind
-    is refused, named, with every other problem."""
+    says which sources it reads (CV runs for ``correlated-t`` and ``hierarchical``, else two evaluation runs); a
+    field of the other kind is refused, named, with every other problem."""
     given = {k for k, v in fields.items() if v not in (None, (), False)}
-    cv = fields.get("test") in (None, "correlated-t")
+    cv = fields.get("test") in (None, *CV_TESTS)
     wrong, classes = (EVALS_ONLY, [Design, WatchOptions, SourceOptions, PairOptions]) if cv else \
         (CV_ONLY, [Design, WatchOptions])
-    problems = [f"{_shown(k, origin)} applies to {'an evaluation watch' if cv else 'correlated-t (CV runs)'}, not "
+    problems = [f"{_shown(k, origin)} applies to {'an evaluation watch' if cv else 'CV runs'}, not "
                 f"test {fields.get('test') or 'correlated-t'}" for k in wrong if k in given]
     header = "invalid options:" if origin == "cli" else "invalid request:"
     try:
@@ -133,10 +135,14 @@ def _checked(request: WatchRequest) -> WatchRequest:
     if request.cv and request.source is not None and "," in request.source.metric:
         problems.append(f"a watch reads one metric; got {request.source.metric!r}")
     w = request.watch
-    problems += [f"{name} applies to an evaluation watch, not correlated-t" for name in EVALS_ONLY
+    test = request.design.test
+    problems += [f"{name} applies to an evaluation watch, not {test}" for name in EVALS_ONLY
                  if request.cv and getattr(w, name) is not None]
-    if not request.cv and w.dataset is not None:
-        problems.append(f"dataset applies to correlated-t (CV runs), not {request.design.test}")
+    if test != "correlated-t" and w.dataset is not None:
+        problems.append(f"dataset applies to correlated-t (one dataset's CV runs), not {test}"
+                        + (": name the datasets (datasets)" if test == "hierarchical" else ""))
+    if test != "hierarchical" and w.datasets:
+        problems.append(f"datasets applies to hierarchical (several datasets' CV runs), not {test}")
     if problems:
         raise InputError(problems, header="Cannot watch:")
     return request
@@ -153,10 +159,10 @@ def from_keywords(experiment_names, experiment_ids, options: dict, design=None, 
     design_names = {f.name for f in dataclasses.fields(Design)}
     (design,) = options_from_keywords({k: v for k, v in options.items() if k in design_names}, (Design, design))
     rest = {k: v for k, v in options.items() if k not in design_names}
-    if design.test != "correlated-t":
+    if design.test not in CV_TESTS:
         stray = sorted(set(rest) - {f.name for f in dataclasses.fields(WatchOptions)})
         if stray or source is not None:
-            raise InputError(f"{', '.join(stray) or 'source'} applies to correlated-t, not {design.test}",
+            raise InputError(f"{', '.join(stray) or 'source'} applies to CV runs, not {design.test}",
                              header="Cannot watch:")
         (watch,) = options_from_keywords(rest, (WatchOptions, watch))
         return _checked(WatchRequest(design, watch))

@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..families.evals.pairing import align, listed
 from ..reads.collect import collect_scores
+from ..reads.eval_traces import read_traces
 from ..reads.evaluations import read_evaluations
 from ..scores.tensor import from_tidy
 from ..sequential import Design
@@ -30,7 +31,11 @@ from ..vocabulary.errors import InputError
 from ..vocabulary.options import PairOptions, SourceOptions, WatchOptions
 from ..vocabulary.outcomes import counted
 
-__all__ = ["SourceRun", "WatchData", "read_cv", "read_evals"]
+__all__ = ["SourceRun", "WatchData", "STATE_VERSION", "read_cv", "paired_repeats", "reading_state", "paired_runs",
+           "source_runs", "read_evals"]
+
+#: the version of what a CV watch keeps for its later looks (:func:`reading_state`)
+STATE_VERSION = 1
 
 _KIND = {"eval-binary": "pass_fail", "eval-continuous": "continuous"}
 _SHOWN = 5
@@ -50,7 +55,10 @@ class SourceRun:
 class WatchData:
     """The paired scores so far, in the order they came (per fold, repeat after repeat; or per item), the names of
     the two sides, the metric or scorer, the dataset (CV), the source runs whose scores are paired, the source
-    experiments and what the reading said."""
+    experiments, what the reading said and (CV) what a later look reads by (:func:`reading_state`); read by the
+    watch run's state (:mod:`.watchgrown`), what each source run gave (``reads``, kept for the next look), how
+    many runs' scores were taken from the last look's unread (``reused``) and the runs read whole whose earlier
+    items are not as the last look kept them (``changed``: evaluation runs, :mod:`.watchevals`)."""
 
     model_a: str
     model_b: str
@@ -61,6 +69,10 @@ class WatchData:
     runs: list[SourceRun]
     experiment_ids: list[str]
     notes: list[str] = field(default_factory=list)
+    state: dict | None = None
+    reads: dict | None = None
+    reused: int = 0
+    changed: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------- CV runs
@@ -74,21 +86,65 @@ def read_cv(client, design: Design, source: SourceOptions, pair: PairOptions, da
                                layout=source.layout, model_key=source.model_key, dataset_key=source.dataset_key,
                                folds=design.folds, progress=progress)
     dataset = _dataset(collected.scores, a, b, dataset)
-    rows, runs = _repeats_in_order(collected.scores[collected.scores["dataset"] == dataset], a)
-    counts = rows.groupby("model")["repeat"].nunique()
-    common = int(min(counts.get(a, 0), counts.get(b, 0)))
-    notes = [f"model '{m}' has {counted(int(counts[m]) - common, 'repeat')} more than '{o}': "
-             f"{'it waits' if int(counts[m]) - common == 1 else 'they wait'} for '{o}''s"
-             for m, o in ((a, b), (b, a)) if counts.get(m, 0) > common]
-    used = [r for r in runs if r.first < common]
-    empty = np.empty(0)
+    state = reading_state(collected.layout, collected.model_key, collected.dataset_key, dataset)
+    scores_a, scores_b, runs, notes = paired_repeats(collected.scores, design, pair, dataset)
+    return WatchData(a, b, source.metric, dataset, scores_a, scores_b, runs, experiment_ids, notes, state)
+
+
+def paired_repeats(scores: pd.DataFrame, design: Design, pair: PairOptions, dataset: str, repeats: int | None = None):
+    """The pair's per-fold scores on ``dataset`` (tidy ``scores`` as :func:`collect_scores` reads them), their
+    repeats paired in order (the first ``repeats`` only, when given): (scores A, scores B, the source runs read,
+    notes)."""
+    rows, ids, counts = _repeats_in_order(scores[scores["dataset"] == dataset])
+    runs, notes, common = source_runs(pair, ids, counts, repeats)
     if common == 0:
-        return WatchData(a, b, source.metric, dataset, empty, empty, [r.source for r in used], experiment_ids, notes)
+        return np.empty(0), np.empty(0), runs, notes
     kept = rows[rows["repeat"] < common].rename(columns={"run_id": "source_run"})
-    tensor = from_tidy(kept, a, b, folds=design.folds, run_id_col="no_run_ids", time_col=None)
-    table = tensor.table
-    return WatchData(a, b, source.metric, dataset, table["score_a"].to_numpy(float),
-                     table["score_b"].to_numpy(float), [r.source for r in used], experiment_ids, notes)
+    table = from_tidy(kept, pair.model_a, pair.model_b, folds=design.folds, run_id_col="no_run_ids",
+                      time_col=None).table
+    return table["score_a"].to_numpy(float), table["score_b"].to_numpy(float), runs, notes
+
+
+def reading_state(layout: str, model_key: str, dataset_key: str, dataset: str) -> dict:
+    """What a later look reads by (:mod:`.watchgrown`; kept in the watch run's state tag): the layout, the model and
+    dataset keys, the dataset."""
+    return {"v": STATE_VERSION, "layout": layout, "model_key": model_key, "dataset_key": dataset_key,
+            "dataset": dataset}
+
+
+def paired_runs(design: Design, metric: str, pair: PairOptions, dataset: str, experiment_ids: list[str],
+                ids: dict[str, list[str]], counts: dict[str, list[int]], scores: dict[str, list[np.ndarray]],
+                state: dict) -> WatchData:
+    """The paired repeats of runs already checked (each model's run ids in their order, their repeat counts and
+    their scores, run-major: repeat × folds + fold)."""
+    a, b = pair.model_a, pair.model_b
+    runs, notes, common = source_runs(pair, ids, counts)
+    end = common * int(design.folds)
+    x = {m: np.concatenate(scores[m])[:end] if scores.get(m) else np.empty(0) for m in (a, b)}
+    return WatchData(a, b, metric, dataset, x[a], x[b], runs, experiment_ids, notes, state)
+
+
+def source_runs(pair: PairOptions, ids: dict[str, list[str]], counts: dict[str, list[int]],
+                repeats: int | None = None) -> tuple[list[SourceRun], list[str], int]:
+    """The runs whose repeats are paired (the models in name order, each's runs in their order), the notes of the
+    repeats one model has and the other not yet, and how many repeats are paired: repeat j of A pairs with repeat j
+    of B; the first ``repeats`` only, when given."""
+    a, b = pair.model_a, pair.model_b
+    total = {m: sum(c) for m, c in counts.items()}
+    common = min(total.get(a, 0), total.get(b, 0))
+    notes = [f"model '{m}' has {counted(total[m] - common, 'repeat')} more than '{o}': "
+             f"{'it waits' if total[m] - common == 1 else 'they wait'} for '{o}''s"
+             for m, o in ((a, b), (b, a)) if total.get(m, 0) > common]
+    common = common if repeats is None else min(common, repeats)
+    runs = []
+    for model in sorted(ids):
+        offset = 0
+        for run_id, count in zip(ids[model], counts[model]):
+            read = f"repeat {offset + 1}" if count == 1 else f"repeats {offset + 1}-{offset + count}"
+            if offset < common:
+                runs.append(SourceRun(run_id, "A" if model == a else "B", str(model), read))
+            offset += count
+    return runs, notes, common
 
 
 def _dataset(scores: pd.DataFrame, a: str, b: str, asked: str | None) -> str:
@@ -108,40 +164,34 @@ def _dataset(scores: pd.DataFrame, a: str, b: str, asked: str | None) -> str:
     return shared[0]
 
 
-@dataclass(frozen=True)
-class _Run:
-    source: SourceRun
-    first: int  # its first repeat in the model's order (0-based)
-
-
-def _repeats_in_order(rows: pd.DataFrame, model_a: str) -> tuple[pd.DataFrame, list[_Run]]:
-    """Each model's repeats numbered across its runs in the order the runs started (then by id), and the runs."""
-    parts, runs = [], []
-    for model, group in rows.groupby("model", sort=False):
-        order = group.drop_duplicates("run_id").sort_values(["start_time", "run_id"], kind="stable")["run_id"]
-        offset = 0
-        for run_id in order:
-            part = group[group["run_id"] == run_id]
-            local = part["repeat"].rank(method="dense").astype("int64") - 1
-            count = int(local.max()) + 1
-            parts.append(part.assign(repeat=local + offset))
-            read = f"repeat {offset + 1}" if count == 1 else f"repeats {offset + 1}-{offset + count}"
-            runs.append(_Run(SourceRun(run_id, "A" if model == model_a else "B", str(model), read), offset))
-            offset += count
-    return (pd.concat(parts, ignore_index=True) if parts else rows), runs
+def _repeats_in_order(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, list[str]], dict[str, list[int]]]:
+    """Each model's repeats numbered across its runs in the order the runs started (then by id); each model's run
+    ids in that order and their repeat counts."""
+    if rows.empty:
+        return rows, {}, {}
+    runs = rows.drop_duplicates("run_id")[["model", "run_id", "start_time"]].sort_values(
+        ["model", "start_time", "run_id"], kind="stable")
+    local = rows.groupby("run_id")["repeat"].rank(method="dense").astype("int64") - 1
+    count = local.groupby(rows["run_id"]).max() + 1
+    runs = runs.assign(count=runs["run_id"].map(count).to_numpy())
+    runs["offset"] = runs.groupby("model")["count"].cumsum() - runs["count"]
+    offset = rows["run_id"].map(runs.set_index("run_id")["offset"])
+    ids = {str(m): list(g["run_id"]) for m, g in runs.groupby("model", sort=True)}
+    counts = {str(m): [int(c) for c in g["count"]] for m, g in runs.groupby("model", sort=True)}
+    return rows.assign(repeat=local + offset), ids, counts
 
 
 # ---------------------------------------------------------------------------------------------- evaluation runs
 
 
 def read_evals(design: Design, watch: WatchOptions, *, tracking_uri: str | None = None, can_read=None,
-               progress=None) -> WatchData:
+               progress=None, read_genai=read_traces) -> WatchData:
     """Two evaluation runs' values of one scorer on the items both hold so far, in the order they came (the
-    module's docstring)."""
+    module's docstring); ``read_genai``: the reader of genai runs (:mod:`.watchevals`)."""
     table, read = read_evaluations([watch.run_a, watch.run_b], pair_key=watch.pair_key,
                                    scorers=None if watch.scorer is None else [watch.scorer],
                                    table_artifact=watch.table_artifact, tracking_uri=tracking_uri,
-                                   can_read=can_read, progress=progress)
+                                   can_read=can_read, progress=progress, read_genai=read_genai)
     scorer = watch.scorer or _one_scorer(read.scorers)
     a, b = read.systems
     aligned = align(table, (a, b), [scorer], kinds={scorer: _KIND[design.test]})

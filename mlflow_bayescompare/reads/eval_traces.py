@@ -25,7 +25,8 @@ from mlflow.exceptions import MlflowException
 from ..vocabulary import mlflow_internals as mi
 from .evalitems import Units, inputs_key
 
-__all__ = ["LATENCY", "RETRY_DELAYS", "read_traces", "linked_traces", "expected_items", "chosen_assessments"]
+__all__ = ["LATENCY", "RETRY_DELAYS", "read_traces", "read_entries", "trace_entries", "traces_units", "linked_traces",
+           "expected_items", "chosen_assessments"]
 
 #: the pseudo-scorer of a trace's latency (its ``execution_duration``, in milliseconds as MLflow records it): read
 #: only when asked for by name, and only from runs with no assessment of that name
@@ -38,23 +39,43 @@ _SPAN_THREADS = 8
 def read_traces(client, run, *, latency: bool = False) -> Units:
     """The run's traces as units (one a trace; its default item: the key of its inputs) and the values of the
     assessments that count."""
-    rid = run.info.run_id
+    return traces_units(*read_entries(client, run, latency=latency))
+
+
+def read_entries(client, run, *, latency: bool = False) -> tuple[dict[str, dict], list[str]]:
+    """The run's settled traces (see the module's docstring) as :func:`trace_entries`, and what was noticed."""
     infos, notes = _settled(client, run)
-    infos = sorted((i for i in infos if mi.SCORER_TRACE_TAG not in (i.tags or {})),
-                   key=lambda i: (i.request_time or 0, i.trace_id))
+    return trace_entries(client, infos, run.info.run_id, latency=latency), notes
+
+
+def trace_entries(client, infos, run_id: str, *, latency: bool = False) -> dict[str, dict]:
+    """Each trace's unit (:data:`.evalitems.UNIT_COLUMNS`) with its ``scores`` (name, value, source) and the names
+    ``errored``, by trace id; the evaluation's scorer traces left out."""
+    infos = [i for i in infos if mi.SCORER_TRACE_TAG not in (i.tags or {})]
     inputs = _inputs(client, infos)
-    units, scores, errored = [], [], {}
+    out = {}
     for info in infos:
         tid, tags = info.trace_id, dict(info.tags or {})
-        units.append({"unit": tid, "order": (info.request_time or 0, tid), "inputs": inputs[tid], "tags": tags,
-                      "default_item": None if inputs[tid] is None else inputs_key(inputs[tid]),
-                      "case": tags.get(mi.TEST_NAME_TAG), "cluster": None, "suite": None})
-        chosen, failed = chosen_assessments(info.assessments or [], rid)
-        scores += [(tid, name, a.feedback.value, str(a.source.source_type)) for name, a in chosen.items()]
-        for name in failed:
-            errored[name] = errored.get(name, 0) + 1
+        chosen, failed = chosen_assessments(info.assessments or [], run_id)
+        scores = [[name, a.feedback.value, str(a.source.source_type)] for name, a in chosen.items()]
         if latency and LATENCY not in chosen and LATENCY not in failed and info.execution_duration is not None:
-            scores.append((tid, LATENCY, info.execution_duration, "TRACE"))
+            scores.append([LATENCY, info.execution_duration, "TRACE"])
+        out[tid] = {"unit": tid, "order": [info.request_time or 0, tid], "inputs": inputs[tid], "tags": tags,
+                    "default_item": None if inputs[tid] is None else inputs_key(inputs[tid]),
+                    "case": tags.get(mi.TEST_NAME_TAG), "cluster": None, "suite": None, "scores": scores,
+                    "errored": failed}
+    return out
+
+
+def traces_units(entries: dict[str, dict], notes: list[str]) -> Units:
+    """The units of :func:`trace_entries` (or of entries kept from them, without inputs and tags) in time order,
+    their values and errors."""
+    units, scores, errored = [], [], {}
+    for entry in sorted(entries.values(), key=lambda e: tuple(e["order"])):
+        units.append({"inputs": None, "tags": {}, **entry, "order": tuple(entry["order"])})
+        scores += [(entry["unit"], *score) for score in entry["scores"]]
+        for name in entry["errored"]:
+            errored[name] = errored.get(name, 0) + 1
     return Units.of(units, scores, errored, notes)
 
 
@@ -77,14 +98,15 @@ def chosen_assessments(assessments, run_id: str) -> tuple[dict[str, Any], list[s
     return chosen, failed
 
 
-def linked_traces(client, run, *, limit: int | None = None) -> list:
+def linked_traces(client, run, *, limit: int | None = None, since_ms: int | None = None) -> list:
     """The infos of the traces linked to the run, page by page (the first page flushes this process's pending
-    trace writes); the first ``limit`` only when given."""
+    trace writes); the first ``limit`` only when given; only those started at ``since_ms`` or later, when given."""
     infos, token = [], None
     while True:
         page = client.search_traces(locations=[run.info.experiment_id], run_id=run.info.run_id,
                                     include_spans=False, max_results=limit or mi.TRACES_PAGE, page_token=token,
-                                    flush=token is None)
+                                    flush=token is None,
+                                    filter_string=None if since_ms is None else f"trace.timestamp_ms >= {since_ms}")
         infos += [t.info for t in page]
         token = page.token
         if not token or limit:

@@ -95,8 +95,8 @@ class EvaluationRead:
 def read_evaluations(run_ids: Sequence[str], *, pair_key: str | None = None, cluster: str | None = None,
                      suite: str | None = None, scorers: Sequence[str] | None = None,
                      table_artifact: str | None = None, tracking_uri: str | None = None,
-                     can_read: Callable[[str], bool] | None = None,
-                     progress: Progress | None = None) -> tuple[pd.DataFrame, EvaluationRead]:
+                     can_read: Callable[[str], bool] | None = None, progress: Progress | None = None,
+                     read_genai=read_traces) -> tuple[pd.DataFrame, EvaluationRead]:
     """The scores of two or more evaluation runs, paired by item (see the module's docstring), as a table of
     :data:`EVAL_COLUMNS` (``value`` as MLflow returned it; ``cluster``/``suite`` '' when none), and what was read.
 
@@ -104,7 +104,8 @@ def read_evaluations(run_ids: Sequence[str], *, pair_key: str | None = None, clu
     ``cluster``/``suite``/``pair_key``: ``inputs.<field>`` or ``tag:<name>``; ``table_artifact``: the table to read
     (a name ending in ``eval_results_table.json`` is read as ``mlflow.models.evaluate``'s, any other as a long
     table); ``can_read(experiment_id)``: whether the caller may read the run (a run it may not read is "not found",
-    as a missing one).  Every problem is an :class:`InputError` naming the run, scorer or item."""
+    as a missing one); ``read_genai``: the reader of genai runs (a watch's: :mod:`.eval_kept`).  Every problem is
+    an :class:`InputError` naming the run, scorer or item."""
     fields = {name: parse_field(text, name) for name, text in
               (("pair_key", pair_key), ("cluster", cluster), ("suite", suite))}
     ids, wanted = _run_ids(run_ids), _scorer_names(scorers)
@@ -113,7 +114,7 @@ def read_evaluations(run_ids: Sequence[str], *, pair_key: str | None = None, clu
     with guard(client):
         runs = _runs(client, ids, can_read)
         kinds = _kinds(client, runs, table_artifact)
-        read = _read_all(client, runs, kinds, LATENCY in (wanted or ()), progress)
+        read = _read_all(client, runs, kinds, LATENCY in (wanted or ()), progress, read_genai)
     systems = _systems(runs)
     _check_not_empty(runs, kinds, read)
     pairing = _pairing(kinds[0][0], fields["pair_key"], read)
@@ -198,12 +199,12 @@ def _kinds(client, runs, table_artifact: str | None) -> list[tuple[str, str | No
     return found
 
 
-def _read_all(client, runs, kinds, latency: bool, progress: Progress | None) -> list[Units]:
+def _read_all(client, runs, kinds, latency: bool, progress: Progress | None, read_genai) -> list[Units]:
     """Every run's units, a few runs at once."""
     def one(pair):
         run, (kind, artifact) = pair
         if kind == "genai":
-            return read_traces(client, run, latency=latency)
+            return read_genai(client, run, latency=latency)
         return (read_eval_table if kind == "classic" else read_long_table)(client, run, artifact)
 
     notify(progress, "fetching", f"reading {len(runs)} evaluation runs")
@@ -257,7 +258,8 @@ def _keyed(units: Units, pairing: str, fields: dict[str, ItemField | None], syst
         spec = fields[name]
         values = [spec.read(i, t) for i, t in zip(u["inputs"], u["tags"])] if spec else list(u[name])
         u[name] = [v or "" for v in values]
-    u = u.iloc[sorted(range(len(u)), key=lambda i: u["order"].iat[i])]
+    order = u["order"].tolist()  # (time, id) tuples: Python's order, read once (not a frame lookup per item)
+    u = u.iloc[sorted(range(len(u)), key=order.__getitem__)]
     u["repeat"] = u.groupby("item", sort=False, dropna=False).cumcount().astype("int64")
     return u.assign(system=system)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from mlflow.entities import ViewType
 from mlflow.exceptions import MlflowException
 
 from ..vocabulary import mlflow_internals
@@ -246,13 +247,16 @@ def _context(dataset_input) -> str | None:
 # ---------------------------------------------------------------------------------------------- search
 
 
-def search_runs(client, experiment_ids, filter_string, limit=None, progress: Progress | None = None) -> list:
-    """Every run matching the filter (paged ``PAGE`` at a time), or the first ``limit``."""
+def search_runs(client, experiment_ids, filter_string, limit=None, progress: Progress | None = None,
+                deleted: bool = False) -> list:
+    """Every run matching the filter (paged ``PAGE`` at a time), or the first ``limit``; ``deleted``: the deleted
+    runs only."""
     runs, token = [], None
+    view = ViewType.DELETED_ONLY if deleted else ViewType.ACTIVE_ONLY
     with guard(client):
         while True:
-            page = client.search_runs(list(experiment_ids), filter_string, max_results=limit or PAGE,
-                                      page_token=token)
+            page = client.search_runs(list(experiment_ids), filter_string, run_view_type=view,
+                                      max_results=limit or PAGE, page_token=token)
             runs += page
             token = page.token
             if token:

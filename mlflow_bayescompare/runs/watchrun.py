@@ -9,8 +9,13 @@ What it holds:
   (:func:`find`);
 * at every look (:func:`log_looks`): the rows of the scheduled looks newly reached (``looks.json`` and
   ``looks.csv``, rewritten whole, one row more per look; the probabilities as metrics with ``step`` = the look's
-  size, so MLflow's charts show the path), the source runs read, the answer tag and the description; a decided
-  design (or one at its budget) ends the run FINISHED with its verdict.
+  size, so MLflow's charts show the path), the source runs read, the answer tag, the description and (CV runs)
+  the state tag by which the next look reads (``bayescompare.watch_state``) with, beside it, ``watch_reads.json``:
+  the rows and source runs of ``looks.json``, what each source run gave (:mod:`..pipeline.watchgrown`; of
+  evaluation runs with traces, each trace's item and values: :mod:`..pipeline.watchevals`) and the
+  operating characteristics; a decided design (or one at its budget) ends the run FINISHED with its verdict.  A
+  later look finds in the run's tags all it needs to decide what to read (:func:`read_recorded`), and reads back
+  only ``watch_reads.json`` (without the state tag: ``looks.json`` and the operating characteristics).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 from mlflow.entities import Metric, Param, RunStatus, RunTag
+from mlflow.exceptions import MlflowException
 
 from ..sequential import Design, from_json
 from ..sequential.report import ANSWER_WORDS, look_sentence
@@ -33,15 +39,18 @@ from ..shared.run_content import fit_tag, param_value, run_name
 from ..vocabulary import mlflow_internals
 from ..vocabulary import tags as T
 from ..vocabulary.errors import BayesCompareError
-from .runlog import set_stage, start_run
+from .runlog import start_run
 
-__all__ = ["Header", "Recorded", "DESIGN_JSON", "OPERATING_JSON", "LOOKS_JSON", "LOOKS_CSV", "LOOK_METRICS",
-           "sources_hash", "find", "read_recorded", "register", "log_looks", "run_title"]
+__all__ = ["Header", "Recorded", "DESIGN_JSON", "OPERATING_JSON", "LOOKS_JSON", "LOOKS_CSV", "READS_JSON",
+           "LOOK_METRICS", "sources_hash", "find", "read_recorded", "register", "log_looks", "run_title"]
 
 DESIGN_JSON = "design.json"
 OPERATING_JSON = "operating_characteristics.json"
 LOOKS_JSON = "looks.json"
 LOOKS_CSV = "looks.csv"
+#: what a CV look keeps for the next: its rows and source runs (as in ``looks.json``), what each source run gave and
+#: the operating characteristics: the one artifact a later look reads back
+READS_JSON = "watch_reads.json"
 #: the metrics of each look, logged with step = its size
 LOOK_METRICS = ("p_a_better", "p_rope", "p_b_better", "cs_low", "cs_high")
 _LOOK_COLUMNS = ("size", "p_a_better", "p_rope", "p_b_better", "bayes_answer", "cs_low", "cs_high", "cs_answer",
@@ -64,8 +73,9 @@ class Header:
 
 @dataclass(frozen=True)
 class Recorded:
-    """What a watch run holds: its registered design, the rows of its looks so far, the source runs it read and its
-    operating characteristics (their dict, with ``lines``)."""
+    """What a watch run holds: its registered design, the rows of its looks so far, the source runs it read, its
+    operating characteristics (their dict, with ``lines``), what the next look reads by (its state tag) and what
+    each source run gave at the last look (``reads``: :mod:`..pipeline.watchgrown`)."""
 
     run_id: str
     status: str
@@ -73,6 +83,8 @@ class Recorded:
     rows: list[dict]
     sources: list[dict]
     operating: dict
+    state: dict | None = None
+    reads: dict | None = None
 
 
 def run_title(header: Header) -> str:
@@ -95,19 +107,34 @@ def find(client, experiment_id: str, sources: str):
     return next((r for r in runs if r.info.status in ("RUNNING", "FINISHED")), None)
 
 
-def read_recorded(client, run) -> Recorded | None:
+def read_recorded(client, run, design: Design) -> Recorded | None:
     """The design and looks a watch run holds; None when it holds no design yet (a run the server's accept step
-    created for its first look)."""
-    with tempfile.TemporaryDirectory(prefix="bayescompare-watch-") as tmp:
-        texts = {}
-        for name in (DESIGN_JSON, LOOKS_JSON, OPERATING_JSON):
-            path = mlflow_internals.download_top_artifact(client, run, name, tmp)
-            texts[name] = None if path is None else Path(path).read_text(encoding="utf-8")
-    if texts[DESIGN_JSON] is None:
+    created for its first look).  What decides the next read comes with the run (its tags); ``design.json`` is read
+    only when the run's fingerprint is not ``design``'s (to name what changed), once a look was kept
+    ``watch_reads.json`` when the run has the state tag (else, or without it, ``looks.json``), and the operating
+    characteristics when that did not hold them."""
+    tags = run.data.tags
+    state = json.loads(tags[T.WATCH_STATE]) if T.WATCH_STATE in tags else None
+    looks = _looks(client, run, state is not None) if T.WATCH_ANSWER in tags else {}
+    operating = looks.get("operating")
+    try:  # the registration's last upload: without it the design is registered again (the fingerprint is the tag)
+        operating = operating or json.loads(mlflow_internals.read_top_text(client, run, OPERATING_JSON))
+    except MlflowException:
         return None
-    looks = json.loads(texts[LOOKS_JSON]) if texts[LOOKS_JSON] else {}
-    return Recorded(run.info.run_id, run.info.status, from_json(texts[DESIGN_JSON]), looks.get("rows", []),
-                    looks.get("sources", []), json.loads(texts[OPERATING_JSON]) if texts[OPERATING_JSON] else {})
+    if tags.get(T.DESIGN_FINGERPRINT) != design.fingerprint:
+        design = from_json(mlflow_internals.read_top_text(client, run, DESIGN_JSON))
+    return Recorded(run.info.run_id, run.info.status, design, looks.get("rows", []), looks.get("sources", []),
+                    operating, state, looks.get("reads"))
+
+
+def _looks(client, run, kept: bool) -> dict:
+    """The rows and source runs of the looks kept (and ``kept``: what each source run gave at the last)."""
+    if kept:
+        try:
+            return json.loads(mlflow_internals.read_top_text(client, run, READS_JSON))
+        except MlflowException:  # a run kept by an earlier version
+            pass
+    return json.loads(mlflow_internals.read_top_text(client, run, LOOKS_JSON))
 
 
 def register(client, experiment_id: str, header: Header, design: Design, operating: dict, *, start_time: int,
@@ -141,10 +168,12 @@ def watch_tags(header: Header, design: Design) -> dict[str, str]:
 
 
 def log_looks(client, run_id: str, header: Header, design: Design, look, rows: list[dict], sources: list[dict],
-              operating: dict, digests: dict[int, str]) -> list[dict]:
-    """Log the rows of ``look`` newly reached after the recorded ``rows`` (metrics at step = size, the whole table
-    again), the ``sources`` read and the answer; end the run FINISHED once the design has answered.  Returns every
-    row."""
+              operating: dict, digests: dict[int, str], state: dict | None = None,
+              tagged: dict[str, str] | None = None, reads: dict | None = None) -> list[dict]:
+    """Log the rows of ``look`` newly reached after the recorded ``rows`` (the whole table again, with ``state``
+    ``watch_reads.json``: the rows, the sources, ``reads`` and ``operating``; then in one batch the metrics at step
+    = size, the answer, the description and ``state``: what the next look reads by; of the tags, those whose value
+    is not already the run's, ``tagged``); end the run FINISHED once the design has answered.  Returns every row."""
     now = int(time.time() * 1000)
     last = max((r["size"] for r in rows), default=0)
     new = [_row(r, look, design, digests[r.size], now) for r in look.rows if r.size > last]
@@ -154,17 +183,21 @@ def log_looks(client, run_id: str, header: Header, design: Design, look, rows: l
     words = ANSWER_WORDS[look.answer].format(a=header.model_a, b=header.model_b)
     sentence = look_sentence(look, design, header.model_a, header.model_b)
     note = description(header, design, operating, every, sentence)
-    tags = {T.WATCH_ANSWER: look.answer, T.VERDICT: fit_tag(sentence), T.NOTE: fit_tag(str(note)),
-            **({T.DECISION: "inconclusive" if look.answer == "inconclusive" else look.answer}
-               if look.answer in _FINAL else {})}
-    client.log_batch(run_id, metrics=metrics, tags=[RunTag(k, v) for k, v in tags.items()])
     table = pd.DataFrame(every, columns=list(_LOOK_COLUMNS))
-    _log_texts(client, run_id, {
-        LOOKS_JSON: json.dumps({"fingerprint": design.fingerprint, "unit": design.unit, "answer": look.answer,
-                                "answer_words": words, "size": look.size, "available": look.available,
-                                "rows": every, "sources": sources, "notes": list(look.notes)}, indent=1),
-        LOOKS_CSV: table.to_csv(index=False), "report.md": str(note)})
-    set_stage(client, run_id, "done")
+    texts = {LOOKS_JSON: json.dumps({"fingerprint": design.fingerprint, "unit": design.unit, "answer": look.answer,
+                                     "answer_words": words, "size": look.size, "available": look.available,
+                                     "rows": every, "sources": sources, "notes": list(look.notes)}, indent=1),
+             LOOKS_CSV: table.to_csv(index=False), "report.md": str(note)}
+    if state is not None:  # rewritten at every look that writes the state: never behind looks.json
+        texts[READS_JSON] = json.dumps({"rows": every, "sources": sources, "reads": reads, "operating": operating},
+                                       separators=(",", ":"))
+    _log_texts(client, run_id, texts, check=False)
+    tags = {T.WATCH_ANSWER: look.answer, T.VERDICT: fit_tag(sentence), T.NOTE: fit_tag(str(note)), T.STAGE: "done",
+            **({T.DECISION: "inconclusive" if look.answer == "inconclusive" else look.answer}
+               if look.answer in _FINAL else {}),
+            **({T.WATCH_STATE: json.dumps(state, sort_keys=True)} if state is not None else {})}
+    client.log_batch(run_id, metrics=metrics, tags=[RunTag(k, v) for k, v in tags.items()
+                                                    if (tagged or {}).get(k) != v])
     if look.answer in _FINAL:
         mlflow_internals.end_run(client, run_id, RunStatus.to_string(RunStatus.FINISHED))
     return every
@@ -176,11 +209,15 @@ def _row(row, look, design: Design, digest: str, now: int) -> dict:
     return {**asdict(row), "answer": answer, "digest": digest, "time": now}
 
 
-def _log_texts(client, run_id: str, texts: dict[str, str]) -> None:
+def _log_texts(client, run_id: str, texts: dict[str, str], check: bool = True) -> None:
+    """Upload ``texts`` as the run's top-level artifacts; ``check``: list them after (MLflow's upload raises when it
+    fails: the listing is the registration's second look, not repeated at each look)."""
     with tempfile.TemporaryDirectory(prefix="bayescompare-watch-") as tmp:
         for name, text in texts.items():
             (Path(tmp) / name).write_text(text, encoding="utf-8")
         client.log_artifacts(run_id, tmp)
+    if not check:
+        return
     present = {a.path for a in client.list_artifacts(run_id)}
     if set(texts) - present:
         raise BayesCompareError(f"artifacts missing after upload: {', '.join(sorted(set(texts) - present))}")

@@ -27,12 +27,18 @@ from ..families.correlated_t import formula
 from ..vocabulary.errors import InputError
 from ..vocabulary.optionspec import OptionsBase, option, required_option
 
-__all__ = ["Design", "TESTS", "UNITS", "GATES", "SCHEMA", "MAX_LOOKS", "from_json", "changes", "check_unchanged"]
+__all__ = ["Design", "TESTS", "UNITS", "CV_TESTS", "GATES", "SCHEMA", "MAX_LOOKS", "from_json", "changes",
+           "check_unchanged"]
 
 #: What grows, and the posterior that answers at each look.
-TESTS = ("correlated-t", "eval-binary", "eval-continuous")
-#: What a design's sizes count, by test.
-UNITS = {"correlated-t": "repeats", "eval-binary": "items", "eval-continuous": "items"}
+TESTS = ("correlated-t", "hierarchical", "eval-binary", "eval-continuous")
+#: What a design's sizes count, by test (``hierarchical``: the repeats of every dataset).
+UNITS = {"correlated-t": "repeats", "hierarchical": "repeats", "eval-binary": "items", "eval-continuous": "items"}
+#: The tests that read cross-validation runs (the others read evaluation runs).
+CV_TESTS = ("correlated-t", "hierarchical")
+#: Fields added after :data:`SCHEMA` 1: left out of ``design.json`` while unset, so that the designs registered
+#: without them keep their fingerprints.
+_LATER = ("dataset_count", "planning_spread")
 #: What a look's decision needs: the Bayesian answer alone, or the Bayesian answer and the confidence sequence's.
 GATES = ("bayes", "both")
 #: The version of ``design.json``'s fields (a field added later keeps the fingerprints of the designs without it).
@@ -51,9 +57,11 @@ class Design(OptionsBase):
     _what = "design"
 
     test: str = required_option("What grows and which posterior answers: correlated-t (one dataset's cross-validation "
-                                "repeats; Corani & Benavoli 2015), eval-binary (paired pass/fail items; a Dirichlet "
-                                "over the paired 2x2 table) or eval-continuous (paired scores per item; the Bayesian "
-                                "bootstrap, Rubin 1981).", "choice", choices=TESTS)
+                                "repeats; Corani & Benavoli 2015), hierarchical (the repeats of several datasets; "
+                                "the hierarchical test of Corani et al. 2017, fitted by Stan at each look), "
+                                "eval-binary (paired pass/fail items; a Dirichlet over the paired 2x2 table) or "
+                                "eval-continuous (paired scores per item; the Bayesian bootstrap, Rubin 1981).",
+                                "choice", choices=TESTS)
     rope: float = option(0.01, "Half-width of the region of practical equivalence, in metric units (pass-rate units "
                                "for eval-binary).", "float", low=0, low_open=True)
     threshold: float = option(0.95, "Posterior probability at which a look decides.", "float", low=0.5, high=1,
@@ -69,22 +77,29 @@ class Design(OptionsBase):
                                           "budget is always a look).", "int", low=1, nullable=True)
     look_at: tuple[int, ...] | None = option(None, "Look at these sizes instead (ascending, from min_size, the last "
                                                    "one max_size).", "numbers", low=1, nullable=True)
-    folds: int | None = option(None, "correlated-t: folds per repeat (the correlation rho = 1/folds); without it "
-                                     "(rho given) each repeat is one hold-out split.", "int",
+    folds: int | None = option(None, "correlated-t, hierarchical: folds per repeat (the correlation rho = "
+                                     "1/folds); without it (rho given) each repeat is one hold-out split.", "int",
                                low=2, high=10_000, nullable=True)
-    rho: float | None = option(None, "correlated-t: the correlation between folds instead of 1/folds (0 for "
-                                     "independent hold-out splits).", "float", low=0, high=1, high_open=True,
-                               nullable=True)
+    rho: float | None = option(None, "correlated-t, hierarchical: the correlation between folds instead of "
+                                     "1/folds (0 for independent hold-out splits).", "float", low=0, high=1,
+                               high_open=True, nullable=True)
     prior_concentration: float | None = option(None, "eval-binary: the Dirichlet prior's concentration on each cell "
                                                      "of the paired 2x2 table (default 1, uniform).", "float", low=0,
                                                low_open=True, nullable=True)
+    dataset_count: int | None = option(None, "hierarchical: the number of datasets the watch reads (the error "
+                                             "rates are simulated with this many; a look that reads another number "
+                                             "is refused).", "int", low=3, high=1000, nullable=True)
+    planning_spread: float | None = option(None, "hierarchical: the expected standard deviation of the datasets' "
+                                                 "mean differences around their mean (the interaction of model and "
+                                                 "dataset), from a pilot or earlier runs: the error rates are "
+                                                 "simulated with it.", "float", low=0, nullable=True)
     score_range: tuple[float, float] = option((0.0, 1.0), "The range every score lies in (the confidence sequence "
                                                           "needs bounded differences).", "pair")
     planning_sd: float = required_option("The expected standard deviation of one difference (a fold's for "
-                                         "correlated-t, an item's for the evaluations; for pass/fail, the square "
-                                         "root of the fraction of items on which the models disagree), from a pilot "
-                                         "or earlier runs: the error rates are simulated with it.", "float", low=0,
-                                         low_open=True)
+                                         "correlated-t and hierarchical, an item's for the evaluations; for "
+                                         "pass/fail, the square root of the fraction of items on which the models "
+                                         "disagree), from a pilot or earlier runs: the error rates are simulated "
+                                         "with it.", "float", low=0, low_open=True)
     cs_check: bool = option(False, "Compute the anytime-valid confidence sequence beside the posterior (on "
                                    "request: it rarely decides over tens of repeats; see the README).", "bool",
                             public="cs", flag_value=True)
@@ -118,8 +133,10 @@ class Design(OptionsBase):
         return high - low
 
     def canonical_json(self) -> str:
-        """``design.json``: every field and the :data:`SCHEMA`, keys sorted, no spaces, non-ASCII kept."""
-        return json.dumps({"schema": SCHEMA, **self.to_dict()}, sort_keys=True, separators=(",", ":"),
+        """``design.json``: every field (those of :data:`_LATER` when set) and the :data:`SCHEMA`, keys sorted, no
+        spaces, non-ASCII kept."""
+        fields = {k: v for k, v in self.to_dict().items() if not (k in _LATER and v is None)}
+        return json.dumps({"schema": SCHEMA, **fields}, sort_keys=True, separators=(",", ":"),
                           ensure_ascii=False)
 
     @property
@@ -151,15 +168,15 @@ class Design(OptionsBase):
 
     def _test_fields(self) -> list[str]:
         """The fields one test needs and the others must leave unset."""
-        problems, cv = [], self.test == "correlated-t"
+        problems, cv = self._hierarchical_fields(), self.test in CV_TESTS
         if cv and self.folds is None and self.rho is None:
-            problems.append("correlated-t needs folds (the folds of each repeat: rho = 1/folds) or rho")
+            problems.append(f"{self.test} needs folds (the folds of each repeat: rho = 1/folds) or rho")
         if cv and self.folds is None and isinstance(self.min_size, int) and self.min_size < 2:
             problems.append("with rho and no folds each repeat is one split: min_size must be at least 2 (the "
                             "correlated t-test needs two differences)")
         for name in ("folds", "rho"):
             if not cv and getattr(self, name) is not None:
-                problems.append(f"{name} applies to correlated-t only, not {self.test}")
+                problems.append(f"{name} applies to correlated-t and hierarchical only, not {self.test}")
         if self.test != "eval-binary" and self.prior_concentration is not None:
             problems.append(f"prior_concentration applies to eval-binary only, not {self.test} (the correlated "
                             "t-test's prior and the Bayesian bootstrap's have no setting)")
@@ -175,6 +192,21 @@ class Design(OptionsBase):
             if self.planning_sd > self.half_range:
                 problems.append(f"planning_sd {self.planning_sd:g} exceeds the widest difference of two scores "
                                 f"{self.half_range:g}")
+        return problems
+
+    def _hierarchical_fields(self) -> list[str]:
+        """``hierarchical`` needs its planning values (dataset_count, planning_spread) and has no confidence sequence;
+        the other tests leave those fields unset."""
+        if self.test != "hierarchical":
+            return [f"{name} applies to hierarchical only, not {self.test}" for name in _LATER
+                    if getattr(self, name) is not None]
+        problems = [f"hierarchical needs {name} (the {what}): the error rates are simulated with it"
+                    for name, what in (("dataset_count", "number of datasets read"),
+                                       ("planning_spread", "spread of the datasets' mean differences"))
+                    if getattr(self, name) is None]
+        if self.cs_check:
+            problems.append("the confidence sequence covers one dataset's repeats or one evaluation's items, not "
+                            "the datasets of hierarchical: leave cs unset")
         return problems
 
     def _sizes(self) -> list[str]:

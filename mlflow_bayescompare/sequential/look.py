@@ -4,7 +4,9 @@ or ``inconclusive`` (at the budget), with the probabilities behind it and the co
 The data are read at the design's scheduled sizes only (the error rates the simulation reports hold for those):
 every scheduled look up to the data's size is evaluated, in order, and the first that decides is the answer (the
 design stopped there; later data do not undo it).  Units past the budget are not read, and for ``correlated-t`` a
-repeat counts once all its folds are in.
+repeat counts once all its folds are in.  For ``hierarchical`` the scores are one row per dataset, each the same
+number of repeats (a repeat counts once every dataset has it), and the posterior is given (a Stan fit: the pipeline's;
+this package holds no Stan).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from ..vocabulary.errors import InputError
 from ..vocabulary.outcomes import Orientation, json_ready
 from . import rule
 from .confseq import confidence_sequence, cs_decision
-from .design import Design
+from .design import CV_TESTS, Design
 from .posteriors import Posterior, posterior_for
 
 __all__ = ["Look", "LookRow", "look"]
@@ -68,19 +70,19 @@ def look(design: Design, scores_a=None, scores_b=None, *, diffs=None, posterior:
     ``correlated-t``; per item for the evaluations), or their differences ``diffs`` = a − b.  ``posterior`` replaces
     the design's (:func:`.posteriors.posterior_for`), e.g. the evaluation family's."""
     a, b = _paired(design, scores_a, scores_b, diffs)
-    group = (design.folds or 1) if design.test == "correlated-t" else 1
-    available, notes = _available(design, len(a), group)
+    group = (design.folds or 1) if design.test in CV_TESTS else 1
+    available, notes = _available(design, a.shape[-1], group)
     sizes = [s for s in design.looks if s <= available]
     posterior = posterior or posterior_for(design)
-    read = available * group
-    units = (a[:read] - b[:read]).reshape(-1, group).mean(axis=1)  # the sequence's independent units
     low = high = None
     if design.cs_check and sizes:
+        read = available * group
+        units = (a[:read] - b[:read]).reshape(-1, group).mean(axis=1)  # the sequence's independent units
         low, high = confidence_sequence(units, design.cs_alpha, design.half_range, sizes)
     orient = Orientation(design.greater_is_better).orient
     rows, answer, size = [], "continue", 0
     for i, size in enumerate(sizes):
-        masses = posterior(a[: size * group], b[: size * group], design.rope)
+        masses = posterior(a[..., : size * group], b[..., : size * group], design.rope)
         bayes = int(rule.decide(*masses, design.threshold))
         cs = None if low is None else int(cs_decision(low[i], high[i], design.rope))
         at_budget = size == design.max_size
@@ -126,10 +128,15 @@ def _paired(design: Design, scores_a, scores_b, diffs) -> tuple[np.ndarray, np.n
         except (TypeError, ValueError):
             problems.append(f"{name} holds non-numeric values")
             continue
-        if vectors[name].ndim != 1:
-            problems.append(f"{name} must be 1-D (one score per {_where(design)}); got shape {vectors[name].shape}")
-    if not problems and diffs is None and len(vectors["scores_a"]) != len(vectors["scores_b"]):
-        problems.append(f"scores_a has {len(vectors['scores_a'])} scores and scores_b {len(vectors['scores_b'])}: "
+        rows = design.test == "hierarchical"
+        if vectors[name].ndim != 1 + rows:
+            problems.append(f"{name} must be {'2-D (a row per dataset, ' if rows else '1-D ('}one score per "
+                            f"{_where(design)}); got shape {vectors[name].shape}")
+        elif rows and len(vectors[name]) != design.dataset_count:
+            problems.append(f"{name} holds {len(vectors[name])} datasets; the design was registered for "
+                            f"{design.dataset_count} (its error rates were simulated with them)")
+    if not problems and diffs is None and vectors["scores_a"].shape != vectors["scores_b"].shape:
+        problems.append(f"scores_a has {_count(vectors['scores_a'])} and scores_b {_count(vectors['scores_b'], '')}: "
                         "they must be paired")
     if not problems:
         for name, v in vectors.items():
@@ -147,7 +154,8 @@ def _bad_values(design: Design, name: str, v: np.ndarray, difference: bool) -> l
     bad = ~np.isfinite(v) | (v < low) | (v > high)
     if design.test == "eval-binary":
         bad |= ~np.isin(v, (-1.0, 0.0, 1.0) if difference else (0.0, 1.0))
-    shown = [f"{name} at {_where(design, i)} is {v[i]:g}" for i in np.flatnonzero(bad)[:5]]
+    flat = v.ravel()
+    shown = [f"{name} at {_where(design, i, v.shape[-1])} is {flat[i]:g}" for i in np.flatnonzero(bad)[:5]]
     if bad.sum() > 5:
         shown.append(f"{name} has {int(bad.sum())} such values in all")
     if shown:
@@ -157,9 +165,17 @@ def _bad_values(design: Design, name: str, v: np.ndarray, difference: bool) -> l
     return shown
 
 
-def _where(design: Design, index: int | None = None) -> str:
-    """``fold``, or ``repeat 2 fold 3`` / ``item 17`` for a position (0-based in, 1-based out)."""
-    if design.test == "correlated-t":
+def _count(scores: np.ndarray, unit: str = " scores") -> str:
+    return f"{scores.size}{unit}" if scores.ndim < 2 else f"{len(scores)} datasets of {scores.shape[-1]}{unit}"
+
+
+def _where(design: Design, index: int | None = None, width: int = 0) -> str:
+    """``fold``, or ``repeat 2 fold 3`` / ``dataset 4 repeat 2 fold 3`` / ``item 17`` for a position in the scores
+    (flat, rows of ``width``; 0-based in, 1-based out)."""
+    if design.test in CV_TESTS:
         folds = design.folds or 1
-        return "fold" if index is None else f"repeat {index // folds + 1} fold {index % folds + 1}"
+        if index is None:
+            return "fold"
+        row, index = divmod(index, width) if design.test == "hierarchical" else (None, index)
+        return ("" if row is None else f"dataset {row + 1} ") + f"repeat {index // folds + 1} fold {index % folds + 1}"
     return "item" if index is None else f"item {index + 1}"

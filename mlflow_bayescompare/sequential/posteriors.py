@@ -151,10 +151,13 @@ EVAL_POSTERIORS = {"eval-binary": eval_binary, "eval-continuous": eval_continuou
 
 
 def posterior_for(design: Design) -> Posterior:
-    """The :class:`Posterior` of a design's test.  For ``correlated-t`` the scores are per fold, run-major, and the
-    posterior is the product's correlated t-test's (ρ from the design)."""
+    """The :class:`Posterior` of a design's test (not ``hierarchical``'s: a Stan fit).  For ``correlated-t`` the
+    scores are per fold, run-major, and the posterior is the product's correlated t-test's (ρ from the design)."""
     if design.test == "correlated-t":
         return partial(_correlated_t, rho=design.correlation)
+    if design.test == "hierarchical":
+        raise ValueError("the hierarchical test's posterior is a Stan fit, which this package does not hold: pass it "
+                         "(pipeline.watchhier.stan_posterior)")
     if design.test == "eval-binary":
         return partial(EVAL_POSTERIORS["eval-binary"], concentration=design.prior_concentration)
     return EVAL_POSTERIORS[design.test]

@@ -17,6 +17,20 @@ f in repeat j):
   2ρ − ρ², more than the test assumes) and heavy tails (e from Student-t with 3 degrees of freedom, scaled to
   variance (1 − ρ)²σ²).
 
+Several datasets' cross-validation (``hierarchical``; δ the datasets' mean difference δ0, τ = ``planning_spread``,
+q = ``dataset_count``): dataset i's own difference δ_i = δ0 + τ z_i and its folds drawn as one ``correlated-t``
+dataset around it, every dataset's repeats growing together; a look reads each dataset's (n, x̄_i, s_i²), and its
+probabilities are the stand-in's (:mod:`.standin`: the real test is a Stan fit per look):
+
+* ``assumed``: what the hierarchical test assumes of the datasets, z_i ~ N(0, 1) (its Gaussian variant), each
+  dataset's folds as ``correlated-t``'s ``assumed``;
+* ``misspecified``: z_i from Student-t(3) scaled to variance 1 (a few datasets far out), each dataset's folds as
+  ``correlated-t``'s ``misspecified`` with its own noise sd, ``planning_sd`` times a log-normal factor (sd 0.5 on
+  the log scale, mean square 1).
+
+(The folds' noise is clipped around the dataset's effect, not around δ_i: the same unless a difference nears the
+scores' range.)
+
 Evaluation items (``eval-binary``, ``eval-continuous``):
 
 * ``iid``: exchangeable items (what the Dirichlet and the Bayesian bootstrap assume);
@@ -35,8 +49,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .confseq import confidence_sequence
-from .design import Design
+from .design import CV_TESTS, Design
 from .posteriors import bootstrap_masses, correlated_t_masses, paired_binary_masses
+from .standin import standin_masses
 
 __all__ = ["SCENARIOS", "CLUSTER_SIZE", "ICC", "Paths", "simulate", "draw"]
 
@@ -46,6 +61,10 @@ SCENARIOS = {
                      "repeats": "rho within a repeat only (a repeat effect, independent repeats)",
                      "misspecified": "a dataset effect, a repeat effect (folds of a repeat correlate 2rho - rho²) "
                                      "and Student-t(3) fold noise"},
+    "hierarchical": {"assumed": "datasets' differences Normal around their mean, the correlated t-test's model within "
+                                "each",
+                     "misspecified": "datasets' differences Student-t(3) around their mean, each dataset's noise sd "
+                                     "its own, a repeat effect and Student-t(3) fold noise within each"},
     "eval-binary": {"iid": "independent items",
                     "clustered": "clusters of 10 items whose differences correlate 0.1, arriving together"},
     "eval-continuous": {"iid": "independent items, Normal noise",
@@ -54,6 +73,7 @@ SCENARIOS = {
 }
 CLUSTER_SIZE = 10
 ICC = 0.1
+_PATHS_AT_ONCE = 250  # simulated paths whose stand-in integrals are held at once
 _CHUNK = 200_000  # draws held at once (arrays of this size stay in the cache: twice as fast as 10 times more)
 
 
@@ -73,7 +93,7 @@ def simulate(design: Design, scenario: str, difference: float, replicates: int,
              rng: np.random.Generator) -> Paths:
     """``replicates`` runs of ``design`` in ``scenario`` with true mean difference δ = ``difference`` (a − b)."""
     statistics, sequence = draw(design, scenario, difference, replicates, rng)
-    masses = {"correlated-t": _correlated_t_masses, "eval-binary": _binary_masses,
+    masses = {"correlated-t": _correlated_t_masses, "hierarchical": _standin_masses, "eval-binary": _binary_masses,
               "eval-continuous": _bootstrap_masses}[design.test]
     return Paths(np.array(masses(design, *statistics)), *sequence)
 
@@ -83,8 +103,9 @@ def draw(design: Design, scenario: str, difference: float, replicates: int, rng:
     ``correlated-t``, (wins, losses, n) for ``eval-binary``, (n, mean, variance with 1/n, the largest |difference|)
     for ``eval-continuous``;
     and the confidence sequence's (low, high, covered), or three None."""
-    drawer = {"correlated-t": _cross_validation, "eval-binary": _binary, "eval-continuous": _continuous}[design.test]
-    group = (design.folds or 1) if design.test == "correlated-t" else 1
+    drawer = {"correlated-t": _cross_validation, "hierarchical": _datasets, "eval-binary": _binary,
+              "eval-continuous": _continuous}[design.test]
+    group = (design.folds or 1) * (design.dataset_count or 1) if design.test in CV_TESTS else 1
     per_chunk = max(1, _CHUNK // (design.max_size * group))
     parts = [drawer(design, scenario, difference, min(per_chunk, replicates - start), rng)
              for start in range(0, replicates, per_chunk)]
@@ -95,6 +116,14 @@ def draw(design: Design, scenario: str, difference: float, replicates: int, rng:
 
 def _correlated_t_masses(design: Design, count, mean, variance):
     return correlated_t_masses(count, mean, variance, design.correlation, design.rope)
+
+
+def _standin_masses(design: Design, count, means, variances):
+    """The stand-in's masses, :data:`_PATHS_AT_ONCE` paths at a time (its integral holds nodes × datasets per look)."""
+    parts = [standin_masses(means[start:start + _PATHS_AT_ONCE], variances[start:start + _PATHS_AT_ONCE],
+                            count[start:start + _PATHS_AT_ONCE, :, None], design.correlation, design.rope)
+             for start in range(0, len(means), _PATHS_AT_ONCE)]
+    return tuple(np.concatenate(side) for side in zip(*parts))
 
 
 def _binary_masses(design: Design, wins, losses, count):
@@ -143,6 +172,20 @@ def _cross_validation(design: Design, scenario: str, difference: float, count: i
     variance = np.maximum(second - first**2 / n, 0) / (n - 1)
     statistics = np.broadcast_to(n, first.shape), difference + first / n, variance
     return statistics, _sequence(design, difference + centred.mean(axis=2), truth[:, 0, 0])
+
+
+def _datasets(design: Design, scenario: str, difference: float, count: int, rng) -> tuple:
+    """Each dataset's (n, x̄_i, s_i²) at the looks, (count, looks, datasets); no confidence sequence."""
+    q, tails = design.dataset_count, scenario == "misspecified"
+    effect = _student3(rng, (count, q)) if tails else rng.standard_normal((count, q))
+    truth = difference + design.planning_spread * effect  # δ_i
+    scale = np.exp(0.5 * rng.standard_normal((count, q)) - 0.25) if tails else np.ones((count, q))
+    means, variances = [], []
+    for i in range(q):
+        (n, mean, variance), _ = _cross_validation(design, scenario, 0.0, count, rng)
+        means.append(truth[:, i, None] + scale[:, i, None] * mean)
+        variances.append(scale[:, i, None] ** 2 * variance)
+    return (np.asarray(n), np.stack(means, axis=-1), np.stack(variances, axis=-1)), None
 
 
 def _binary(design: Design, scenario: str, difference: float, count: int, rng) -> tuple:

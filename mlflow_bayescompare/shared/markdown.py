@@ -23,6 +23,8 @@ from .report_html import Link
 __all__ = ["Description", "Markdown", "Raw", "raw", "strong", "emphasis", "escape"]
 
 _ENTITIES = {c: f"&#{ord(c)};" for c in "\\`*_[]|~@#"}
+#: each character :func:`escape` replaces, by what: the entities above and :func:`html.escape`'s (quotes too)
+_TRANSLATION = str.maketrans({**{c: html.escape(c, quote=True) for c in "&<>\"'"}, **_ENTITIES})
 #: ':' and '/' unless a space follows, '.' unless a space follows or it sits between digits (0.95): no "://",
 #: "www.x" or ":emoji:" is left, while sentences and numbers stay readable.
 _AUTOLINK_PUNCTUATION = re.compile(r"[:/](?!\s)|(?<!\d)\.(?!\s)|\.(?![\s\d])")
@@ -34,7 +36,7 @@ def escape(text: Any) -> str:
     """``text`` as inert Markdown on one line: HTML-escaped, with Markdown's punctuation, '@', '#' and the
     punctuation of :data:`_AUTOLINK_PUNCTUATION` as numeric entities, so showdown's GitHub flavour finds no markup,
     autolink (URL, ``www.``, e-mail), @mention or emoji in it."""
-    escaped = "".join(_ENTITIES.get(c) or html.escape(c, quote=True) for c in " ".join(str(text).split()))
+    escaped = " ".join(str(text).split()).translate(_TRANSLATION)
     return _AUTOLINK_PUNCTUATION.sub(lambda m: f"&#{ord(m.group())};", escaped)
 
 

@@ -20,6 +20,7 @@ Used beyond MLflow's public API:
 * ``flask.g.mlflow_authenticated_user``: the user MLflow's basic-auth signed in (from MLflow 3.14; before, the
   caller reads the request's basic-auth header);
 * ``mlflow.tracking.fluent._get_experiment_id``: the active experiment;
+* ``RunData._metric_objs``: a listed run's latest metric with its step and timestamp (:func:`latest_metric`);
 * ``mlflow.utils.search_utils.SearchUtils.parse_search_filter``: MLflow's parser of a runs filter string, the one
   every store applies (a module outside MLflow's documented API);
 * ``mlflow.utils.validation``: ``_validate_metric_name`` and ``_validate_param_name`` (with the public
@@ -48,15 +49,17 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import tempfile
 import threading
 import urllib.parse
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 __all__ = ["TRACKING_URI_ENV", "CREDENTIALS_ENV", "RETRY_LOGGER", "DATASET_CONTEXT", "COMPARED", "log_compared_inputs",
-           "active_experiment_id", "as_user",
+           "active_experiment_id", "as_user", "latest_metric",
            "authenticated_user", "backend_store_uri", "cors_allowed_origins", "end_run", "experiment_permission",
            "filter_problem", "is_own_artifact_folder", "is_valid_key", "register_auth_validator", "retry_notice",
-           "run_artifact_location", "download_top_artifact", "download_artifact", "top_artifacts",
+           "run_artifact_location", "download_top_artifact", "read_top_text", "download_artifact", "top_artifacts",
            "RUN_TYPE_TAG", "EVALUATION_RUN_TYPES", "TEST_NAME_TAG", "SCORER_TRACE_TAG", "ASSESSMENT_RUN_KEY",
            "TRACE_INPUTS_KEY", "TRACES_PAGE", "EVAL_TABLE", "served_by_uvicorn", "server_boot_id", "static_prefix",
            "own_artifact_folder", "tracking_store", "tracking_user"]
@@ -106,6 +109,13 @@ def active_experiment_id() -> str | None:
     from mlflow.tracking.fluent import _get_experiment_id
 
     return _get_experiment_id()
+
+
+def latest_metric(run, key: str) -> tuple[int, int, float] | None:
+    """The step, timestamp and value of the run's latest ``key`` as a search lists it (the public
+    ``run.data.metrics`` holds the value alone), or None."""
+    found = next((m for m in run.data._metric_objs if m.key == key), None)
+    return None if found is None else (found.step, found.timestamp, found.value)
 
 
 def is_valid_key(key: str) -> bool:
@@ -312,6 +322,23 @@ def download_top_artifact(client, run, name: str, destination: str) -> str | Non
         return download_artifact(client, name, destination, run_id=run.info.run_id)
     repo, located = run_artifact_location(run, name)
     return download_artifact(repo, located, destination)
+
+
+def read_top_text(client, run, name: str) -> str:
+    """The text of the run's top-level artifact ``name``, read where :func:`download_top_artifact` reads it but
+    without listing the run's artifacts first or resolving a ``runs:/`` URI (which reads the run again, and its
+    logged models): what a watch reads back at each look.  An artifact that is not there is MLflow's error."""
+    import mlflow.artifacts
+
+    with tempfile.TemporaryDirectory(prefix="bayescompare-") as tmp:
+        if _through_client(client, run):
+            with _switch(_PROGRESS_BAR_ENV, "false"):
+                path = mlflow.artifacts.download_artifacts(artifact_uri=f"{run.info.artifact_uri.rstrip('/')}/{name}",
+                                                           dst_path=tmp, tracking_uri=client.tracking_uri)
+        else:
+            repo, located = run_artifact_location(run, name)
+            path = download_artifact(repo, located, tmp)
+        return Path(path).read_text(encoding="utf-8")
 
 
 def _through_client(client, run) -> bool:

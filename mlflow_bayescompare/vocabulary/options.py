@@ -279,12 +279,15 @@ class PairOptions(OptionsBase):
 class WatchOptions(OptionsBase):
     """What a watch (``mlflow-bayescompare watch``, :mod:`..pipeline.watch`) reads besides its design: for
     ``correlated-t`` the dataset of two models' CV runs (found as ``compare`` finds them: :class:`SourceOptions`,
-    :class:`PairOptions`); for an evaluation test two evaluation runs and their scorer; and how it follows them."""
+    :class:`PairOptions`), for ``hierarchical`` their datasets; for an evaluation test two evaluation runs and their
+    scorer; and how it follows them."""
 
     _what = "watch options"
 
     dataset: str | None = option(None, "correlated-t: the dataset whose repeats grow (default: the one dataset both "
                                        "models have).", "str", nullable=True)
+    datasets: tuple[str, ...] = option((), "hierarchical: a dataset read (repeatable; default: every dataset both "
+                                           "models have).", "strings")
     run_a: str | None = option(None, "eval-binary, eval-continuous: the evaluation run of system A (its id).", "str",
                                nullable=True, max_length=64)
     run_b: str | None = option(None, "eval-binary, eval-continuous: the evaluation run of system B.", "str",

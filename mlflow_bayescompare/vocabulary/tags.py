@@ -19,7 +19,7 @@ __all__ = [
     "VERDICT", "DECISION", "DIAGNOSTICS", "TEST", "REPORT", "NO_REPORT", "BEST", "RANKING", "SOURCE_EXPERIMENTS",
     "STRICT", "REQUIRE", "DATASETS_LEFT_OUT", "CACHED_FROM", "CACHE_FOR", "metric_tag", "joined_names", "split_names",
     "JOB_OWNER", "JOB_REQUEST", "DEMO", "WATCH", "DESIGN_FINGERPRINT", "WATCH_SOURCES", "WATCH_ANSWER", "DATASET",
-    "RUN_A", "RUN_B", "SOURCE_RUNS",
+    "RUN_A", "RUN_B", "SOURCE_RUNS", "WATCH_STATE",
 ]
 
 KIND = "bayescompare.kind"
@@ -56,6 +56,7 @@ DATASET = "bayescompare.dataset"  # the dataset a watch reads the growing CV rep
 DESIGN_FINGERPRINT = "bayescompare.design_fingerprint"  # a watch run's registered design: sha256 of its design.json
 WATCH_SOURCES = "bayescompare.watch_sources"  # sha256 of the selection a watch reads: a later look finds it by it
 WATCH_ANSWER = "bayescompare.watch_answer"  # continue, a_better, b_better, equivalent or inconclusive
+WATCH_STATE = "bayescompare.watch_state"  # what a later look of a CV watch reads by (JSON: layout, keys, dataset)
 
 
 def metric_tag(tag: str, metric: str) -> str:

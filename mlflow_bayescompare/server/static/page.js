@@ -666,12 +666,16 @@
     showToggle(button, open, rows.length);
   }
 
-  // The row of the job followed, kept up with its stage while it runs.
+  // The row of the job followed, kept up with its stage while it runs, and its name once the run says which model
+  // ranked (the list itself is read again only after the job ends: a reader of the row at that moment saw the name
+  // of the running job).
   function updatePastRow(job) {
-    const td = document.querySelector('#past tr[data-run-id="' + job.run_id + '"] td.status');
-    if (!td) return;
+    const row = document.querySelector('#past tr[data-run-id="' + job.run_id + '"]');
+    if (!row) return;
+    const td = row.querySelector("td.status");
     td.className = "status " + String(job.status).toLowerCase();
     td.textContent = statusText(job);
+    if (!row.classList.contains("pair")) row.querySelector("a.show").textContent = pastName(job);
   }
 
   function formatTimes() {
