@@ -63,8 +63,8 @@ from mlflow.entities import AssessmentSource
 
 from mlflow_bayescompare.pipeline.watch import watch_runs
 from mlflow_bayescompare.pipeline.watchevals import read_kept_evals
-from mlflow_bayescompare.pipeline.watchgrown import CLOCK_MARGIN_MS, read_grown
-from mlflow_bayescompare.pipeline.watchsources import read_cv, read_evals
+from mlflow_bayescompare.pipeline.watchgrown import read_grown
+from mlflow_bayescompare.pipeline.watchsources import CLOCK_MARGIN_MS, read_cv, read_evals
 from mlflow_bayescompare.reads.cvlog import log_cv_scores
 from mlflow_bayescompare.reads.eval_traces import linked_traces
 from mlflow_bayescompare.runs import watchrun

@@ -16,8 +16,7 @@ from mlflow.entities import AssessmentSource
 
 from mlflow_bayescompare.pipeline.watch import watch_runs
 from mlflow_bayescompare.pipeline.watchevals import read_kept_evals
-from mlflow_bayescompare.pipeline.watchgrown import CLOCK_MARGIN_MS
-from mlflow_bayescompare.pipeline.watchsources import read_evals
+from mlflow_bayescompare.pipeline.watchsources import CLOCK_MARGIN_MS, read_evals
 from mlflow_bayescompare.reads.eval_traces import linked_traces
 from mlflow_bayescompare.runs import watchrun
 from mlflow_bayescompare.sequential import Design

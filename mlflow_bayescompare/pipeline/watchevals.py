@@ -1,7 +1,7 @@
 """A look's read of two ``mlflow.genai.evaluate`` runs by what the watch run keeps (issue 41: "a look on a grown run
 costs reading the new runs"): each trace read, its item key and the values that counted (``watch_reads.json``,
 :mod:`..reads.eval_kept`), and when the read began.  A continue look asks MLflow only for the traces started since
-then, less :data:`.watchgrown.CLOCK_MARGIN_MS`, and merges them with the kept ones: the same items, values and
+then, less :data:`.watchsources.CLOCK_MARGIN_MS`, and merges them with the kept ones: the same items, values and
 order as the whole read, as long as no earlier trace changed; an assessment added or overridden on an earlier trace
 is not seen so, and a look that would decide reads every trace first (:mod:`.watchlook`).
 
@@ -17,8 +17,7 @@ from ..reads.eval_kept import TracesKept
 from ..reads.eval_traces import LATENCY
 from ..sequential import Design
 from ..vocabulary.options import WatchOptions
-from .watchgrown import CLOCK_MARGIN_MS, READS_VERSION
-from .watchsources import STATE_VERSION, WatchData, read_evals
+from .watchsources import CLOCK_MARGIN_MS, READS_VERSION, STATE_VERSION, WatchData, read_evals
 
 __all__ = ["read_kept_evals"]
 

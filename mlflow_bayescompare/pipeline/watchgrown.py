@@ -5,10 +5,10 @@ layout, the model and dataset keys, the dataset), and by what each source run ga
 watch run's ``watch_reads.json``, :mod:`..runs.watchrun`).
 
 * With ``kept``, only the runs that can be new or changed are listed: those ended since the last look's read began
-  (less :data:`CLOCK_MARGIN_MS` for the clocks of the machines that log and read) and those still RUNNING (two
-  searches, MLflow's filter has no OR; of every model, the two kept), and one search lists the deleted runs, so
-  that a run an earlier look read and deleted since is named.  A listed run whose listing says what it said then
-  (its status, end time and the metric's latest step, timestamp and value: its signature) keeps its kept scores,
+  (less :data:`.watchsources.CLOCK_MARGIN_MS` for the clocks of the machines that log and read) and those still
+  RUNNING (two searches, MLflow's filter has no OR; of every model, the two kept), and one search lists the deleted
+  runs, so that a run an earlier look read and deleted since is named.  A listed run whose listing says what it said
+  then (its status, end time and the metric's latest step, timestamp and value: its signature) keeps its kept scores,
   and so does a kept run not listed; only the others' histories are read (one bulk call,
   :func:`..reads.fetch.fetch_histories`).  Such a read says how many runs it took unread
   (:attr:`.watchsources.WatchData.reused`).
@@ -37,16 +37,12 @@ from ..sequential import Design
 from ..vocabulary import mlflow_internals
 from ..vocabulary import tags as T
 from ..vocabulary.options import PairOptions, SourceOptions
-from .watchsources import STATE_VERSION, WatchData, paired_runs
+from .watchsources import CLOCK_MARGIN_MS, READS_VERSION, STATE_VERSION, WatchData, paired_runs
 
-__all__ = ["read_grown", "CLOCK_MARGIN_MS", "READS_VERSION"]
+__all__ = ["read_grown"]
 
 #: the kinds of key read from the run itself (the listing holds them)
 _READ_KINDS = ("tag", "param", "run-name")
-#: how long before the last look's read a run may have ended and still be listed again as possibly changed
-CLOCK_MARGIN_MS = 10 * 60 * 1000
-#: the version of what a look keeps of each source run it read (``kept``)
-READS_VERSION = 1
 
 
 def read_grown(client, design: Design, source: SourceOptions, pair: PairOptions, experiment_ids: list[str],

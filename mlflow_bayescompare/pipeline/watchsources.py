@@ -31,11 +31,16 @@ from ..vocabulary.errors import InputError
 from ..vocabulary.options import PairOptions, SourceOptions, WatchOptions
 from ..vocabulary.outcomes import counted
 
-__all__ = ["SourceRun", "WatchData", "STATE_VERSION", "read_cv", "paired_repeats", "reading_state", "paired_runs",
-           "source_runs", "read_evals"]
+__all__ = ["SourceRun", "WatchData", "STATE_VERSION", "READS_VERSION", "CLOCK_MARGIN_MS", "read_cv", "paired_repeats",
+           "reading_state", "paired_runs", "source_runs", "read_evals"]
 
 #: the version of what a CV watch keeps for its later looks (:func:`reading_state`)
 STATE_VERSION = 1
+#: the version of what a look keeps of each source run it read (``watch_reads.json``: CV runs, traces)
+READS_VERSION = 1
+#: how long before the last look's read a source (a run, a trace) may have ended or started and still be read again
+#: as possibly new or changed: the clocks of the machines that log and read
+CLOCK_MARGIN_MS = 10 * 60 * 1000
 
 _KIND = {"eval-binary": "pass_fail", "eval-continuous": "continuous"}
 _SHOWN = 5
