@@ -119,8 +119,8 @@ def calibration(args) -> None:
 
 
 def _timed(frame: pd.DataFrame, label: str, **options) -> float:
-    """CPU seconds of one ranking of ``frame``, end to end (printed with the wall time, the load and the fit's
-    diagnostics)."""
+    """CPU seconds of one ranking of ``frame``, end to end (printed with the wall time, the load, the joint fit's
+    diagnostics and the pairs' own fits')."""
     load, cpu, start = os.getloadavg()[0], cpu_now(), time.perf_counter()
     res = rank_models(frame, seed=1, **FIT, **options)
     seconds, cpu = time.perf_counter() - start, cpu_now() - cpu
@@ -129,6 +129,11 @@ def _timed(frame: pd.DataFrame, label: str, **options) -> float:
           f"cores; sampling {d['sampling_seconds']:.1f} s), R-hat {d['rhat_max']:.3f}, min ESS "
           f"{d['ess_bulk_min']:.0f}, {d['divergences']} divergences, {d['leapfrog_per_draw']:.1f} leapfrog steps per "
           f"draw; best {res.best}", flush=True)
+    pairs = d.get("pair_tests")
+    if pairs:
+        print(f"  of which the pairs, each fitted alone: {pairs['fits']} fits, sampling "
+              f"{pairs['sampling_seconds']:.1f} s, worst R-hat {pairs['rhat_max']:.3f}, min ESS "
+              f"{pairs['ess_bulk_min']:.0f}, {pairs['divergences']} divergences", flush=True)
     return cpu
 
 

@@ -10,12 +10,15 @@ means' contrast coordinates v_i = H_S'ȳ_i over the models S it has and the resi
 data's within-dataset spread; the paper's data-derived prior bounds; the sampler's change of variables
 :func:`whitening`) → ``stan/hierarchical_k.stan`` → :func:`.result.summarise`.  A dataset some models
 lack is fitted as it is (the program's rewrite 5: exact, nothing imputed); one with fewer than two models carries no
-contrast and is left out.
+contrast and is left out.  The ranking (P(best), ranks) reads this joint fit; every pair is then fitted alone by the
+same program at k = 2 (:func:`pair_tests`: the paper's model of the pair, so a pair's numbers are compare's and no
+other model moves them).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,16 +26,17 @@ import numpy as np
 from scipy import special
 
 from ....sampling import sampler
+from ....shared.posterior_summary import RHAT_LIMIT
 from ....vocabulary.console import log
 from ....vocabulary.errors import InputError
-from ....vocabulary.options import FitOptions, RankOptions
+from ....vocabulary.options import MATRIX_PAIR_WARMUP, WARMUP, FitOptions, RankOptions
 from ....vocabulary.outcomes import counted, divergent_transitions
 from ....vocabulary.progress import Progress, notify
 from ..common import lacking_lines, listed
-from .result import HierarchicalRankingResult, summarise
+from .result import HierarchicalRankingResult, PairFit, pair_fit, ranked_order, summarise
 
-__all__ = ["rank_hierarchical", "stan_inputs", "sufficient", "sufficient_data", "tau_forms", "helmert", "present",
-           "selection", "contrasts", "population_fit", "whitening", "Inputs", "HEADER", "FORM", "NU_CAP",
+__all__ = ["rank_hierarchical", "pair_tests", "stan_inputs", "sufficient", "sufficient_data", "tau_forms", "helmert",
+           "present", "selection", "contrasts", "population_fit", "whitening", "Inputs", "HEADER", "FORM", "NU_CAP",
            "RETRY_ADAPT_DELTA"]
 
 HEADER = "Cannot rank the models with the hierarchical model:"
@@ -89,11 +93,52 @@ def rank_hierarchical(scores, opts: RankOptions, progress: Progress | None = Non
     note = inputs.ragged_note(lines=True)
     if note:
         log.warning("the hierarchical model: %s", note)
+    if inputs.patched:
+        log.warning("no residual variation across folds on %s (the models' scores move together): their noise "
+                    "is taken as U(±rope), as the two-model test does", ", ".join(inputs.patched[:12]))
+    pair_warmup = opts.warmup
     opts = opts.with_seed().with_warmup()
     notify(progress, "sampling", f"{len(scores.models)} models on {counted(len(inputs.scores.datasets), 'dataset')} "
                                  f"(hierarchical model, {opts.chains} chains × {opts.draws} draws)")
     run, form = _sample(inputs.stan_data, opts, progress)
-    return summarise(scores, inputs, run, opts, form=form)
+    order = ranked_order(scores, inputs, run, opts)
+    pairs = [(order[i], worse) for i in range(len(order)) for worse in order[i + 1:]] if len(order) > 2 else []
+    fits = pair_tests(scores, pairs, dataclasses.replace(opts, warmup=pair_warmup), progress)
+    return summarise(scores, inputs, run, opts, form=form, pair_fits=fits)
+
+
+def pair_tests(scores, pairs: list[tuple[str, str]], opts: RankOptions,
+               progress: Progress | None = None) -> dict[frozenset[str], PairFit | None]:
+    """Each pair's own fit of the program at k = 2, on the datasets both models have, with the ranking's seed and its
+    models in the order of their names (a mirrored order would sample other draws of the same posterior): the
+    paper's model of the pair's difference, priors included (the program's header), i.e. ``compare``'s hierarchical
+    test, sampled in the integrated form.  A pair's numbers thus depend on its two models' scores alone: another
+    model joining or leaving cannot move them (issue 38, items 3-4).  Unless ``opts.warmup`` is given, a pair warms
+    up as a matrix's pairs do (:data:`~....vocabulary.options.MATRIX_PAIR_WARMUP`), and a fit whose chains then
+    disagree is sampled again after the full warm-up, keeping the smaller R-hat (the two-model test's rule).  A pair
+    the model cannot test (fewer than two shared datasets) gets ``None`` and a warning naming it."""
+    retry = opts.warmup is None
+    opts = opts.with_warmup(MATRIX_PAIR_WARMUP)
+    fits: dict[frozenset[str], PairFit | None] = {}
+    start = time.perf_counter()
+    for done, (a, b) in enumerate(sorted((a, b)) for a, b in pairs):  # one order per pair, whatever the ranking's
+        notify(progress, "sampling", f"pair {done + 1} of {len(pairs)}, {a} vs {b}, fitted alone "
+                                     f"({time.perf_counter() - start:.0f} s)")
+        index = [scores.models.index(a), scores.models.index(b)]
+        alone = dataclasses.replace(scores, models=[a, b], blocks=[block[:, index] for block in scores.blocks])
+        try:
+            inputs = stan_inputs(alone, opts)
+        except InputError as error:
+            log.warning("the pair %s vs %s is not tested: %s", a, b, "; ".join(error.problems))
+            fits[frozenset((a, b))] = None
+            continue
+        run, form = _sample(inputs.stan_data, opts, None)
+        fit = pair_fit(alone, inputs, run, form)
+        if retry and not fit.diagnostics["rhat_max"] <= RHAT_LIMIT:
+            again = pair_fit(alone, inputs, *_sample(inputs.stan_data, dataclasses.replace(opts, warmup=WARMUP), None))
+            fit = again if again.diagnostics["rhat_max"] < fit.diagnostics["rhat_max"] else fit
+        fits[frozenset((a, b))] = fit
+    return fits
 
 
 def stan_inputs(scores, opts: RankOptions) -> Inputs:
@@ -114,8 +159,6 @@ def stan_inputs(scores, opts: RankOptions) -> Inputs:
     if patched:  # as prepare.py's noise U(±rope) on a constant dataset: its expected residual sum of squares
         floor = (n - 1) * p * (opts.metric_rope / scale) ** 2 / 3 / (1 - rho)
         c = np.where(c <= 1e-12, floor, c)
-        log.warning("no residual variation across folds on %s (the models' scores move together): their noise "
-                    "is taken as U(±rope), as the two-model test does", ", ".join(patched[:12]))
     largest = max(float(np.max(np.ptp(b[:, s], axis=1))) for b, s in zip(blocks, models)) / scale
     upper = FitOptions.std_upper_bound
     data = {**sufficient_data(v, c, n, rho, models, k), "d_bound": max(largest, opts.metric_rope / scale) / 2**0.5,

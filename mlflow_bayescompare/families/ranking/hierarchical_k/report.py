@@ -17,13 +17,11 @@ REFERENCE = ("Hierarchical model of G. Corani, A. Benavoli, J. Demšar, F. Mangi
              "extended from one difference to k models (stan/hierarchical_k.stan): the models' per-dataset means with "
              "the correlated-t likelihood of the folds, drawn from a multivariate Student-t population across "
              "datasets whose covariance is the models' own (each pair of models its own spread).")
-#: why the ranking's pairs and the pair tests shown beside it can differ
-DIFFERS = ("The ranking's pair probabilities come from one model of all the models (each pair its own spread, each "
-           "dataset's noise and tails shared by its models); each pair test fits its two models alone. They answer "
-           "the same question with different numbers: on real data (scikit-learn's CV and the paper's) up to 0.20 "
-           "apart in the next dataset's probabilities and 0.63 in P(better / rope / worse) (the README's "
-           "ranking section). To decide about one pair, quote the pair test (compare); quote the ranking for P(best), "
-           "the order and claims about many models.")
+#: how the ranking's pairs relate to the pair tests shown beside them
+DIFFERS = ("Each pair's probabilities come from that pair's own fit of the paper's model (compare's hierarchical test, "
+           "sampled in another form), so another model joining or leaving does not move them; they match the pair "
+           "test within Monte-Carlo error. P(best), the order and the ranks come from one model of every model, so "
+           "the order can put first a model that its pair test does not call better.")
 RANKING_HEADER = ["rank", "model", "P(best)", "P(best next)", "mean rank", "rank HDI", "effect", "δ − δ(leader)",
                   "HDI"]
 PAIR_HEADER = ["pair", "difference", "HDI", "P(better)", "P(rope)", "P(worse)", "credible"]
@@ -52,8 +50,7 @@ def _about(res: HierarchicalRankingResult) -> str:
             "dataset); effects and differences in metric units with their "
             f"{s['hdi_prob']:g} HDI. Each pair's P(better / rope / worse) answers compare's question about the next "
             "dataset (the share of posterior draws in which the next dataset's difference falls most probably "
-            "beyond, inside or below the rope), from the joint model of every model, where each pair has its own "
-            f"spread. A pair is credible when {rule_words(s['threshold'])}. {DIFFERS}")
+            f"beyond, inside or below the rope). A pair is credible when {rule_words(s['threshold'])}. {DIFFERS}")
 
 
 def render_markdown(res: HierarchicalRankingResult, metric: str) -> Markdown:
@@ -75,8 +72,8 @@ def text_lines(res: HierarchicalRankingResult) -> list[str]:
     """What the command line prints under the ranking's table and headline: the pairs (and the ``--vs`` table), in
     the better-first orientation."""
     s = res.settings
-    lines = [f"Pairs (rope ±{s['metric_rope']:g}; P(better / rope / worse) on the next dataset, compare's question "
-             f"answered by the joint model of every model; credible: {rule_words(s['threshold'])}):"]
+    lines = [f"Pairs (rope ±{s['metric_rope']:g}; P(better / rope / worse) on the next dataset, compare's question, "
+             f"each pair fitted alone; credible: {rule_words(s['threshold'])}):"]
     width = max(len(f"{r.better} > {r.worse}") for r in res.pairs.itertuples())
     p, shown = format_probability, aligned(res.pairs)
     lines += [f"  {f'{r.better} > {r.worse}'.ljust(width)}  {shown[i][0]}  P(better) {p(r.p_better)} · "
