@@ -103,8 +103,10 @@ def rank_hierarchical(scores, opts: RankOptions, progress: Progress | None = Non
     run, form = _sample(inputs.stan_data, opts, progress)
     order = ranked_order(scores, inputs, run, opts)
     pairs = [(order[i], worse) for i in range(len(order)) for worse in order[i + 1:]] if len(order) > 2 else []
-    fits = pair_tests(scores, pairs, dataclasses.replace(opts, warmup=pair_warmup), progress)
-    return summarise(scores, inputs, run, opts, form=form, pair_fits=fits)
+    given = dict(scores.pair_tests or {})
+    fits = pair_tests(scores, [p for p in pairs if frozenset(p) not in given],
+                      dataclasses.replace(opts, warmup=pair_warmup), progress)
+    return summarise(scores, inputs, run, opts, form=form, pair_fits={**given, **fits} if pairs else None)
 
 
 def pair_tests(scores, pairs: list[tuple[str, str]], opts: RankOptions,

@@ -34,7 +34,7 @@ from ....vocabulary.versions import versions
 from ..common import SAMPLE_STATS, VERDICTS, CredibleRule, RankedModels, better_matrix, credible, rank_table, verdict
 
 __all__ = ["HierarchicalRankingResult", "summarise", "metric_draws", "ranked_order", "PairFit", "pair_fit",
-           "PairSource", "three_way", "versus_table", "NEXT_PER_DRAW"]
+           "PairSource", "pair_fit_of_test", "three_way", "versus_table", "NEXT_PER_DRAW"]
 
 #: simulated next datasets per posterior draw (P(best) on the next dataset, the joint claim)
 NEXT_PER_DRAW = 8
@@ -192,6 +192,22 @@ class PairFit:
     models: list[str]
     draws: dict[str, np.ndarray]
     diagnostics: dict[str, Any]
+
+
+def pair_fit_of_test(test, greater_is_better: bool) -> PairFit:
+    """The :class:`PairFit` of the two-model hierarchical test's result ``test`` (a matrix's pair, compare's fit of
+    the same model): per draw the next dataset's difference is t_ν(δ0, σ0) (Sec. "The inference of the test"), so
+    δ = ±δ0/2 and C = diag(σ0²/2, σ0²/2) give the pair its δ0 and its spread σ0, oriented so that greater is
+    better (the test's draws are a − b in metric units); a Gaussian population (no ν drawn) is ν = ∞."""
+    sign = 1.0 if greater_is_better else -1.0
+    half = sign * np.asarray(test.draws["delta0"]) / 2
+    variance = np.asarray(test.draws["sigma0"]) ** 2 / 2
+    zero = np.zeros_like(variance)
+    return PairFit([test.model_a, test.model_b], {
+        "delta": np.stack([half, -half], axis=-1),
+        "covariance": np.stack([np.stack([variance, zero], -1), np.stack([zero, variance], -1)], -2),
+        "nu": np.asarray(test.draws["nu"]) if "nu" in test.draws else np.full_like(variance, np.inf)},
+        {**test.diagnostics, "warnings": list(test.diagnostics.get("warnings") or [])})
 
 
 def pair_fit(scores, inputs, run: sampler.Run, form: str) -> PairFit:
