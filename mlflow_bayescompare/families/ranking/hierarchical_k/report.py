@@ -20,8 +20,9 @@ REFERENCE = ("Hierarchical model of G. Corani, A. Benavoli, J. Demšar, F. Mangi
 #: how the ranking's pairs relate to the pair tests shown beside them
 DIFFERS = ("Each pair's probabilities come from that pair's own fit of the paper's model (compare's hierarchical test, "
            "sampled in another form; in a matrix, its own pair tests), so another model joining or leaving does not "
-           "move them, and they are the pair test's within Monte-Carlo error. P(best), the order and the ranks come from one model of every model, so "
-           "the order can put first a model that its pair test does not call better.")
+           "move them, and they are the pair test's within Monte-Carlo error. P(best), the order and the ranks come "
+           "from one model of every model, so the order can put first a model that its pair test does not call "
+           "better.")
 RANKING_HEADER = ["rank", "model", "P(best)", "P(best next)", "mean rank", "rank HDI", "effect", "δ − δ(leader)",
                   "HDI"]
 PAIR_HEADER = ["pair", "difference", "HDI", "P(better)", "P(rope)", "P(worse)", "credible"]

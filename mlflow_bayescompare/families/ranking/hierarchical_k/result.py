@@ -53,14 +53,16 @@ class HierarchicalRankingResult(RankedModels):
             other model better by more than the rope on the next dataset), from simulated next datasets: the claim
             ``none-better=<model>``), p_not_worse_than_leader (p_better + p_rope of the model against the leader,
             the claim ``not-worse`` of ``compare``: the claim ``not-worse-than-best=<model>``; 1 for the leader).
-        pairs: one row per pair in the ranking's order, better first: better, worse, difference (δ_better −
-            δ_worse, metric units), hdi_low, hdi_high, p_better, p_rope, p_worse (the two-model test's statistic),
+        pairs: one row per pair in the ranking's order, better first, read off the pair's own fit
+            (``settings['pairs_from']``): better, worse, difference (δ_better − δ_worse, metric units), hdi_low,
+            hdi_high, p_better, p_rope, p_worse (the two-model test's statistic; NaN for a pair not tested),
             next_better, next_rope, next_worse (the outcomes' probabilities on the next dataset), p_above
             (P(δ_better > δ_worse)), credible (:attr:`rule`, :func:`..common.credible`).
         versus: one row per model but the reference (``settings['vs_reference']``, the leader unless ``vs`` names
             one): model, reference, p_better, p_rope, p_worse, next_better, next_rope, next_worse (the model
             against the reference), difference, hdi_low, hdi_high, verdict (:data:`..common.VERDICTS`).
-        diagnostics: R-hat, ESS, divergences, ..., parameterisation, warnings.
+        diagnostics: R-hat, ESS, divergences, ..., parameterisation, warnings (the joint fit's, then each pair's
+            fit's, named by its pair); ``pair_tests``: the worst of the pairs' own fits.
         settings: the options, the datasets fitted, on a ragged grid the datasets each model lacks among them
             (``lacking``) and those left out for holding fewer than two models (``datasets_left_out``), rho,
             scale, the seed, the backend, the versions.
