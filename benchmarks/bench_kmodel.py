@@ -13,15 +13,24 @@
   lacks two of its folds), 10 models × 100 datasets × 10 folds, and the growth in k and in datasets; the program
   compiled first (not timed), 4 chains × (1000 + 1000), end to end (reading, fit, summaries); wall time, the 1-min
   load average, and the CPU seconds of the process tree (``proc_cpu.cpu_now``), whose half is the wall time on 2
-  idle cores (the 4 chains keep both busy).
+  idle cores (the 4 chains keep both busy); ``--vs-unscaled``: issue 27's two targets only, each fitted by
+  ``benchmarks/hierarchical_k_unscaled.stan`` (the program before its sampler's coordinates were scaled: the same
+  model) and by the current program in turn, ``--rounds`` times, under the same load.
 
     python benchmarks/bench_kmodel.py interaction [--replicates 50]
     python benchmarks/bench_kmodel.py ordered|agreement|sbc|speed [...]
+    nice -n 10 python benchmarks/bench_kmodel.py speed --vs-unscaled [--rounds 1]
+    nice -n 10 python benchmarks/bench_kmodel.py same-posterior
+
+* ``same-posterior``: the current program against the unscaled one (the same model) on Wainer's data and a small
+  ragged grid, different seeds: each posterior mean (δ, σ0, ν) |difference| / its Monte-Carlo se (bench_pairs.py's
+  ``reference``), the sd ratios, and the pairs' P(better).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import time
@@ -33,8 +42,8 @@ from proc_cpu import cpu_now
 
 from mlflow_bayescompare.families.hierarchical.engine import hierarchical_test
 from mlflow_bayescompare.families.ranking.engine import Scores, rank_models
-from mlflow_bayescompare.families.ranking.hierarchical_k import rank_hierarchical
-from mlflow_bayescompare.sampling import sampler
+from mlflow_bayescompare.families.ranking.hierarchical_k.engine import rank_hierarchical
+from mlflow_bayescompare.sampling import programs, sampler
 from mlflow_bayescompare.simulation import rankings, sbc
 from mlflow_bayescompare.vocabulary.options import RankOptions
 
@@ -110,6 +119,8 @@ def calibration(args) -> None:
 
 
 def _timed(frame: pd.DataFrame, label: str, **options) -> float:
+    """CPU seconds of one ranking of ``frame``, end to end (printed with the wall time, the load, the joint fit's
+    diagnostics and the pairs' own fits')."""
     load, cpu, start = os.getloadavg()[0], cpu_now(), time.perf_counter()
     res = rank_models(frame, seed=1, **FIT, **options)
     seconds, cpu = time.perf_counter() - start, cpu_now() - cpu
@@ -118,17 +129,83 @@ def _timed(frame: pd.DataFrame, label: str, **options) -> float:
           f"cores; sampling {d['sampling_seconds']:.1f} s), R-hat {d['rhat_max']:.3f}, min ESS "
           f"{d['ess_bulk_min']:.0f}, {d['divergences']} divergences, {d['leapfrog_per_draw']:.1f} leapfrog steps per "
           f"draw; best {res.best}", flush=True)
-    return seconds
+    pairs = d.get("pair_tests")
+    if pairs:
+        print(f"  of which the pairs, each fitted alone: {pairs['fits']} fits, sampling "
+              f"{pairs['sampling_seconds']:.1f} s, worst R-hat {pairs['rhat_max']:.3f}, min ESS "
+              f"{pairs['ess_bulk_min']:.0f}, {pairs['divergences']} divergences", flush=True)
+    return cpu
+
+
+@contextlib.contextmanager
+def _unscaled():
+    """``rank_models`` fitting ``benchmarks/hierarchical_k_unscaled.stan`` in place of the current program."""
+    current = programs.PROGRAMS["hierarchical_k"]
+    programs.PROGRAMS["hierarchical_k"] = Path(__file__).resolve().parent / "hierarchical_k_unscaled.stan"
+    try:
+        yield
+    finally:
+        programs.PROGRAMS["hierarchical_k"] = current
+
+
+def _targets() -> dict:
+    """Issue 27's two speed targets: their labels and ``_timed``'s arguments."""
+    return {"Wainer 16 models x 131 datasets x 4 folds (target 30 s)":
+            (pd.read_csv(DATA), dict(dataset="db", folds=4, drop_incomplete=True)),
+            "10 models x 100 datasets x 10 folds (target 60 s)":
+            (rankings.scores(rankings.Scenario(means=(0.0,) * 10, datasets=100), np.random.default_rng(1)), {})}
+
+
+def _side_by_side(rounds: int) -> None:
+    """The unscaled program and the current one in turn on each target, ``rounds`` times: CPU seconds and ratio."""
+    with _unscaled():
+        print(f"compile the unscaled program {sampler.compile_program('hierarchical_k'):.0f} s (not timed)", flush=True)
+    for label, (frame, options) in _targets().items():
+        for r in range(rounds):
+            with _unscaled():
+                before = _timed(frame, f"{label}, unscaled, round {r + 1}", **options)
+            after = _timed(frame, f"{label}, current, round {r + 1}", **options)
+            print(f"  CPU current / unscaled: {after / before:.2f}", flush=True)
+
+
+def same_posterior(args) -> None:
+    from bench_pairs import _mc_error
+
+    cases = {**dict(list(_targets().items())[:1]),
+             "ragged 5 models x 12 datasets x 10 folds, 30% of the cells missing":
+             (rankings.scores(rankings.Scenario(interaction=0.02, missing=0.3, datasets=12), np.random.default_rng(5)),
+              dict(folds=10))}
+    for label, (frame, options) in cases.items():
+        with _unscaled():
+            before = rank_models(frame, seed=1, **FIT, **options)
+        after = rank_models(frame, seed=2, **FIT, **options)
+        gaps, ratios = {}, []
+        for name in ("delta", "sigma0", "nu"):
+            ours, theirs = (np.asarray(r.draws[name]).reshape(FIT["chains"], FIT["draws"], -1) for r in (after, before))
+            for j in range(ours.shape[-1]):
+                x, y = ours[..., j].ravel(), theirs[..., j].ravel()
+                gaps[f"{name}_{j + 1}"] = abs(x.mean() - y.mean()) / np.hypot(_mc_error(x, 4), _mc_error(y, 4))
+                ratios.append(x.std() / y.std())
+        worst = max(gaps, key=gaps.get)
+        p_before = {(b, w): p for b, w, p in before.pairs[["better", "worse", "p_better"]].itertuples(index=False)}
+        moved = [abs(p - p_before[(b, w)]) for b, w, p in after.pairs[["better", "worse", "p_better"]]
+                 .itertuples(index=False) if (b, w) in p_before]
+        print(f"{label}: {len(gaps)} posterior means, |difference| / its Monte-Carlo se: median "
+              f"{np.median(list(gaps.values())):.2f}, largest {gaps[worst]:.2f} ({worst}), over 3: "
+              f"{sum(g > 3 for g in gaps.values())}; sd ratios {min(ratios):.2f}-{max(ratios):.2f}; P(better) of "
+              f"{len(moved)} of {len(after.pairs)} pairs in the same order: |difference| median "
+              f"{np.median(moved):.3f}, largest {max(moved):.3f}; divergences {before.diagnostics['divergences']} / "
+              f"{after.diagnostics['divergences']}", flush=True)
 
 
 def speed(args) -> None:
     print(f"compile {sampler.compile_program('hierarchical_k'):.0f} s (not timed); {os.cpu_count()} CPUs; load "
           f"{os.getloadavg()[0]:.1f}", flush=True)
-    ll = pd.read_csv(DATA)
-    _timed(ll, "Wainer 16 models x 131 datasets x 4 folds (target 30 s)", dataset="db", folds=4,
-           drop_incomplete=True)
-    _timed(rankings.scores(rankings.Scenario(means=(0.0,) * 10, datasets=100), np.random.default_rng(1)),
-           "10 models x 100 datasets x 10 folds (target 60 s)")
+    if args.vs_unscaled:
+        _side_by_side(args.rounds)
+        return
+    for label, (frame, options) in _targets().items():
+        _timed(frame, label, **options)
     for k in (5, 10, 20):
         _timed(rankings.scores(rankings.Scenario(means=(0.0,) * k, datasets=50), np.random.default_rng(2)),
                f"growth: {k} models x 50 datasets x 10 folds")
@@ -139,17 +216,20 @@ def speed(args) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("study", choices=("interaction", "ordered", "agreement", "sbc", "speed"))
+    parser.add_argument("study", choices=("interaction", "ordered", "agreement", "sbc", "speed", "same-posterior"))
     parser.add_argument("--replicates", type=int, default=50)
     parser.add_argument("--seed", type=int, default=27)
     parser.add_argument("--q", type=int, default=10)
     parser.add_argument("--models", type=int, default=4)
     parser.add_argument("--missing", type=float, default=0.0,
                         help="sbc: the chance that a model is missing on a dataset (a ragged grid)")
+    parser.add_argument("--vs-unscaled", action="store_true",
+                        help="speed: issue 27's targets by the unscaled program and the current one, in turn")
+    parser.add_argument("--rounds", type=int, default=1, help="speed --vs-unscaled: fits of each program per target")
     args = parser.parse_args()
     logging.getLogger("mlflow_bayescompare").setLevel(logging.ERROR)
     {"interaction": interaction, "ordered": ordered, "agreement": agreement, "sbc": calibration,
-     "speed": speed}[args.study](args)
+     "speed": speed, "same-posterior": same_posterior}[args.study](args)
     return 0
 
 

@@ -110,13 +110,16 @@ def matrix_text(outcome, tracking_uri) -> str:
     else:
         lines = [f"Ranking of {len(outcome.models)} models · {metric}:",
                  outcome.ranking.to_string(index=False, float_format=lambda v: f"{v:.3f}")]
-    lines.append(f"Pairs: {tests_named(outcome.summary.tests)} (the more probably better model first)")
+    beside = outcome.bbt is not None and outcome.bbt.model == "hierarchical"
+    lines.append(f"Pairs: {tests_named(outcome.summary.tests)} (the more probably better model first)"
+                 + ("; beside each, the ranking's P(first better) and whether it is credible" if beside else ""))
     width = max(len(f"{a} vs {b}") for a, b in outcome.pairs)
     for o in outcome.pairs.values():
         (first, p_first), (second, p_second) = sorted(((o.model_a, o.p_a_better), (o.model_b, o.p_b_better)),
                                                       key=lambda side: -side[1])
         lines.append(f"  {f'{first} vs {second}'.ljust(width)}  P(first) {p_first:.3f} · rope {o.p_rope:.3f} · "
-                     f"P(second) {p_second:.3f}  {o.verdict}")
+                     f"P(second) {p_second:.3f}  {o.verdict}"
+                     + (_ranked_pair(outcome.bbt, first, second) if beside else ""))
         lines += ["  " + line for line in _left_out_lines(o)]
     ranked = ranking_model(outcome.bbt.model) if outcome.bbt is not None else None
     if ranked is not None and ranked.differs and ranked.part("differs") not in lines:  # unless the ranking said it
@@ -124,6 +127,19 @@ def matrix_text(outcome, tracking_uri) -> str:
     if outcome.run_id:
         lines += _where(tracking_uri, "Parent run", outcome.run_id, outcome.experiment_id)
     return "\n".join(lines)
+
+
+def _ranked_pair(ranking, first: str, second: str) -> str:
+    """`` | ranking 0.962 credible``: the hierarchical ranking's P(first better) for a pair of a matrix, and its
+    credible rule's word (:func:`.families.ranking.common.credible`), shown beside compare's verdict."""
+    pairs = ranking.pairs
+    row = pairs[pairs["better"].isin((first, second)) & pairs["worse"].isin((first, second))]
+    if row.empty:
+        return ""
+    r = row.iloc[0]
+    p_first = r.p_better if r.better == first else r.p_worse
+    credible = bool(r.credible) and r.better == first
+    return f" | ranking {p_first:.3f}{' credible' if credible else ''}"
 
 
 def _ranking_table(ranking, columns: list[str]) -> str:

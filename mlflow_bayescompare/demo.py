@@ -85,7 +85,7 @@ def run_demo(
     rows = ranking.ranking[["model", "p_best", "mean_rank"]].to_string(index=False, float_format=lambda v: f"{v:.3f}")
     a, b = MODELS[:2]
     address, serve = ui_address(shown, outcome.experiment_id, outcome.run_id)
-    family = ranking_model(ranking.result.model)  # the ranking and the pair test beside it: why they can differ
+    family = ranking_model(ranking.result.model)  # the ranking and the pair test beside it: how they relate
     differs = f"{family.part('differs')}\n" if family.differs else ""
     echo(f"\nRanking of {len(MODELS)} models ({family.title}):\n{rows}\n{headline(ranking.result)}\n"
          f"  ranking run: {ui_address(shown, ranking.experiment_id, ranking.run_id)[0]}\n"

@@ -9,22 +9,36 @@
 //   y_ijf = theta_ij + u_if + e_ijf,   e_ij. ~ MVN(0, sigma_i^2 M_i),  M_i = (1 - rho_i) I + rho_i 1 1'    [eq:mvn]
 //     u_if: the fold's effect, shared by the models (flat prior, integrated out);
 //     sigma_i: one noise scale per dataset, shared by its models (flat prior; see "Choices").
-//   theta_ij = delta_j + sigma0 sqrt(lambda_i) z_ij,  z_ij ~ N(0, 1),  lambda_i ~ InvGamma(nu/2, nu/2) shared by
-//     the models of dataset i: a multivariate Student-t, so every contrast theta_ij - theta_il ~
-//     t_nu(delta_j - delta_l, sqrt(2) sigma0): with k = 2, the paper's delta_i ~ t_nu(delta0, sigma0')  [eq:delta_i]
-//     with delta0 = delta_1 - delta_2 and sigma0' = sqrt(2) sigma0.
+//   phi_i = H' theta_i = d + sqrt(lambda_i) Omega^(1/2) z_i,  z_i ~ N(0, I_p),  lambda_i ~ InvGamma(nu/2, nu/2)
+//     shared by the models of dataset i: the datasets' contrasts are multivariate Student-t with scale matrix Omega
+//     (p x p, p = k - 1, unstructured), so a pair's contrast theta_ij - theta_il ~ t_nu(delta_j - delta_l, s_jl),
+//     s_jl^2 = C_jj + C_ll - 2 C_jl with C = H Omega H' the covariance of the models' effects: each pair has its
+//     own spread (issue 38; the program of issue 27 had Omega = sigma0^2 I, the one spread sqrt(2) sigma0 for every
+//     pair).  With k = 2, Omega = sigma0^2 and the difference is t_nu(delta_1 - delta_2, sqrt(2) sigma0): the
+//     paper's delta_i ~ t_nu(delta0, sigma0') [eq:delta_i] with delta0 = delta_1 - delta_2, sigma0' = sqrt(2) sigma0.
+//   Omega = sigma0^2 R:  sigma0 = sqrt(tr(Omega) / p) ~ U(0, sigma0_high), the paper's prior at every k (the pairs'
+//     variances average 2 sigma0^2: sum_{j<l} s_jl^2 = k tr(Omega));  the shape R = p W / tr(W), W ~ Wishart(I_p, m),
+//     m = shape_df = p, whose density on tr(R) = p is proportional to |R|^((m - p - 1)/2) = |R|^(-1/2): invariant
+//     under rotations of the contrasts, so symmetric in the models (permuting the models rotates the contrasts), and
+//     flat on the sd of each direction near zero, as sigma0 is.  At k = 2, R = 1: the paper's model, priors included.
 //   nu = 1 + nu',  nu' ~ Gamma(alpha, beta), alpha ~ U, beta ~ U  (Sec. 3, the paper's default prior)
-//   sigma0 ~ U(0, sigma0_high),  delta identified up to a common shift (only contrasts meet the data, as the
-//     paper works on differences): delta = H d, H the orthonormal Helmert basis of the sum-zero subspace
-//     (Stan 2.35, httpstan 4.13's, has no sum_to_zero_vector), d ~ U(-d_bound, d_bound)^(k-1).
+//   delta identified up to a common shift (only contrasts meet the data, as the paper works on differences):
+//     delta = H d, H the orthonormal Helmert basis of the sum-zero subspace (Stan 2.35, httpstan 4.13's, has no
+//     sum_to_zero_vector), d ~ U(-d_bound, d_bound)^(k-1).
 // The hyper-priors map onto the paper's at k = 2 (hierarchical_k.py scales them to the data as prepare.py does):
 // delta_1 - delta_2 = sqrt(2) d, so d_bound = max|pair difference| / sqrt(2) is the paper's delta0 ~ U(+-max|x|);
 // sigma0_high = 1000 sd(v) is the paper's sigma0' ~ U(0, 1000 sd(xbar)), v = xbar / sqrt(2) below.  Where some models
 // lack a dataset (rewrite 5), the largest pair difference is taken over the pairs each dataset has, and sd(v)^2 is
 // sum_i |v_i - A_i dhat|^2 / (sum_i p_i - p), dhat the least-squares fit of v_i ~ A_i d: with every model, dhat is the
 // mean of the v_i and this is the mean over the coordinates of their variance, as before (hierarchical_k.py).
+// Other populations tried (benchmarks/README.md): a scale per model (a pair's spread sqrt(tau_j^2 + tau_l^2)) puts
+// nearly identical models (j48 and j48gr on the paper's data, spread 0.0004) far apart; flat independent
+// eigen-scales with a Haar rotation (Gram-Schmidt of a Gaussian matrix) switch labels, and had not finished 4 x 2000
+// iterations on Wainer's 16 x 131 after 7 CPU minutes; |Omega|^(-1/2) on a box of its Cholesky factor, without
+// sigma0, weighs the overall spread by Omega's volume (about p datasets' worth) and sampled at tree depth 10 there.
 //
-// Exact rewrites (tests/test_hierarchical_k.py checks them against the direct likelihood):
+// Exact rewrites (tests/test_hierarchical_k.py checks them against the direct likelihood; benchmarks/
+// hierarchical_k_direct.stan samples the model without them):
 //  1. The fold effect integrated out.  With w_j = 1/sigma_ij^2, h = sum_j w_j, Q(v) = v' M^-1 v =
 //     SS_within(v) / (1 - rho) + n vbar^2 / (1 + (n - 1) rho), and r_j = y_ij - theta_ij 1, completing the square in
 //     u_i gives  log p(y_i | theta, sigma) = -n sum_j log sigma_ij - (n/2) log h - 1/2 sum_j w_j Q(r_j)
@@ -35,33 +49,38 @@
 //       Q_i = c_i + m_i |v_i - phi_i|^2,  c_i = tr(H' W_i H) / (1 - rho_i),  m_i = n_i / (1 + (n_i - 1) rho_i),
 //     v_i = H' ybar_i, phi_i = H' theta_i (the k - 1 = p contrast coordinates), W_i the within-fold cross-product
 //     matrix: two numbers and a p-vector per dataset.
-//  3. theta_i enters only through phi_i = H' theta_i = d + sigma0 sqrt(lambda_i) H' z_i, and H' z_i ~ N(0, I_p): the
-//     component of z_i along 1 never meets the data and is integrated out (as bbt.stan's mean strength).
-//  4. phi_i integrated out.  Given lambda_i and sigma_i, phi_i ~ N(d, sigma0^2 lambda_i I_p) and the likelihood is
-//     Gaussian in phi_i, so  int sigma^(-n p) exp(-Q_i / (2 sigma^2)) N(phi_i; d, s^2 I) dphi_i
-//       = (2 pi / m_i)^(p/2) sigma_i^(-(n_i - 1) p) exp(-c_i / (2 sigma_i^2)) N(v_i; d, (s^2 + sigma_i^2 / m_i) I_p),
-//     s^2 = sigma0^2 lambda_i.  Two scalars per dataset are left (sigma_i, lambda_i), whatever k: the density costs
-//     O(k) per dataset, the sampler moves 2 q + k + 3 coordinates, and there is no funnel between sigma0 and the
-//     datasets' effects (there are none left to sample).  (With k = 2 the paper's delta_i is sqrt(2) phi_i.)
+//  3. theta_i enters only through phi_i = H' theta_i: the models' common level on a dataset never meets the data.
+//  4. phi_i integrated out.  Given lambda_i and sigma_i, phi_i ~ N(d, lambda_i Omega) and the likelihood is
+//     Gaussian in phi_i, so  int sigma^(-n p) exp(-Q_i / (2 sigma^2)) N(phi_i; d, lambda_i Omega) dphi_i
+//       = (2 pi / m_i)^(p/2) sigma_i^(-(n_i - 1) p) exp(-c_i / (2 sigma_i^2)) N(v_i; d, lambda_i Omega + e_i I_p),
+//     e_i = sigma_i^2 / m_i.  The noise is isotropic in the contrast coordinates (one sigma_i, H'H = I), so with
+//     Omega = U diag(s) U' (one eigen-decomposition per evaluation, O(p^3)) the rotated U'(v_i - d) has p independent
+//     coordinates of variances lambda_i s_r + e_i: O(p^2) per dataset for the rotation, whatever the datasets' count
+//     of Omega's entries; two scalars per dataset are sampled (sigma_i, lambda_i).  This holds because sigma_i is one
+//     per dataset: a noise scale per model would make lambda_i Omega + H' diag(sigma_ij^2 / m_i) H a p x p matrix to
+//     factor on every dataset (O(q p^3) per evaluation: on Wainer's 16 x 131, beyond the speed target).
+//     (With k = 2 the paper's delta_i is sqrt(2) phi_i.)
 //  5. A dataset with some models only (k_i < k; exact, nothing imputed).  Rewrites 1-2 hold over the models S_i present
 //     (the fold effect is shared by them), with H_S = helmert(k_i), v_i = H_S' ybar_i(S_i), c_i = tr(H_S' W_i H_S) /
-//     (1 - rho_i), p_i = k_i - 1 in place of p and w_i = (n_i - 1) p_i.  theta_i(S) = (H d)_S + sigma0 sqrt(lambda_i)
-//     z_S, so phi_i = H_S' theta_i(S) = A_i d + sigma0 sqrt(lambda_i) H_S' z_S with A_i = H_S' E_S H (p_i x p, E_S the
-//     rows of S), and H_S' z_S ~ N(0, I_{p_i}) as H_S has orthonormal columns: rewrite 3 holds, and rewrite 4 gives
-//     v_i ~ N(A_i d, (s^2 + sigma_i^2 / m_i) I_{p_i}).  Its quadratic |v_i - A_i d|^2 = |v_i|^2 - 2 b_i'd + |A_i d|^2
-//     with b_i = A_i' v_i; with every model A_i = I_p, b_i = v_i and |A_i d|^2 = |d|^2, so only the datasets some
-//     models lack (idx_r) compute |A_i d|^2, from their A_i stacked in A_r (rows seg_start_r .. + seg_len_r - 1).  A
-//     complete grid (q_r = 0) costs what it did.  (A_i A_i' = I_{p_i}: H_S'(I - 1 1'/k) H_S = I, as H_S' 1 = 0.)
+//     (1 - rho_i), p_i = k_i - 1 in place of p and w_i = (n_i - 1) p_i.  phi_i = H_S' theta_i(S) = A_i (d + sqrt(
+//     lambda_i) Omega^(1/2) z_i) with A_i = H_S' E_S H (p_i x p, E_S the rows of S), and rewrite 4 gives v_i ~ N(A_i d,
+//     lambda_i A_i Omega A_i' + e_i I_{p_i}).  A_i Omega A_i' is not diagonal in U's basis: these datasets (idx_r)
+//     alone get their own p_i x p_i Cholesky factor (multi_normal), their v_i and A_i stacked in v_r and A_r (rows
+//     seg_start .. + seg_len - 1); a complete grid (q_r = 0) pays nothing.  (A_i A_i' = I_{p_i}: H_S'(I - 1 1'/k)
+//     H_S = I, as H_S' 1 = 0.)
 //
 // Choices (why).  One sigma_i per dataset rather than one per model: (a) k = 2 is then the paper's model exactly,
 // its flat prior on the difference's sd included (with sigma_i1, sigma_i2 the prior of sqrt(sigma_i1^2 + sigma_i2^2)
-// would be proportional to it, not flat); (b) rewrite 4 needs it, and with it the density is O(k) per dataset, where
-// k sigma_ij per dataset would each rest on n_i - 1 residual degrees of freedom (3 with 4 folds) under a flat prior,
-// with heavy-tailed posteriors, and would keep the k - 1 effects of every dataset in the sampler.  The price: a
-// model much noisier than the others on a dataset lends its noise to that dataset's other contrasts; datasets are
-// pooled through the population, whose spread (sigma0) rather than the within-dataset noise drives the next
-// dataset's probabilities.  sigma_i's flat prior is the paper's U(0, 1000 s) with the bound dropped (its factor is 1
-// to double precision there: hierarchical.stan, rewrite 2); the posterior is proper without it (sigma_high = 0).
+// would be proportional to it, not flat); (b) rewrite 4 needs it, and with it the density is O(p^2) per dataset,
+// where k sigma_ij per dataset would each rest on n_i - 1 residual degrees of freedom (3 with 4 folds) under a flat
+// prior, with heavy-tailed posteriors, and would keep the k - 1 effects of every dataset in the sampler.  The price: a
+// model much noisier than the others on a dataset lends its noise to that dataset's other contrasts (measured on
+// scikit-learn's CV, where naive Bayes is three times noisier than the others on digits: holding the noise to the
+// other three models moved no pair's P by more than 0.02, benchmarks/README.md).  One lambda_i per dataset: an
+// outlying dataset is outlying for all its contrasts at once, and nu is shared by the pairs, where each pair's own
+// test has its own (what is left: benchmarks/README.md).  sigma_i's flat prior is the paper's U(0, 1000 s) with the
+// bound dropped (its factor is 1 to double precision there: hierarchical.stan, rewrite 2); the posterior is proper
+// without it (sigma_high = 0).
 //
 // Sampling.  log sigma_i on the scale of its likelihood: log sigma_i = log sqrt(c_i / w_i) + raw_i / sqrt(2 w_i),
 // w_i = (n_i - 1) p_i its degrees of freedom (an affine change of variables, written out so that raw_i can take the
@@ -70,31 +89,52 @@
 // idx_z: few models, noise as large as the population's spread), it is sampled as log tau_i = E[log tau] +
 // sd[log tau] tau_z_i, its mean and sd under that Gamma (digamma, trigamma): the same prior, whose width no longer
 // follows nu (sampled as tau_i itself, the tau_i narrow as nu grows, a funnel that left nu's R-hat at 1.03 after
-// 4 x 1000 draws on the issue's scenario).  Where its p_i contrasts pin lambda_i down (idx_tau), the dataset's
+// 4 x 1000 draws on the issue's scenario).  Where its p_i contrasts pin lambda_i down (idx_tau), the dataset's mean
 // population variance omega_i = sigma0^2 lambda_i, which the data see, is sampled (log scale) and tau_i = sigma0^2 /
 // omega_i: standardised, tau_i would fight a likelihood narrower than its prior (divergences on Wainer's 16
 // models), and sampled as itself, sigma0 and all the tau_i would trade along one ridge (sigma0's R-hat 1.03 there).
-// hierarchical_k.py picks each dataset's form from the information the data carry about log lambda_i.  nu' ~ Gamma(alpha, beta) is sampled as nu' = g / beta,
-// g ~ Gamma(alpha, 1) (hierarchical.stan's reason).
+// hierarchical_k.py picks each dataset's form from the information the data carry about log lambda_i.  W is sampled
+// as W = G Q G', Q = L L', L lower-triangular (chol_diag > 0, chol_lower): G (whiten, data; hierarchical_k.py) is the
+// Cholesky factor of p times Tyler's estimate of the residuals' shape, an affine change of variables (constant
+// Jacobian) that puts Q's posterior near the identity; sampled as W itself, the small eigen-directions of nearly
+// identical models made a funnel (tree depth 10 on Wainer's data, 31 leapfrog steps after).  tr(W) never meets the
+// data (only R does): its posterior is its prior, chi^2(m p).  W's prior terms: Wishart's |W|^((m - p - 1)/2)
+// exp(-tr(W)/2), |W| = |G|^2 prod L_rr^2, and the Jacobian of Q -> L, 2^p prod L_rr^(p - r + 1): sum (m - r)
+// log L_rr - tr(W)/2.  nu' ~ Gamma(alpha, beta) is sampled as nu' = g / beta, g ~ Gamma(alpha, 1)
+// (hierarchical.stan's reason).  The sampler's coordinates are scaled to the posterior's widths (issue 38's speed):
+// d_free = logit((d + d_bound) / (2 d_bound)) = 2 atanh(d / d_bound) and sigma0_free = logit(sigma0 / sigma0_high),
+// the transforms Stan's bounds would apply, written out with their Jacobians (log of 2 d_bound inv_logit(x)
+// (1 - inv_logit(x)) and of sigma0_high inv_logit(x) (1 - inv_logit(x))), then centred and scaled (offset,
+// multiplier) at transformed data's estimates: d_at, the least-squares fit of v_i ~ A_i d, and spread_at, the
+// residuals' sd per coordinate (the moment estimate of hierarchical_k.py's population_fit), d's width that sd over
+// sqrt(q), sigma0's relative width 1 / sqrt(q); log L_rr (+ log L_rr, its Jacobian) and L_rt scaled by
+// 2 / sqrt(q + 1).  Affine changes of the sampler's coordinates: the same posterior, whatever the estimates.  Why:
+// the warm-up's first 100 iterations run on a unit metric, and with Stan's bounds alone d's coordinates were about
+// 0.01 wide on Wainer's 16 models (d_bound, the largest pair difference, is far wider than d's posterior): tree
+// depth 10 there, 69 000 of a chain's 96 000 warm-up leapfrog steps; scaled, 4 500 (benchmarks/README.md).
 data {
   int<lower=2> k;                                   // models
   int<lower=2> q;                                   // datasets
-  matrix[q, k - 1] b;                               // A_i' v_i (rewrite 5; v_i = H' ybar_i with every model)
-  vector<lower=0>[q] v_squared;                     // |v_i|^2
   vector<lower=1, upper=k - 1>[q] p_i;              // k_i - 1: the contrast coordinates of dataset i
   vector<lower=0>[q] c;                             // tr(H_S' W_i H_S) / (1 - rho_i), > 0
   vector<lower=0>[q] m;                             // n_i / (1 + (n_i - 1) rho_i)
   vector<lower=1>[q] w;                             // (n_i - 1) p_i: residual degrees of freedom
+  int<lower=0, upper=q> q_c;                        // datasets with every model ...
+  array[q_c] int<lower=1, upper=q> idx_c;           // ... their indices
+  matrix[q_c, k - 1] v_c;                           // ... and their v_i = H' ybar_i, one per row
   int<lower=0, upper=q> q_r;                        // datasets some models lack (rewrite 5) ...
   array[q_r] int<lower=1, upper=q> idx_r;           // ... their indices
   int<lower=0> P_r;                                 // sum of their p_i
+  vector[P_r] v_r;                                  // their v_i = H_S' ybar_i(S), stacked
   matrix[P_r, k - 1] A_r;                           // their A_i = H_S' E_S H, stacked
-  array[q_r] int<lower=1, upper=max(P_r, 1)> seg_start;  // the first row of each A_i in A_r ...
+  array[q_r] int<lower=1, upper=max(P_r, 1)> seg_start;  // the first row of each dataset's v_i and A_i ...
   array[q_r] int<lower=1, upper=k - 1> seg_len;     // ... and its rows, p_i
   real<lower=0> d_bound;                            // d ~ U(-d_bound, d_bound) per coordinate
   real<lower=0> sigma0_high;                        // sigma0 ~ U(0, sigma0_high)
   real<lower=0> sigma_high;                         // sigma_i ~ U(0, sigma_high); 0: flat on (0, inf)
-  int<lower=0, upper=q> q_tau;                      // datasets whose tau_i is sampled as itself ...
+  real<lower=k - 2> shape_df;                       // m: W ~ Wishart(I, m), the shape R = p W / tr(W)
+  matrix[k - 1, k - 1] whiten;                      // G, lower-triangular: W = G Q G' (header: Sampling)
+  int<lower=0, upper=q> q_tau;                      // datasets whose tau_i is sampled through omega_i ...
   array[q_tau] int<lower=1, upper=q> idx_tau;       // ... their indices
   array[q - q_tau] int<lower=1, upper=q> idx_z;     // the others: standardised (header)
   real<lower=0> alpha_low;
@@ -106,12 +146,41 @@ transformed data {
   int p = k - 1;
   vector[q] log_sigma_at = 0.5 * log(c ./ w);
   vector[q] log_sigma_scale = inv_sqrt(2 * w);
+  vector[p] ladder;                                 // m - r: Wishart's and the Jacobian's powers of L_rr
+  for (r in 1:p) {
+    ladder[r] = shape_df - r;
+  }
   vector[q] raw_high = sigma_high > 0 ? (log(sigma_high) - log_sigma_at) ./ log_sigma_scale
                                       : rep_vector(positive_infinity(), q);
+  // where the sampler's d_free and sigma0_free are centred and scaled (any values give the same posterior)
+  vector[p] d_at;
+  real spread_at;
+  {
+    matrix[p, p] gram = add_diag(crossprod(A_r), q_c);
+    vector[p] moment = A_r' * v_r;
+    for (i in 1:q_c) {
+      moment += v_c[i]';
+    }
+    d_at = fmin(fmax(gram \ moment, -0.5 * d_bound), 0.5 * d_bound);
+    real squares = dot_self(v_r - A_r * d_at);
+    for (i in 1:q_c) {
+      squares += dot_self(v_c[i]' - d_at);
+    }
+    real freedom = sum(p_i) - p;
+    spread_at = freedom > 0 && squares > 0 ? sqrt(squares / freedom) : d_bound;
+  }
+  vector[p] d_free_at = 2 * atanh(d_at / d_bound);
+  vector[p] d_free_scale = 2 * spread_at / sqrt(q) ./ (d_bound * (1 - square(d_at / d_bound)));
+  real sigma0_at = fmin(fmax(spread_at, 1e-3 * sigma0_high), 0.5 * sigma0_high);
+  real sigma0_free_at = logit(sigma0_at / sigma0_high);
+  real sigma0_free_scale = inv_sqrt(q) / (1 - sigma0_at / sigma0_high);
+  real chol_scale = 2 * inv_sqrt(q + 1);
 }
 parameters {
-  vector<lower=-d_bound, upper=d_bound>[p] d;       // delta = H d (Helmert coordinates)
-  real<lower=0, upper=sigma0_high> sigma0;
+  vector<offset=d_free_at, multiplier=d_free_scale>[p] d_free;  // logit((d + d_bound) / (2 d_bound))
+  real<offset=sigma0_free_at, multiplier=sigma0_free_scale> sigma0_free;  // logit(sigma0 / sigma0_high)
+  vector<multiplier=chol_scale>[p] log_chol_diag;   // log L_rr: Q = L L' ...
+  vector<multiplier=chol_scale>[(p * (p - 1)) %/% 2] chol_lower;  // ... L_rt, r > t, row by row
   real<lower=0> nu_scaled;                          // beta * nu'
   real<lower=alpha_low, upper=alpha_high> gamma_alpha;
   real<lower=beta_low, upper=beta_high> gamma_beta;
@@ -120,10 +189,29 @@ parameters {
   vector[q - q_tau] tau_z;                          // ... or log(1 / lambda_i) standardised (idx_z)
 }
 transformed parameters {
+  vector[p] chol_diag = exp(log_chol_diag);
+  vector[p] d = d_bound * tanh(0.5 * d_free);       // delta = H d (Helmert coordinates)
+  real sigma0 = sigma0_high * inv_logit(sigma0_free);  // sqrt(tr(Omega) / p)
   real nu = 1 + nu_scaled / gamma_beta;
   // log tau_i = E[log tau] + sd[log tau] tau_z_i under tau ~ Gamma(nu/2, nu/2): digamma(nu/2) - log(nu/2) and
   // sqrt(trigamma(nu/2))
   real log_tau_sd = sqrt(trigamma(0.5 * nu));
+  matrix[p, p] Omega;                               // sigma0^2 R: the covariance of phi_i around d (lambda_i = 1)
+  real trace_w;                                     // tr(W)
+  {
+    matrix[p, p] factor = rep_matrix(0, p, p);
+    int at = 1;
+    for (r in 1:p) {
+      factor[r, r] = chol_diag[r];
+      for (t in 1:(r - 1)) {
+        factor[r, t] = chol_lower[at];
+        at += 1;
+      }
+    }
+    matrix[p, p] w_factor = whiten * factor;        // W = (G L)(G L)'
+    trace_w = dot_self(to_vector(w_factor));
+    Omega = (square(sigma0) * p / trace_w) * multiply_lower_tri_self_transpose(w_factor);
+  }
   vector[q] tau;
   tau[idx_tau] = square(sigma0) * exp(-log_omega);
   tau[idx_z] = exp(digamma(0.5 * nu) - log(0.5 * nu) + log_tau_sd * tau_z);
@@ -131,21 +219,32 @@ transformed parameters {
 model {
   vector[q] log_sigma = log_sigma_at + log_sigma_scale .* log_sigma_raw;
   vector[q] sigma2 = exp(2 * log_sigma);
-  vector[q] total = square(sigma0) ./ tau + sigma2 ./ m;   // the variance of each coordinate of v_i
+  vector[q] noise = sigma2 ./ m;                    // e_i: the noise's variance per contrast coordinate
+  // the Jacobians of d_free -> d and sigma0_free -> sigma0 (d and sigma0 uniform)
+  target += sum(log_inv_logit(d_free) + log1m_inv_logit(d_free)) + log_inv_logit(sigma0_free)
+            + log1m_inv_logit(sigma0_free);
   nu_scaled ~ gamma(gamma_alpha, 1);
   // [eq:delta_i] as a scale mixture; + the log-Jacobians of log_omega -> tau (log tau_i) and of tau_z -> tau
   // (log tau_i + log sd[log tau])
   tau ~ gamma(0.5 * nu, 0.5 * nu);
   target += sum(log(tau)) + (q - q_tau) * log(log_tau_sd);
+  // W ~ Wishart(I, m): |W|^((m - p - 1) / 2) exp(-tr(W) / 2), |W| = |G|^2 prod L_rr^2; with the Jacobian of
+  // Q -> L, prod L_rr^(p - r + 1) (G constant), and of log L_rr -> L_rr, prod L_rr
+  target += dot_product(ladder + 1, log_chol_diag) - 0.5 * trace_w;
   // [eq:mvn] with u_i and phi_i integrated out (rewrites 1-4); + log_sigma: the flat prior on sigma_i
-  // |v_i - A_i d|^2 = |v_i|^2 - 2 b_i'd + |A_i d|^2: O(q) autodiff nodes; |A_i d|^2 = |d|^2 but on idx_r
-  vector[q] d_squared = rep_vector(dot_self(d), q);
-  if (q_r > 0) {
-    vector[P_r] a_d = A_r * d;
-    for (r in 1:q_r) {
-      d_squared[idx_r[r]] = dot_self(segment(a_d, seg_start[r], seg_len[r]));
-    }
+  target += -dot_product(w - 1, log_sigma) - 0.5 * sum(c ./ sigma2);
+  // rewrite 4 rotated: Omega = U diag(s) U', v_i ~ N(d, U diag(lambda_i s + e_i) U'): U'v_i's coordinates are
+  // independent normals, one vectorised density (its constant dropped)
+  tuple(matrix[p, p], vector[p]) eig = eigendecompose_sym(Omega);
+  if (q_c > 0) {
+    matrix[q_c, p] total = inv(tau[idx_c]) * eig.2' + rep_matrix(noise[idx_c], p);
+    target += normal_lupdf(to_vector(v_c * eig.1) | to_vector(rep_matrix((eig.1' * d)', q_c)),
+                           to_vector(sqrt(total)));
   }
-  target += -dot_product(w - 1, log_sigma) - 0.5 * sum(c ./ sigma2) - 0.5 * dot_product(p_i, log(total))
-            - 0.5 * sum((v_squared - 2 * (b * d) + d_squared) ./ total);
+  // rewrite 5: v_i ~ N(A_i d, lambda_i A_i Omega A_i' + e_i I)
+  for (r in 1:q_r) {
+    matrix[seg_len[r], p] a = block(A_r, seg_start[r], 1, seg_len[r], p);
+    target += multi_normal_lpdf(segment(v_r, seg_start[r], seg_len[r])
+                                | a * d, add_diag(quad_form_sym(Omega, a') / tau[idx_r[r]], noise[idx_r[r]]));
+  }
 }

@@ -160,6 +160,8 @@ def test_matrix_command(tracking_uri, uci_experiment, client, tmp_path):
             (p["model_a"], p["model_b"])
         assert re.search(rf"^  {first} vs {second} +P\(first\) {max(p['p_a_better'], p['p_b_better']):.3f} ",
                          text.stdout, re.M), text.stdout
+        # beside compare's verdict, the ranking's P(first better) and its rule's word (issue 38)
+        assert re.search(rf"^  {first} vs {second} .* \| ranking [01]\.\d{{3}}( credible)?$", text.stdout, re.M)
     assert JOINT_DIFFERS in text.stdout
 
 

@@ -96,6 +96,13 @@ def test_compare_matrix_logs_parent_and_children(client, tracking_uri, uci_exper
     assert matrix.summary.better.loc["hnb", "nbc"] == pytest.approx(matrix.pairs["nbc", "hnb"].p_b_better)
     assert set(matrix.ranking["model"]) == {"nbc", "hnb", "j48"}  # the ranking of the three (hierarchical model)
     assert list(matrix.summary.ranking["rank"]) == [1, 2, 3]  # and the pairs' own summary
+    # the ranking's pairs are the matrix's pair tests themselves (one answer, nothing fitted twice)
+    assert matrix.bbt.settings["pairs_from"] == "each pair's own fit"
+    for r in matrix.bbt.pairs.itertuples():
+        pair = matrix.pairs.get((r.better, r.worse)) or matrix.pairs[(r.worse, r.better)]
+        forward = (pair.model_a, pair.model_b) == (r.better, r.worse)
+        expected = (pair.p_a_better, pair.p_rope, pair.p_b_better)
+        assert (r.p_better, r.p_rope, r.p_worse) == pytest.approx(expected if forward else expected[::-1], abs=1e-9)
     parent = client.get_run(matrix.run_id)
     assert parent.info.status == "FINISHED"
     assert parent.data.tags["bayescompare.kind"] == "matrix"

@@ -81,7 +81,7 @@ class RankingModel(Family):
     :mod:`.ranking.scores`; ``check``: its pre-flight of those scores, ``check(scores, options)`` (or None);
     ``refuse``: its refusal of scores that some model lacks on a dataset unless ``skip_missing``, ``refuse(scores,
     options)`` (or None: it takes such datasets as they are); ``text``: the lines the terminal prints under the
-    ranking, ``text(result)``; ``differs``: why its pairs and the pair tests shown beside it can differ (or None);
+    ranking, ``text(result)``; ``differs``: how its pairs relate to the pair tests shown beside it (or None);
     ``columns``: the ranking table's columns the terminal shows; ``claims``: the prefixes of the ranking claims it
     answers (:data:`~..vocabulary.claims.RANKING_CLAIMS`); ``versus``: it answers ``vs`` (every model against one);
     ``metric_rope``: it reads the rope in metric units (``metric_rope``); ``short``: its name where a line names the
@@ -225,8 +225,8 @@ def tests_named(tests, references: bool = False) -> str:
 
 def page_words() -> dict[str, dict[str, dict[str, Any]]]:
     """What the server's page shows of each family (it names none itself): a test's words and whether its
-    probabilities are the next dataset's; a ranking model's words, whether it reads the rope in metric units, why
-    its pairs can differ from the pair tests beside it, and its short name; a test of evaluation runs both ways (it
+    probabilities are the next dataset's; a ranking model's words, whether it reads the rope in metric units,
+    how its pairs relate to the pair tests beside it, and its short name; a test of evaluation runs both ways (it
     compares two and ranks k; ``per``: what a decision is made per, metric or scorer) and among ``evaluations``, the
     words of the page's part that starts one."""
     evals = {t.name: {"title": t.page_title, "reference": t.reference} for t in EVAL_TESTS.values()}

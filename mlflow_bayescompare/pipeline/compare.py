@@ -11,12 +11,14 @@ Options are given as :mod:`..vocabulary.options` objects (``source=``, ``fit=``)
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..families import pair_test, ranking_model
 from ..families.ranking.engine import rank_scores
+from ..families.ranking.hierarchical_k.result import pair_fit_of_test
 from ..runs import cachekey, runlog
 from ..runs.bundle import matrix_bundle
 from ..runs.matrix import summarise
@@ -134,7 +136,8 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
             fitted = pairfits.fit_all(run_all, checked, work, cache, Path(folder) if log and children else None,
                                       progress)
         summary = summarise(fitted.results, models, source.metric)
-        bbt = rank_scores(checked.ranking, checked.rank, progress) if checked.ranking is not None else None
+        bbt = rank_scores(_with_pair_tests(checked.ranking, fitted.results, checked.rank), checked.rank,
+                          progress) if checked.ranking is not None else None
         matrix = MatrixOutcome(models, {p: ComparisonOutcome(fitted.results[p], source.metric, ids,
                                                              layout=checked.layout, tensor=checked.data[p])
                                         for p in pairs}, summary, bbt, cached=fitted.cached)
@@ -150,6 +153,15 @@ def compare_matrix(experiment_names: Sequence[str] = (), experiment_ids: Sequenc
             for p, row in fitted.rows.items():
                 matrix.pairs[p].run_id, matrix.pairs[p].experiment_id = row.run_id, target
     return matrix
+
+
+def _with_pair_tests(scores, results: dict, rank: RankOptions):
+    """The ranking's ``scores`` with the matrix's hierarchical pair tests that came back with their draws, so that
+    the hierarchical ranking's pairs are these very tests (one answer, nothing fitted twice); a pair that came back
+    as a row only (above ``--child-runs-up-to``, or from the cache) the ranking fits itself."""
+    tests = {frozenset(pair): pair_fit_of_test(result, rank.greater_is_better) for pair, result in results.items()
+             if getattr(result, "test", None) == "hierarchical" and "delta0" in (getattr(result, "draws", None) or {})}
+    return dataclasses.replace(scores, pair_tests=tests) if tests else scores
 
 
 def rank_runs(experiment_names: Sequence[str] = (), experiment_ids: Sequence[str] = (), *,

@@ -149,6 +149,11 @@ def diagnostics_problem(result, rhat_limit: float = 1.01) -> str | None:
         problems.append(f"R-hat {rhat:.3f} > {rhat_limit}")
     if diag.get("divergences"):
         problems.append(divergent_transitions(int(diag["divergences"])))
+    pairs = diag.get("pair_tests") or {}  # a ranking whose pairs are each fitted alone: the worst pair's
+    if finite(pairs.get("rhat_max")) and pairs["rhat_max"] > rhat_limit:
+        problems.append(f"a pair's fit: R-hat {pairs['rhat_max']:.3f} > {rhat_limit}")
+    if pairs.get("divergences"):
+        problems.append(f"the pairs' fits: {divergent_transitions(int(pairs['divergences']))}")
     return "; ".join(problems) or None
 
 

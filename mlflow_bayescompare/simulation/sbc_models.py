@@ -15,10 +15,12 @@ parameters from, a simulator of data from them, and its posterior draws of the r
   program's reparameterisation of δ0 was fixed for such data (see :func:`inside`).  Dropping simulations on a
   property of the data alone keeps the ranks uniform.
 * ``hierarchical_k`` (``stan/hierarchical_k.stan``, the hierarchical model of k models): fixed bounds as data
-  (:data:`PRIOR_K`, scaled units): d ~ U(-1, 1)^(k-1), σ0 ~ U(0, 1), σ_i ~ U(0, 1) (``sigma_high = 1``), α, β, ν as
-  above, 1/λ_i ~ Gamma(ν/2, ν/2); the fold scores of k models on n_i = 10 r_i folds (r_i uniform on 1..3) with a
-  fold effect and a common shift per dataset (the model integrates both out); each τ_i's form as the package
-  picks it (``hierarchical_k.tau_forms``).  Ranked: the Helmert coordinates d_j of δ, σ0, ν, α, β and 1/λ_1.
+  (:data:`PRIOR_K`, scaled units): d ~ U(-1, 1)^(k-1), σ0 ~ U(0, 1), the shape R = p W / tr(W) with W ~ Wishart(I,
+  p) (Ω = σ0² R), σ_i ~ U(0, 1) (``sigma_high = 1``), α, β, ν as above, 1/λ_i ~ Gamma(ν/2, ν/2); the fold scores
+  of k models on n_i = 10 r_i folds (r_i uniform on 1..3) with a fold effect and a common shift per dataset (the
+  model integrates both out); each τ_i's form and the whitening G as the package picks them
+  (``hierarchical_k.tau_forms``, ``hierarchical_k.whitening``).  Ranked: the Helmert coordinates d_j of δ, σ0, Ω_11,
+  the first pair's spread, ν, α, β and 1/λ_1.
   ``Config.missing`` removes each (model, dataset) cell with that probability, at random and whatever the scores
   (at least two models kept per dataset), so that the ragged datasets' rewrite of the program is calibrated too.
 * ``bbt`` (``stan/bbt.stan``, Wainer 2023): σ ~ LogNormal(0, 0.5) (the package's default hyper-prior),
@@ -41,8 +43,9 @@ from ..sampling import sampler
 from ..vocabulary.options import RankOptions
 
 __all__ = ["PRIOR", "PRIOR_K", "FOLDS", "MAX_RUNS", "HIERARCHICAL_PARAMS", "BBT_OPTIONS", "simulate_hierarchical",
-           "hierarchical_data", "hierarchical_posterior", "inside", "hierarchical_k_names", "simulate_hierarchical_k",
-           "drop_models", "hierarchical_k_posterior", "bbt_names", "simulate_bbt", "bbt_data", "bbt_posterior"]
+           "hierarchical_data", "hierarchical_posterior", "inside", "hierarchical_k_names", "wishart_shape",
+           "hierarchical_k_summaries", "simulate_hierarchical_k", "hierarchical_k_scores", "drop_models",
+           "hierarchical_k_posterior", "bbt_names", "simulate_bbt", "bbt_data", "bbt_posterior"]
 
 #: the fixed prior of the hierarchical program (scaled units), given to Stan as data
 PRIOR = {"delta0_low": -1.0, "delta0_high": 1.0, "sigma0_high": 1.0, "sigma_high": 1.0,
@@ -93,38 +96,70 @@ def hierarchical_posterior(stan_data: dict, **settings) -> tuple[dict[str, np.nd
 
 
 def hierarchical_k_names(models: int) -> list[str]:
-    return [f"d_{j + 1}" for j in range(models - 1)] + ["sigma0", "nu", "alpha", "beta", "tau_1"]
+    return ([f"d_{j + 1}" for j in range(models - 1)]
+            + ["sigma0", "omega_11", "spread_12", "nu", "alpha", "beta", "tau_1"])
+
+
+def wishart_shape(rng: np.random.Generator, p: int, df: float) -> np.ndarray:
+    """R = p W / tr(W), W ~ Wishart(I_p, df) by Bartlett's decomposition: W = A A', A lower-triangular with
+    A_rr² ~ χ²(df − r + 1) and A_rt ~ N(0, 1) below the diagonal."""
+    factor = np.tril(rng.standard_normal((p, p)), -1) + np.diag(np.sqrt(rng.chisquare(df - np.arange(p))))
+    w = factor @ factor.T
+    return p * w / np.trace(w)
+
+
+def hierarchical_k_summaries(d: np.ndarray, omega: np.ndarray) -> dict[str, np.ndarray]:
+    """The ranked quantities that are not parameters (any leading axes): Ω_11 (the first Helmert coordinate's
+    variance) and the spread of the first pair's contrast, √((H Ω H')_11 + (H Ω H')_22 − 2 (H Ω H')_12)."""
+    basis = hierarchical_k.helmert(d.shape[-1] + 1)
+    effects = basis @ omega @ basis.T
+    return {"omega_11": omega[..., 0, 0],
+            "spread_12": np.sqrt(effects[..., 0, 0] + effects[..., 1, 1] - 2 * effects[..., 0, 1])}
 
 
 def simulate_hierarchical_k(rng: np.random.Generator, q: int, models: int, missing: float = 0.0) -> tuple[dict, dict]:
     """Parameters from the fixed prior (:data:`PRIOR_K`), the fold scores of ``models`` models on ``q`` datasets
-    from ``stan/hierarchical_k.stan``'s model (with a fold effect and a dataset's common shift, which the model
-    integrates out), each model then missing on a dataset with probability ``missing`` (:func:`drop_models`), and
-    the Stan data."""
+    (:func:`hierarchical_k_scores`) and the Stan data."""
+    truth, blocks = hierarchical_k_scores(rng, q, models, missing)
+    rho = np.full(q, 1 / FOLDS)
+    n = np.array([len(block) for block in blocks])
+    v, c = hierarchical_k.sufficient(blocks, rho)
+    present = [hierarchical_k.present(block) for block in blocks]
+    data = {**hierarchical_k.sufficient_data(v, c, n, rho, present, models), **PRIOR_K, "shape_df": float(models - 1)}
+    return truth, {**data, **hierarchical_k.tau_forms(data), "whiten": hierarchical_k.whitening(data).tolist()}
+
+
+def hierarchical_k_scores(rng: np.random.Generator, q: int, models: int, missing: float = 0.0,
+                          runs: int | None = None) -> tuple[dict, list[np.ndarray]]:
+    """Parameters from the fixed prior (:data:`PRIOR_K`; the shape R = p W / tr(W), W ~ Wishart(I, p)) and the fold
+    scores (a block of n_i = 10 r_i folds × ``models`` per dataset, r_i uniform on 1..3 or ``runs``) of
+    ``stan/hierarchical_k.stan``'s model, with a fold effect and a dataset's common shift (which the model integrates
+    out), each model then missing on a dataset with probability ``missing`` (:func:`drop_models`)."""
     p = PRIOR_K
     d = rng.uniform(-p["d_bound"], p["d_bound"], models - 1)
     sigma0 = rng.uniform(0, p["sigma0_high"])
+    omega = sigma0**2 * wishart_shape(rng, models - 1, models - 1)
     alpha = rng.uniform(p["alpha_low"], p["alpha_high"])
     beta = rng.uniform(p["beta_low"], p["beta_high"])
     nu = 1 + rng.gamma(alpha, 1 / beta)
     tau = rng.gamma(nu / 2, 2 / nu, q)
     sigma = rng.uniform(0, p["sigma_high"], q)
     basis = hierarchical_k.helmert(models)
+    values, vectors = np.linalg.eigh(omega)
+    factor = vectors * np.sqrt(np.clip(values, 0, None))
     rho = 1 / FOLDS
-    n = FOLDS * rng.integers(1, 4, q)
+    n = FOLDS * (rng.integers(1, 4, q) if runs is None else np.full(q, runs))
     blocks = []
     for i in range(q):
-        theta = basis @ (d + sigma0 / np.sqrt(tau[i]) * rng.standard_normal(models - 1)) + rng.normal()
+        theta = basis @ (d + factor @ rng.standard_normal(models - 1) / np.sqrt(tau[i])) + rng.normal()
         noise = np.sqrt(1 - rho) * rng.standard_normal((n[i], models)) + np.sqrt(rho) * rng.standard_normal(models)
         blocks.append(theta + rng.normal(0, 1, (n[i], 1)) + sigma[i] * noise)
     if missing:
         blocks = [drop_models(block, missing, rng) for block in blocks]
-    v, c = hierarchical_k.sufficient(blocks, np.full(q, rho))
-    truth = {**{f"d_{j + 1}": d[j] for j in range(models - 1)}, "sigma0": sigma0, "nu": nu, "alpha": alpha,
+    truth = {**{f"d_{j + 1}": d[j] for j in range(models - 1)}, "sigma0": sigma0,
+             **{name: float(x) for name, x in hierarchical_k_summaries(d, omega).items()}, "nu": nu, "alpha": alpha,
              "beta": beta, "tau_1": tau[0]}
-    present = [hierarchical_k.present(block) for block in blocks]
-    data = {**hierarchical_k.sufficient_data(v, c, n, np.full(q, rho), present, models), **PRIOR_K}
-    return truth, {**data, **hierarchical_k.tau_forms(data)}
+    return truth, blocks
 
 
 def drop_models(block: np.ndarray, share: float, rng: np.random.Generator) -> np.ndarray:
@@ -139,6 +174,8 @@ def hierarchical_k_posterior(stan_data: dict, **settings) -> tuple[dict[str, np.
     run = sampler.run("hierarchical_k", stan_data, **settings)
     d = run.draws["d"]
     draws = {f"d_{j + 1}": d[..., j] for j in range(d.shape[-1])}
+    omega = run.draws["Omega"].reshape(*d.shape, d.shape[-1])
+    draws.update(hierarchical_k_summaries(d, omega))
     draws.update({"sigma0": run.draws["sigma0"].reshape(d.shape[:2]), "nu": run.draws["nu"].reshape(d.shape[:2]),
                   "alpha": run.draws["gamma_alpha"].reshape(d.shape[:2]),
                   "beta": run.draws["gamma_beta"].reshape(d.shape[:2]), "tau_1": run.draws["tau"][..., 0]})

@@ -2,17 +2,21 @@
 reads from its ranking table (:class:`RankedModels`), the rank table of draws, the matrix of a pairs table, how
 problems name many datasets, and the one credible rule (:func:`credible`).
 
-**The credible rule.**  Every ranking reports its pairs once, the better model first, and calls a pair's difference
-*credible* when the probability that its better model is better reaches a level set by the threshold.  Each model
-feeds the rule with its own probability (:class:`CredibleRule`: the pairs table's column) and says whether the
-threshold names a one-sided probability or a central interval; the pairs table's ``credible`` column and the
-critical-difference diagram's bars (:meth:`RankedModels.credible_pairs`) both read :func:`credible`.
+**The credible rule** (issue 38).  Every ranking reports its pairs once, the better model first, and calls a pair's
+difference *credible* when the probability that its better model is better reaches a level set by the threshold t.
+The pair's order is read off the data: either model could have come first, so with equal models a claim at t is on
+offer on both sides of every pair and comes true up to twice as often as 1 − t (issue 27's program called 10% of
+equal pairs credible at t = 0.95, ``benchmarks/bench_pairs.py``).  Every ranking model therefore calls a pair credible
+when its probability reaches :func:`level`, 1 − (1 − t)/2 (0.975 at 0.95): the claim ``a-better`` of ``compare
+--require`` at t, had its side been named before the data.  Each model feeds the rule its own probability
+(:class:`CredibleRule`: the pairs table's column); the pairs table's ``credible`` column, the critical-difference
+diagram's bars (:meth:`RankedModels.credible_pairs`) and every screen's words (:func:`rule_words`) read it.
 
-* BBT (Wainer 2023, Sec. 7.1): P(P(better beats worse) > 0.5) ≥ threshold (``p_above_half``);
-* the hierarchical model of k models: P(better by more than the rope) ≥ threshold (``p_better``, the claim
-  ``a-better`` of the two-model test);
-* the joint model of one dataset: the ``threshold`` HDI of the difference lies beyond the rope, that is (its
-  posterior is a symmetric Student-t) P(better by more than the rope) ≥ (1 + threshold) / 2 (``p_better``).
+* BBT (Wainer 2023, Sec. 7.1): P(P(better beats worse) > 0.5) (``p_above_half``);
+* the hierarchical model of k models: P(better by more than the rope), the two-model test's statistic
+  (``p_better``);
+* the joint model of one dataset: P(better by more than the rope) (``p_better``); its posterior is a symmetric
+  Student-t, so the rule is Kruschke's: the t HDI of the difference lies beyond the rope.
 """
 
 from __future__ import annotations
@@ -26,8 +30,8 @@ import pandas as pd
 from ...shared import posterior_summary
 from ...vocabulary.outcomes import ARVIZ_STATS, names_listed
 
-__all__ = ["CredibleRule", "credible", "RankedModels", "rank_table", "ranks", "better_matrix", "listed",
-           "lacking_lines", "HEADER", "MAX_LISTED", "SAMPLE_STATS", "VERDICTS", "verdict"]
+__all__ = ["CredibleRule", "credible", "level", "rule_words", "RankedModels", "rank_table", "ranks", "better_matrix",
+           "listed", "lacking_lines", "HEADER", "MAX_LISTED", "SAMPLE_STATS", "VERDICTS", "verdict"]
 
 #: the header of a problem with the models ranked (the score reader's and the router's)
 HEADER = "cannot rank the models:"
@@ -42,25 +46,34 @@ VERDICTS = {"better": "better", "equivalent": "practically equivalent", "worse":
             "undecided": "undecided"}
 
 
+def level(threshold: float) -> float:
+    """1 − (1 − threshold)/2: the level a pair's probability must reach, its order having been read off the data."""
+    return 1 - (1 - threshold) / 2
+
+
+def rule_words(threshold: float, probability: str = "P(better)") -> str:
+    """The rule in words, for the screens: ``P(better) ≥ 0.975 (two-sided at 0.95: the order was read off the
+    data)``."""
+    return f"{probability} ≥ {level(threshold):g} (two-sided at {threshold:g}: the order was read off the data)"
+
+
 @dataclass(frozen=True)
 class CredibleRule:
     """A ranking model's credible rule (see the module's docstring): ``column``, the pairs table's probability that
-    the better model is better; ``interval``, whether the threshold names a central interval (its level is then
-    (1 + threshold) / 2) rather than a probability; ``words``, the rule's negation, the diagram's bars, formatted
-    with ``threshold`` and ``rope`` (the rope in metric units)."""
+    the better model is better; ``words``, the rule's negation, the diagram's bars, formatted with ``threshold``,
+    ``level`` (:func:`level`) and ``rope`` (the rope in metric units)."""
 
     column: str
     words: str
-    interval: bool = False
 
     def level(self, threshold: float) -> float:
-        """The probability :attr:`column` must reach at ``threshold``."""
-        return (1 + threshold) / 2 if self.interval else threshold
+        """The probability :attr:`column` must reach at ``threshold`` (:func:`level`)."""
+        return level(threshold)
 
 
 def credible(pairs: pd.DataFrame, rule: CredibleRule, threshold: float) -> pd.Series:
     """The one credible rule of every ranking: per row of ``pairs``, whether its ``rule.column`` reaches
-    ``rule.level(threshold)``."""
+    :func:`level` of ``threshold``."""
     return pairs[rule.column] >= rule.level(threshold)
 
 
@@ -91,14 +104,18 @@ class RankedModels:
 
     def not_credible_rule(self, threshold: float) -> str:
         """The rule of the critical-difference diagram's bars, in words."""
-        return self.rule.words.format(threshold=threshold, rope=self.settings.get("metric_rope"))
+        return self.rule.words.format(threshold=threshold, level=level(threshold),
+                                      rope=self.settings.get("metric_rope"))
 
 
 def verdict(p_better: float, p_rope: float, p_worse: float, threshold: float) -> str:
-    """The strongest claim that reaches ``threshold``: better, equivalent, worse, then not-worse, not-better."""
-    for name, probability in (("better", p_better), ("equivalent", p_rope), ("worse", p_worse),
-                              ("not-worse", p_better + p_rope), ("not-better", p_worse + p_rope)):
-        if probability >= threshold:
+    """The strongest claim that reaches its level: better or worse (either could be claimed, so at :func:`level`),
+    equivalent, then not-worse, not-better (at ``threshold``)."""
+    oriented = level(threshold)
+    for name, probability, needed in (("better", p_better, oriented), ("equivalent", p_rope, threshold),
+                                      ("worse", p_worse, oriented), ("not-worse", p_better + p_rope, threshold),
+                                      ("not-better", p_worse + p_rope, threshold)):
+        if probability >= needed:
             return name
     return "undecided"
 

@@ -10,12 +10,12 @@ import html
 from ...shared.markdown import Description, Markdown, strong
 from ...shared.report_html import SUMMARY, format_differences, format_probability
 from ...vocabulary.outcomes import names_listed
+from .common import level
 
-__all__ = ["headline", "html_table", "markdown", "page", "yes_no", "differences", "aligned", "next_cells",
-           "versus_table", "versus_lines", "VERSUS_HEADER"]
+__all__ = ["headline", "html_table", "markdown", "page", "yes_no", "differences", "aligned", "versus_table",
+           "versus_lines", "VERSUS_HEADER"]
 
-VERSUS_HEADER = ["model", "P(better)", "P(equivalent)", "P(worse)", "next: better / rope / worse", "difference",
-                 "HDI", "verdict"]
+VERSUS_HEADER = ["model", "P(better)", "P(equivalent)", "P(worse)", "difference", "HDI", "verdict"]
 
 
 def headline(res) -> str:
@@ -40,23 +40,17 @@ def aligned(table) -> list[tuple[str, str, str]]:
     return [(texts[i].rjust(width), texts[n + i], texts[2 * n + i]) for i in range(n)]
 
 
-def next_cells(row) -> str:
-    """A row's probabilities on the next dataset: ``better / rope / worse``."""
-    return f"{row.next_better:.2f} / {row.next_rope:.2f} / {row.next_worse:.2f}"
-
-
 def versus_table(res) -> tuple[str, tuple[list[str], list[list[str]]]] | None:
-    """The table against the reference as (title, (header, rows)) when the ranking was asked for one (``vs``); the
-    next dataset's column where the model has one (not on one dataset)."""
+    """The table against the reference as (title, (header, rows)) when the ranking was asked for one (``vs``): one set
+    of probabilities per table (issue 38), the next dataset's averaged masses stay in the JSON and CSV."""
     if not res.settings.get("vs") or getattr(res, "versus", None) is None:
         return None
-    p, m, shown, nexts = format_probability, len(res.versus), differences(res.versus), "next_better" in res.versus
-    header = VERSUS_HEADER if nexts else [h for h in VERSUS_HEADER if not h.startswith("next")]
-    rows = [[str(r.model), p(r.p_better), p(r.p_rope), p(r.p_worse), *([next_cells(r)] if nexts else []), shown[i],
-             f"{shown[m + i]} to {shown[2 * m + i]}", str(r.verdict)] for i, r in enumerate(res.versus.itertuples())]
+    p, m, shown = format_probability, len(res.versus), differences(res.versus)
+    rows = [[str(r.model), p(r.p_better), p(r.p_rope), p(r.p_worse), shown[i], f"{shown[m + i]} to {shown[2 * m + i]}",
+             str(r.verdict)] for i, r in enumerate(res.versus.itertuples())]
     reference = res.settings["vs_reference"]
     leader = " (the leader)" if reference == res.best else ""
-    return f"Against {reference}{leader}: each model better / practically equivalent / worse", (header, rows)
+    return f"Against {reference}{leader}: each model better / practically equivalent / worse", (VERSUS_HEADER, rows)
 
 
 def versus_lines(res, where: str) -> list[str]:
@@ -66,7 +60,8 @@ def versus_lines(res, where: str) -> list[str]:
     if not s.get("vs") or getattr(res, "versus", None) is None:
         return []
     width, shown = max(len(str(m)) for m in res.versus["model"]), aligned(res.versus)
-    return [f"Against {s['vs_reference']} ({where}; verdict at {s['threshold']:g}):",
+    return [f"Against {s['vs_reference']} ({where}; verdict at {s['threshold']:g}, better and worse at "
+            f"{level(s['threshold']):g}):",
             *(f"  {str(r.model).ljust(width)}  P(better) {p(r.p_better)} · equivalent {p(r.p_rope)} · "
               f"P(worse) {p(r.p_worse)}  {shown[i][0]} [{shown[i][1]}, {shown[i][2]}]  {r.verdict}"
               for i, r in enumerate(res.versus.itertuples()))]

@@ -74,12 +74,14 @@ def bundle(result, *, metric: str, experiment_ids: Sequence[str], layout: str | 
 def ranking_metrics(result) -> dict[str, float]:
     """``p_best.<model>`` and ``mean_rank.<model>`` (keys MLflow accepts: :func:`model_keys`; on one dataset also
     ``diff_to_leader.<model>`` in metric units), the sizes and the sampler's health (or the joint model's ρ and
-    Monte-Carlo error)."""
+    Monte-Carlo error; ``pair_…``: the worst of the pairs' own fits)."""
     metrics: dict[str, Any] = {"n_models": len(result.models), "n_datasets": len(result.settings.get("datasets", [])),
                                "rho": result.settings.get("rho"),
                                **{k: result.diagnostics.get(k) for k in ("rhat_max", "ess_bulk_min", "divergences",
                                                                           "sampling_seconds", "compile_seconds",
-                                                                          "mc_se_max")}}
+                                                                          "mc_se_max")},
+                               **{f"pair_{k}": (result.diagnostics.get("pair_tests") or {}).get(k)
+                                  for k in ("rhat_max", "ess_bulk_min", "divergences", "sampling_seconds")}}
     for column, keys in model_keys(result).items():
         values = dict(zip(result.ranking["model"].astype(str), result.ranking[column]))
         metrics.update({key: values[model] for model, key in keys.items()})

@@ -4,6 +4,7 @@ into :class:`Scores`, oriented so that greater is better, every problem reported
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -22,13 +23,16 @@ class Scores:
     paired across the models (folds; a single row when only the means are known), NaN where a score is missing (a
     model missing on a dataset: its whole column).  ``fold_counts``: each dataset's folds per repeat of its
     cross-validation, None where unknown (ρ = 1/folds of the hierarchical and joint models); ``folds`` the one
-    dataset's, of the joint model (:mod:`.joint`)."""
+    dataset's, of the joint model (:mod:`.joint`); ``pair_tests``: see the field."""
 
     models: list[str]
     datasets: list[str]
     blocks: list[np.ndarray]
     folds: int | None = None
     fold_counts: tuple[int | None, ...] = ()
+    #: the pairs already fitted alone by the hierarchical model (a matrix's pair tests), by pair: the hierarchical
+    #: ranking takes their rows from these instead of fitting them again (:func:`.hierarchical_k.engine.pair_tests`)
+    pair_tests: Any = None
 
     def lacking(self) -> dict[str, list[str]]:
         """The datasets on which each model has no score, by model (the models that lack none left out)."""

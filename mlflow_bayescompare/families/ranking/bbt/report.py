@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ....shared.markdown import Markdown
 from ....shared.report_html import format_numbers, format_probability
+from ..common import rule_words
 from ..report import markdown, page, yes_no
 from .result import RankingResult
 
@@ -39,7 +40,7 @@ def render_markdown(res: RankingResult, metric: str) -> Markdown:
     hdi = res.settings.get("hdi_prob", 0.89)
     about = (f"P(best): the posterior probability that the model has the largest strength; rank HDI and P(win) HDI "
              f"at {hdi:g}. P(win): the probability that the better model of a pair wins on a new dataset; a pair "
-             f"is credible when P(P(win) > 0.5) ≥ {res.settings['threshold']:g}. {DIFFERS}")
+             f"is credible when {rule_words(res.settings['threshold'], 'P(P(win) > 0.5)')}. {DIFFERS}")
     return markdown(res, metric, qualifier="", about=about, ranking=(RANKING_HEADER, _ranking_rows(res)),
                     pairs=(PAIR_HEADER, _pair_rows(res)), reference=REFERENCE)
 

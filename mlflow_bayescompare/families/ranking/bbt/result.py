@@ -39,8 +39,8 @@ class RankingResult(RankedModels):
         pairs: one row per pair, ``better`` first (posterior mean P(win) >= 0.5), rows in the order of the ranking:
             better, worse, p_win (posterior mean of P(better beats worse) on a new dataset, the paper's *strong*
             interpretation, Sec. 5.5.1), p_win_low, p_win_high (its HDI), p_above_half (P(p_win > 0.5), the *weak*
-            interpretation), p_in_rope (P(p_win in the rope), Sec. 5.5), credible (p_above_half >= threshold:
-            :attr:`rule`, :func:`..common.credible`);
+            interpretation), p_in_rope (P(p_win in the rope), Sec. 5.5), credible (p_above_half
+            >= 1 − (1 − threshold)/2: :attr:`rule`, :func:`..common.credible`);
             with Davidson's model also p_tie (posterior mean P(tie)), p_win then being P(win | no tie).
         ranking: one row per model, best first (by posterior mean strength, as bbtcomp orders its tables): model,
             p_best (posterior probability of the largest strength), mean_rank, rank_low, rank_high (HDI of the
@@ -60,7 +60,7 @@ class RankingResult(RankedModels):
 
     model: ClassVar[str] = "bbt"
     #: credible: P(P(win) > 0.5) reaches the threshold (Sec. 7.1, *above.50*)
-    rule: ClassVar[CredibleRule] = CredibleRule("p_above_half", "P(P(win) > 0.5) < {threshold:g}")
+    rule: ClassVar[CredibleRule] = CredibleRule("p_above_half", "P(P(win) > 0.5) < {level:g}")
 
     models: list[str]
     pairs: pd.DataFrame

@@ -1,17 +1,24 @@
 """``rank_hierarchical``: the hierarchical model of Corani et al. (2017) extended to k models
 (``stan/hierarchical_k.stan``, whose header holds the model, its exact rewrites and why one noise scale per dataset),
-fitted to the fold scores of many datasets.
+fitted to the fold scores of many datasets.  The paper's δ_i ~ t_ν(δ0, σ0) [eq:delta_i] becomes, for the k − 1
+contrasts of a dataset, a multivariate Student-t with an unstructured scale matrix Ω = σ0² R: σ0 has the paper's
+prior U(0, 1000 sd) and R a rotation-invariant Wishart shape, so that each pair of models has its own spread (issue 38)
+and two models are the paper's model exactly.
 
 Pipeline: :class:`~.engine.Scores` (oriented so that greater is better) → :func:`stan_inputs` (per dataset the fold
 means' contrast coordinates v_i = H_S'ȳ_i over the models S it has and the residual sum of squares c_i, scaled to the
-data's within-dataset spread; the paper's data-derived prior bounds) → ``stan/hierarchical_k.stan`` →
-:func:`.result.summarise`.  A dataset some models lack is fitted as it is (the program's rewrite 5:
-exact, nothing imputed); one with fewer than two models carries no contrast and is left out.
+data's within-dataset spread; the paper's data-derived prior bounds; the sampler's change of variables
+:func:`whitening`) → ``stan/hierarchical_k.stan`` → :func:`.result.summarise`.  A dataset some models
+lack is fitted as it is (the program's rewrite 5: exact, nothing imputed); one with fewer than two models carries no
+contrast and is left out.  The ranking (P(best), ranks) reads this joint fit; every pair is then fitted alone by the
+same program at k = 2 (:func:`pair_tests`: the paper's model of the pair, so a pair's numbers are compare's and no
+other model moves them).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,20 +26,22 @@ import numpy as np
 from scipy import special
 
 from ....sampling import sampler
+from ....shared.posterior_summary import RHAT_LIMIT
 from ....vocabulary.console import log
 from ....vocabulary.errors import InputError
-from ....vocabulary.options import FitOptions, RankOptions
+from ....vocabulary.options import MATRIX_PAIR_WARMUP, WARMUP, FitOptions, RankOptions
 from ....vocabulary.outcomes import counted, divergent_transitions
 from ....vocabulary.progress import Progress, notify
 from ..common import lacking_lines, listed
-from .result import HierarchicalRankingResult, summarise
+from .result import HierarchicalRankingResult, PairFit, pair_fit, ranked_order, summarise
 
-__all__ = ["rank_hierarchical", "stan_inputs", "sufficient", "sufficient_data", "tau_forms", "helmert", "present",
-           "selection", "selections", "population_fit", "Inputs", "HEADER", "FORM", "NU_CAP", "RETRY_ADAPT_DELTA"]
+__all__ = ["rank_hierarchical", "pair_tests", "stan_inputs", "sufficient", "sufficient_data", "tau_forms", "helmert",
+           "present", "selection", "contrasts", "population_fit", "whitening", "Inputs", "HEADER", "FORM", "NU_CAP",
+           "RETRY_ADAPT_DELTA"]
 
 HEADER = "Cannot rank the models with the hierarchical model:"
 #: how the program samples (its header): the datasets' effects integrated out
-FORM = "effects integrated out; log sigma_i and 1/lambda_i sampled"
+FORM = "effects integrated out, contrasts rotated by Omega's eigenvectors; log sigma_i and 1/lambda_i sampled"
 #: the largest ν :func:`tau_forms` estimates (a Gaussian population)
 NU_CAP = 100.0
 #: the target acceptance rate of the second fit when the first diverges
@@ -84,11 +93,54 @@ def rank_hierarchical(scores, opts: RankOptions, progress: Progress | None = Non
     note = inputs.ragged_note(lines=True)
     if note:
         log.warning("the hierarchical model: %s", note)
+    if inputs.patched:
+        log.warning("no residual variation across folds on %s (the models' scores move together): their noise "
+                    "is taken as U(±rope), as the two-model test does", ", ".join(inputs.patched[:12]))
+    pair_warmup = opts.warmup
     opts = opts.with_seed().with_warmup()
     notify(progress, "sampling", f"{len(scores.models)} models on {counted(len(inputs.scores.datasets), 'dataset')} "
                                  f"(hierarchical model, {opts.chains} chains × {opts.draws} draws)")
     run, form = _sample(inputs.stan_data, opts, progress)
-    return summarise(scores, inputs, run, opts, form=form)
+    order = ranked_order(scores, inputs, run, opts)
+    pairs = [(order[i], worse) for i in range(len(order)) for worse in order[i + 1:]] if len(order) > 2 else []
+    given = dict(scores.pair_tests or {})
+    fits = pair_tests(scores, [p for p in pairs if frozenset(p) not in given],
+                      dataclasses.replace(opts, warmup=pair_warmup), progress)
+    return summarise(scores, inputs, run, opts, form=form, pair_fits={**given, **fits} if pairs else None)
+
+
+def pair_tests(scores, pairs: list[tuple[str, str]], opts: RankOptions,
+               progress: Progress | None = None) -> dict[frozenset[str], PairFit | None]:
+    """Each pair's own fit of the program at k = 2, on the datasets both models have, with the ranking's seed and its
+    models in the order of their names (a mirrored order would sample other draws of the same posterior): the
+    paper's model of the pair's difference, priors included (the program's header), i.e. ``compare``'s hierarchical
+    test, sampled in the integrated form.  A pair's numbers thus depend on its two models' scores alone: another
+    model joining or leaving cannot move them (issue 38, items 3-4).  Unless ``opts.warmup`` is given, a pair warms
+    up as a matrix's pairs do (:data:`~....vocabulary.options.MATRIX_PAIR_WARMUP`), and a fit whose chains then
+    disagree is sampled again after the full warm-up, keeping the smaller R-hat (the two-model test's rule).  A pair
+    the model cannot test (fewer than two shared datasets) gets ``None`` and a warning naming it."""
+    retry = opts.warmup is None
+    opts = opts.with_warmup(MATRIX_PAIR_WARMUP)
+    fits: dict[frozenset[str], PairFit | None] = {}
+    start = time.perf_counter()
+    for done, (a, b) in enumerate(sorted((a, b)) for a, b in pairs):  # one order per pair, whatever the ranking's
+        notify(progress, "sampling", f"pair {done + 1} of {len(pairs)}, {a} vs {b}, fitted alone "
+                                     f"({time.perf_counter() - start:.0f} s)")
+        index = [scores.models.index(a), scores.models.index(b)]
+        alone = dataclasses.replace(scores, models=[a, b], blocks=[block[:, index] for block in scores.blocks])
+        try:
+            inputs = stan_inputs(alone, opts)
+        except InputError as error:
+            log.warning("the pair %s vs %s is not tested: %s", a, b, "; ".join(error.problems))
+            fits[frozenset((a, b))] = None
+            continue
+        run, form = _sample(inputs.stan_data, opts, None)
+        fit = pair_fit(alone, inputs, run, form)
+        if retry and not fit.diagnostics["rhat_max"] <= RHAT_LIMIT:
+            again = pair_fit(alone, inputs, *_sample(inputs.stan_data, dataclasses.replace(opts, warmup=WARMUP), None))
+            fit = again if again.diagnostics["rhat_max"] < fit.diagnostics["rhat_max"] else fit
+        fits[frozenset((a, b))] = fit
+    return fits
 
 
 def stan_inputs(scores, opts: RankOptions) -> Inputs:
@@ -109,8 +161,6 @@ def stan_inputs(scores, opts: RankOptions) -> Inputs:
     if patched:  # as prepare.py's noise U(±rope) on a constant dataset: its expected residual sum of squares
         floor = (n - 1) * p * (opts.metric_rope / scale) ** 2 / 3 / (1 - rho)
         c = np.where(c <= 1e-12, floor, c)
-        log.warning("no residual variation across folds on %s (the models' scores move together): their noise "
-                    "is taken as U(±rope), as the two-model test does", ", ".join(patched[:12]))
     largest = max(float(np.max(np.ptp(b[:, s], axis=1))) for b, s in zip(blocks, models)) / scale
     upper = FitOptions.std_upper_bound
     data = {**sufficient_data(v, c, n, rho, models, k), "d_bound": max(largest, opts.metric_rope / scale) / 2**0.5,
@@ -118,7 +168,7 @@ def stan_inputs(scores, opts: RankOptions) -> Inputs:
             "beta_low": FitOptions.beta_bounds[0], "beta_high": FitOptions.beta_bounds[1]}
     among = float(np.sqrt(population_fit(data)[1]))
     data["sigma0_high"] = upper * (among if among > 0 else 1.0)
-    data.update(tau_forms(data))
+    data.update(tau_forms(data), shape_df=float(k - 1), whiten=whitening(data).tolist())
     return Inputs(data, scale, helmert(k), rho, n, patched, fitted, left_out)
 
 
@@ -147,42 +197,66 @@ def sufficient(blocks: list[np.ndarray], rho: np.ndarray) -> tuple[list[np.ndarr
 
 def sufficient_data(v: list[np.ndarray], c: np.ndarray, n: np.ndarray, rho: np.ndarray,
                     models: list[np.ndarray] | None = None, k: int | None = None) -> dict:
-    """The data block's entries that carry the data: k, q, b, v_squared, p_i, c, m, w, and the datasets some of the
-    k models lack (q_r, idx_r, P_r, A_r, seg_start, seg_len), from each dataset's v_i and its ``models`` (indices;
-    default: all k = len(v_i) + 1)."""
+    """The data block's entries that carry the data: k, q, p_i, c, m, w, the datasets with every model (q_c,
+    idx_c, v_c: their v_i as rows) and those some of the k models lack (q_r, idx_r, P_r, v_r, A_r, seg_start,
+    seg_len: their v_i and A_i stacked), from each dataset's v_i and its ``models`` (indices; default: all k =
+    len(v_i) + 1)."""
     k = k or len(v[0]) + 1
     models = [np.arange(k)] * len(v) if models is None else models
     ragged = [i for i, s in enumerate(models) if len(s) < k]
-    maps = {i: selection(models[i], k) for i in ragged}  # A_i = I elsewhere: b_i = v_i
+    complete = [i for i, s in enumerate(models) if len(s) == k]
     rows = np.array([len(s) - 1 for s in models])
-    return {"k": k, "q": len(v), "b": [(maps[i].T @ x if i in maps else x).tolist() for i, x in enumerate(v)],
-            "v_squared": [float(x @ x) for x in v], "p_i": rows.astype(float).tolist(), "c": np.asarray(c).tolist(),
+    return {"k": k, "q": len(v), "p_i": rows.astype(float).tolist(), "c": np.asarray(c).tolist(),
             "m": (n / (1 + (n - 1) * rho)).tolist(), "w": ((n - 1) * rows).astype(float).tolist(),
+            "q_c": len(complete), "idx_c": [i + 1 for i in complete],
+            "v_c": np.vstack([np.empty((0, k - 1))] + [v[i] for i in complete]).tolist(),
             "q_r": len(ragged), "idx_r": [i + 1 for i in ragged], "P_r": int(rows[ragged].sum()),
-            "A_r": np.vstack([np.empty((0, k - 1))] + [maps[i] for i in ragged]).tolist(),
+            "v_r": np.concatenate([np.empty(0)] + [v[i] for i in ragged]).tolist(),
+            "A_r": np.vstack([np.empty((0, k - 1))] + [selection(models[i], k) for i in ragged]).tolist(),
             "seg_start": (np.cumsum([0] + [rows[i] for i in ragged])[:-1] + 1).astype(int).tolist(),
             "seg_len": rows[ragged].astype(int).tolist()}
 
 
-def selections(data: dict) -> list[np.ndarray]:
-    """Each dataset's A_i, read back from the Stan data (the identity where it has every model)."""
-    p = data["k"] - 1
-    maps = [np.eye(p)] * data["q"]
-    stacked = np.asarray(data["A_r"], dtype=float).reshape(-1, p)
+def contrasts(data: dict) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Each dataset's v_i and A_i (the identity where it has every model), read back from the Stan data."""
+    p, q = data["k"] - 1, data["q"]
+    v, maps = [np.empty(0)] * q, [np.eye(p)] * q
+    for i, row in zip(data["idx_c"], np.asarray(data["v_c"], dtype=float).reshape(-1, p)):
+        v[i - 1] = row
+    stacked, values = np.asarray(data["A_r"], dtype=float).reshape(-1, p), np.asarray(data["v_r"], dtype=float)
     for i, start, rows in zip(data["idx_r"], data["seg_start"], data["seg_len"]):
-        maps[i - 1] = stacked[start - 1:start - 1 + rows]
-    return maps
+        v[i - 1], maps[i - 1] = values[start - 1:start - 1 + rows], stacked[start - 1:start - 1 + rows]
+    return v, maps
 
 
 def population_fit(data: dict) -> tuple[list[np.ndarray], float]:
-    """The residuals v_i − A_i d̂ of the least-squares fit of v_i ~ A_i d (v_i = A_i b_i, as A_i A_i' = I) and their
-    variance per coordinate, Σ|v_i − A_i d̂|² / (Σ p_i − p): with every model on every dataset d̂ is the mean of the
-    v_i, and this the mean over the coordinates of their sample variance (the spread of v)."""
-    maps, b = selections(data), np.asarray(data["b"], dtype=float)
-    d_hat = np.linalg.solve(sum(a.T @ a for a in maps), b.sum(axis=0))
-    residuals = [a @ (row - d_hat) for a, row in zip(maps, b)]
+    """The residuals v_i − A_i d̂ of the least-squares fit of v_i ~ A_i d and their variance per coordinate,
+    Σ|v_i − A_i d̂|² / (Σ p_i − p): with every model on every dataset d̂ is the mean of the v_i, and this the mean
+    over the coordinates of their sample variance (the spread of v, tr(Ω̂)/p)."""
+    v, maps = contrasts(data)
+    d_hat = np.linalg.solve(sum(a.T @ a for a in maps), sum(a.T @ x for a, x in zip(maps, v)))
+    residuals = [x - a @ d_hat for a, x in zip(maps, v)]
     freedom = sum(len(r) for r in residuals) - len(d_hat)
     return residuals, (sum(float(r @ r) for r in residuals) / freedom if freedom > 0 else 0.0)
+
+
+def whitening(data: dict, steps: int = 50) -> np.ndarray:
+    """G (p × p, lower-triangular), the program's change of variables W = G Q G' that puts the posterior of Q near
+    the identity (the header's Sampling; any G gives the same posterior): the Cholesky factor of p times Tyler's
+    estimate of the shape of the complete datasets' residuals v_i − d̂ (the shape of an elliptical population,
+    robust to its heavy tails), trace p; the identity when fewer than p + 1 datasets have every model."""
+    p = data["k"] - 1
+    residuals, _ = population_fit(data)
+    complete = np.array([r for r in residuals if len(r) == p])
+    complete = complete[np.linalg.norm(complete, axis=1) > 0] if len(complete) else complete
+    if len(complete) <= p:
+        return np.sqrt(p) * np.eye(p)
+    shape = np.eye(p)
+    for _ in range(steps):  # Tyler's fixed point: Σ ∝ mean of r r' / (r' Σ⁻¹ r)
+        weights = np.einsum("ij,jk,ik->i", complete, np.linalg.inv(shape), complete)
+        shape = (complete / weights[:, None]).T @ complete
+        shape = p * shape / np.trace(shape)
+    return np.linalg.cholesky(p * (shape + 1e-6 * np.eye(p)))
 
 
 def tau_forms(data: dict) -> dict:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from ....shared.markdown import Markdown
 from ....shared.report_html import format_differences, format_probability
-from ..report import aligned, differences, markdown, next_cells, page, versus_lines, versus_table, yes_no
+from ..common import rule_words
+from ..report import aligned, differences, markdown, page, versus_lines, versus_table, yes_no
 from .result import HierarchicalRankingResult
 
 __all__ = ["render_markdown", "render_html", "text_lines", "REFERENCE", "DIFFERS"]
@@ -15,15 +16,16 @@ REFERENCE = ("Hierarchical model of G. Corani, A. Benavoli, J. Demšar, F. Mangi
              "comparison of classifiers through Bayesian hierarchical modelling”, Machine Learning 106 (2017), "
              "extended from one difference to k models (stan/hierarchical_k.stan): the models' per-dataset means with "
              "the correlated-t likelihood of the folds, drawn from a multivariate Student-t population across "
-             "datasets.")
-#: why the ranking's pairs and the pair tests shown beside it can differ
-DIFFERS = ("The ranking's pair probabilities (its report's P(better) matrix) come from one model of all the models, "
-           "which shares each dataset's noise among them; each pair test fits its two models alone. They answer the "
-           "same question and can differ by a little (on the data of two models, measured: at most 0.013).")
+             "datasets whose covariance is the models' own (each pair of models its own spread).")
+#: how the ranking's pairs relate to the pair tests shown beside them
+DIFFERS = ("Each pair's probabilities come from that pair's own fit of the paper's model (compare's hierarchical test, "
+           "sampled in another form; in a matrix, its own pair tests), so another model joining or leaving does not "
+           "move them, and they are the pair test's within Monte-Carlo error. P(best), the order and the ranks come "
+           "from one model of every model, so the order can put first a model that its pair test does not call "
+           "better.")
 RANKING_HEADER = ["rank", "model", "P(best)", "P(best next)", "mean rank", "rank HDI", "effect", "δ − δ(leader)",
                   "HDI"]
-PAIR_HEADER = ["pair", "difference", "HDI", "P(better)", "P(rope)", "P(worse)", "next: better / rope / worse",
-               "credible"]
+PAIR_HEADER = ["pair", "difference", "HDI", "P(better)", "P(rope)", "P(worse)", "credible"]
 
 
 def _rows(res: HierarchicalRankingResult) -> tuple[tuple[list[str], list], tuple[list[str], list]]:
@@ -36,7 +38,7 @@ def _rows(res: HierarchicalRankingResult) -> tuple[tuple[list[str], list], tuple
                for i, r in enumerate(table.itertuples())]
     m, shown = len(res.pairs), differences(res.pairs)
     pairs = [[f"{r.better} > {r.worse}", shown[i], f"{shown[m + i]} to {shown[2 * m + i]}",
-              p(r.p_better), p(r.p_rope), p(r.p_worse), next_cells(r), yes_no(r.credible)]
+              p(r.p_better), p(r.p_rope), p(r.p_worse), yes_no(r.credible)]
              for i, r in enumerate(res.pairs.itertuples())]
     return (RANKING_HEADER, ranking), (PAIR_HEADER, pairs)
 
@@ -47,11 +49,9 @@ def _about(res: HierarchicalRankingResult) -> str:
     return (f"{len(s['datasets'])} datasets, rope ±{s['metric_rope']:g} in metric units. P(best): the posterior "
             "probability of the largest mean effect δ across datasets (P(best next): of the best score on the next "
             "dataset); effects and differences in metric units with their "
-            f"{s['hdi_prob']:g} HDI. Each pair's P(better / rope / worse) is the two-model hierarchical test's "
-            "(compare), from the joint model: per posterior draw, the next dataset's difference is Student-t, and "
-            "the share of draws in which its mass beyond, inside or below the rope is the largest; next: those "
-            f"masses averaged (the probability of each outcome on the next dataset). A pair is credible when "
-            f"P(better) ≥ {s['threshold']:g}, the claim a-better of compare.")
+            f"{s['hdi_prob']:g} HDI. Each pair's P(better / rope / worse) answers compare's question about the next "
+            "dataset (the share of posterior draws in which the next dataset's difference falls most probably "
+            f"beyond, inside or below the rope). A pair is credible when {rule_words(s['threshold'])}. {DIFFERS}")
 
 
 def render_markdown(res: HierarchicalRankingResult, metric: str) -> Markdown:
@@ -73,8 +73,8 @@ def text_lines(res: HierarchicalRankingResult) -> list[str]:
     """What the command line prints under the ranking's table and headline: the pairs (and the ``--vs`` table), in
     the better-first orientation."""
     s = res.settings
-    lines = [f"Pairs (rope ±{s['metric_rope']:g}; P(better / rope / worse) as compare's hierarchical test, from the "
-             f"joint model; credible: P(better) ≥ {s['threshold']:g}):"]
+    lines = [f"Pairs (rope ±{s['metric_rope']:g}; P(better / rope / worse) on the next dataset, compare's question, "
+             f"each pair fitted alone; credible: {rule_words(s['threshold'])}):"]
     width = max(len(f"{r.better} > {r.worse}") for r in res.pairs.itertuples())
     p, shown = format_probability, aligned(res.pairs)
     lines += [f"  {f'{r.better} > {r.worse}'.ljust(width)}  {shown[i][0]}  P(better) {p(r.p_better)} · "

@@ -20,11 +20,12 @@ P(best) and the ranks need the joint posterior: they are read from seeded draws 
 z ~ N(0, I_n), g ~ χ²(n − 1), f = 1/((1 − ρ)·w·(n − 1)): R'z has covariance R'R, so f·R'R = Λ (exact, and defined
 when S is singular, e.g. with fewer folds than models).
 
-A pair is *credible* when the ``threshold`` HDI of its difference lies wholly beyond the rope (Kruschke's HDI+ROPE
-rule): with equal models that happens at most 1 − threshold of the time, where "P(better) ≥ threshold" on either side
-would happen up to twice as often.  Against a reference (``vs``: the leader or a model), each other model's row is
-its pair's correlated t-test again, with the verdict of the hierarchical ranking's table against a reference
-(:func:`..common.verdict`).
+A pair is *credible* by the rankings' one rule (:func:`..common.credible`): P(better), its mass beyond the rope on the
+better side, reaches 1 − (1 − threshold)/2, which is Kruschke's HDI+ROPE rule (the ``threshold`` HDI of the difference,
+central for a Student-t, lies wholly beyond the rope): with equal models that happens at most 1 − threshold of the
+time, where "P(better) ≥ threshold" on either side would happen up to twice as often.  Against a reference (``vs``:
+the leader or a model), each other model's row is its pair's correlated t-test again, with the verdict of the
+hierarchical ranking's table against a reference (:func:`..common.verdict`: better or worse at the same level).
 """
 
 from __future__ import annotations

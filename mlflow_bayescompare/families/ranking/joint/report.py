@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ....shared.markdown import Markdown
 from ....shared.report_html import format_numbers, format_probability
+from ..common import rule_words
 from ..report import markdown, page, versus_lines, versus_table, yes_no
 from .result import JointRankingResult
 
@@ -43,7 +44,8 @@ def _about(res: JointRankingResult) -> str:
             f"({s['rho_reason']}), rope ±{s['metric_rope']:g} in metric units. P(best): the posterior probability "
             f"of the best mean score ({res.diagnostics['mc_se_max']:.3f} Monte-Carlo standard error at most); rank HDI "
             f"at {s['hdi_prob']:g}. Each pair's probabilities are its Bayesian correlated t-test's; a pair is "
-            f"credible when the {s['threshold']:g} HDI of its difference lies beyond the rope.")
+            f"credible when {rule_words(s['threshold'])}, that is when the {s['threshold']:g} HDI of its difference "
+            "lies beyond the rope.")
 
 
 def render_markdown(res: JointRankingResult, metric: str) -> Markdown:

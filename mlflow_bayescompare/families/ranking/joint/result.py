@@ -40,10 +40,10 @@ class JointRankingResult(RankedModels):
     """
 
     model: ClassVar[str] = "joint-t"
-    #: credible: the ``threshold`` HDI of the difference lies beyond the rope (Kruschke's HDI+ROPE rule; the
-    #: posterior is a symmetric Student-t, so P(better by more than the rope) ≥ (1 + threshold) / 2)
+    #: credible: P(better by more than the rope) ≥ 1 − (1 − threshold)/2 (:func:`..common.level`); the posterior is a
+    #: symmetric Student-t, so the ``threshold`` HDI of the difference lies beyond the rope (Kruschke's HDI+ROPE rule)
     rule: ClassVar[CredibleRule] = CredibleRule(
-        "p_better", "the {threshold:.0%} HDI of their difference reaches into the rope ±{rope:g}", interval=True)
+        "p_better", "the {threshold:.0%} HDI of their difference reaches into the rope ±{rope:g}")
 
     models: list[str]
     ranking: pd.DataFrame
