@@ -111,7 +111,8 @@ def agreement(args) -> None:
 
 def calibration(args) -> None:
     config = sbc.Config("hierarchical_k", "integrated", q=args.q, models=args.models, missing=args.missing)
-    result = sbc.calibrate(config, args.replicates, seed=args.seed, chains=2, warmup=300, draws=300, kept=49)
+    result = sbc.calibrate(config, args.replicates, seed=args.seed, chains=2, warmup=args.warmup, draws=300, kept=49,
+                           retry=args.retry)
     print(sbc.report(result, 10))
     OUT.mkdir(exist_ok=True)
     result.table(10).to_csv(OUT / f"sbc_{config.label}.csv", index=False)
@@ -221,6 +222,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=27)
     parser.add_argument("--q", type=int, default=10)
     parser.add_argument("--models", type=int, default=4)
+    parser.add_argument("--warmup", type=int, default=300, help="sbc: warm-up iterations per chain")
+    parser.add_argument("--retry", action="store_true",
+                        help="sbc: each fit as rank samples it (again at adapt_delta 0.95 after a divergent fit)")
     parser.add_argument("--missing", type=float, default=0.0,
                         help="sbc: the chance that a model is missing on a dataset (a ragged grid)")
     parser.add_argument("--vs-unscaled", action="store_true",

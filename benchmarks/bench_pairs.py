@@ -276,8 +276,13 @@ def _ranked(frame: pd.DataFrame, models, population: str):
     return rank_models(frame, models=list(models), seed=1, **FIT)
 
 
+def _cases(args) -> list:
+    """The CASES whose label starts with one of ``--cases`` (default: all)."""
+    return [case for case in CASES if not args.cases or case[0].startswith(tuple(args.cases.split(",")))]
+
+
 def agreement(args) -> None:
-    for label, scores, models, _, datasets in CASES:
+    for label, scores, models, _, datasets in _cases(args):
         frame = _frame(scores, models, datasets)
         tests = None
         for population in args.populations.split(","):
@@ -290,7 +295,7 @@ def agreement(args) -> None:
 
 
 def invariance(args) -> None:
-    for label, scores, models, far, datasets in CASES:
+    for label, scores, models, far, datasets in _cases(args):
         frame = _frame(scores, models, datasets)
         rest = [m for m in models if m != far]
         for population in args.populations.split(","):
@@ -373,6 +378,8 @@ def main() -> int:
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     parser.add_argument("--populations", default="current",
                         help="agreement, invariance: the rankings measured (current, isotropic: issue 27's program)")
+    parser.add_argument("--cases", default="",
+                        help="agreement, invariance: the cases whose label starts so (comma-separated: sklearn,paper)")
     parser.add_argument("--models", default="hierarchical,bbt,compare",
                         help="calibration: the rankings measured (and isotropic: issue 27's program)")
     args = parser.parse_args()

@@ -163,11 +163,12 @@ def pick_form(form: str, replicate: int, data: dict) -> str:
 
 def calibrate(config: Config, replicates: int, *, seed: int = 1, chains: int = 2, warmup: int = 500,
               draws: int = 500, kept: int = 99, backend: str = "auto", skip_outside: bool = True,
-              progress=None) -> Calibration:
+              retry: bool = False, progress=None) -> Calibration:
     """SBC of one configuration: simulations until ``replicates`` of them are fitted, each once.  With
     ``skip_outside``, simulated data whose mean(x̄_i) falls outside δ0's bounds are counted and not fitted (see
     :func:`inside`): a choice made on the data alone, which keeps every rank uniform (the rank is uniform given
-    the data, whatever the data)."""
+    the data, whatever the data).  ``retry`` (``hierarchical_k``): each fit as ``rank`` samples it, again at
+    adapt_delta 0.95 after a divergent fit, keeping the fit with fewer divergent transitions."""
     result = Calibration(config, kept, {p: [] for p in config.params}, {p: [] for p in config.params})
     start = time.perf_counter()
     r = -1
@@ -189,7 +190,7 @@ def calibrate(config: Config, replicates: int, *, seed: int = 1, chains: int = 2
             elif config.program == "hierarchical_k":
                 truth, data = simulate_hierarchical_k(rng, config.q, config.models, config.missing)
                 form = config.form
-                posterior, raw = hierarchical_k_posterior(data, **settings)
+                posterior, raw = hierarchical_k_posterior(data, retry, **settings)
             else:
                 truth, data = simulate_bbt(rng, config.models, config.games)
                 form = pick_form(config.form, r, data)

@@ -170,8 +170,17 @@ def drop_models(block: np.ndarray, share: float, rng: np.random.Generator) -> np
     return np.where(kept, block, np.nan)
 
 
-def hierarchical_k_posterior(stan_data: dict, **settings) -> tuple[dict[str, np.ndarray], sampler.Run]:
-    run = sampler.run("hierarchical_k", stan_data, **settings)
+def hierarchical_k_posterior(stan_data: dict, retry: bool = False, **settings) -> tuple[dict[str, np.ndarray],
+                                                                                        sampler.Run]:
+    """The program's draws of the SBC's statistics; ``retry``: sampled as ``rank`` samples it (again at adapt_delta
+    0.95 after a divergent fit, the fit with fewer divergent transitions kept: :func:`sample_program`)."""
+    if retry:
+        from ..families.ranking.hierarchical_k.engine import sample_program
+        from ..vocabulary.options import RankOptions
+
+        run, _ = sample_program(stan_data, RankOptions(**settings), None)
+    else:
+        run = sampler.run("hierarchical_k", stan_data, **settings)
     d = run.draws["d"]
     draws = {f"d_{j + 1}": d[..., j] for j in range(d.shape[-1])}
     omega = run.draws["Omega"].reshape(*d.shape, d.shape[-1])

@@ -11,8 +11,8 @@ data's within-dataset spread; the paper's data-derived prior bounds; the sampler
 :func:`whitening`) → ``stan/hierarchical_k.stan`` → :func:`.result.summarise`.  A dataset some models
 lack is fitted as it is (the program's rewrite 5: exact, nothing imputed); one with fewer than two models carries no
 contrast and is left out.  The ranking (P(best), ranks) reads this joint fit; every pair is then fitted alone by the
-same program at k = 2 (:func:`pair_tests`: the paper's model of the pair, so a pair's numbers are compare's and no
-other model moves them).
+program's model at k = 2, sampled by Gibbs (:func:`pair_tests`: the paper's model of the pair, so a pair's numbers
+are compare's and no other model moves them).
 """
 
 from __future__ import annotations
@@ -25,19 +25,18 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from ....sampling import sampler
-from ....shared.posterior_summary import RHAT_LIMIT
+from ....sampling import pair_gibbs, sampler
 from ....vocabulary.console import log
 from ....vocabulary.errors import InputError
-from ....vocabulary.options import MATRIX_PAIR_WARMUP, WARMUP, FitOptions, RankOptions
+from ....vocabulary.options import FitOptions, RankOptions
 from ....vocabulary.outcomes import counted, divergent_transitions
 from ....vocabulary.progress import Progress, notify
 from ..common import lacking_lines, listed
 from .result import HierarchicalRankingResult, PairFit, pair_fit, ranked_order, summarise
 
-__all__ = ["rank_hierarchical", "pair_tests", "stan_inputs", "sufficient", "sufficient_data", "tau_forms", "helmert",
-           "present", "selection", "contrasts", "population_fit", "whitening", "Inputs", "HEADER", "FORM", "NU_CAP",
-           "RETRY_ADAPT_DELTA"]
+__all__ = ["rank_hierarchical", "pair_tests", "sample_program", "stan_inputs", "sufficient", "sufficient_data",
+           "tau_forms", "helmert", "present", "selection", "contrasts", "population_fit", "whitening", "Inputs",
+           "HEADER", "FORM", "NU_CAP", "RETRY_ADAPT_DELTA", "PAIR_WARMUP", "PAIR_THIN"]
 
 HEADER = "Cannot rank the models with the hierarchical model:"
 #: how the program samples (its header): the datasets' effects integrated out
@@ -46,6 +45,10 @@ FORM = "effects integrated out, contrasts rotated by Omega's eigenvectors; log s
 NU_CAP = 100.0
 #: the target acceptance rate of the second fit when the first diverges
 RETRY_ADAPT_DELTA = 0.95
+#: the Gibbs sweeps of a pair's warm-up (:func:`pair_tests`)
+PAIR_WARMUP = 300
+#: every PAIR_THIN-th sweep is kept (benchmarks/README.md, "The pairs by Gibbs": ν's autocorrelation on 4-fold data)
+PAIR_THIN = 4
 
 
 def helmert(k: int) -> np.ndarray:
@@ -100,7 +103,7 @@ def rank_hierarchical(scores, opts: RankOptions, progress: Progress | None = Non
     opts = opts.with_seed().with_warmup()
     notify(progress, "sampling", f"{len(scores.models)} models on {counted(len(inputs.scores.datasets), 'dataset')} "
                                  f"(hierarchical model, {opts.chains} chains × {opts.draws} draws)")
-    run, form = _sample(inputs.stan_data, opts, progress)
+    run, form = sample_program(inputs.stan_data, opts, progress)
     order = ranked_order(scores, inputs, run, opts)
     pairs = [(order[i], worse) for i in range(len(order)) for worse in order[i + 1:]] if len(order) > 2 else []
     given = dict(scores.pair_tests or {})
@@ -111,35 +114,39 @@ def rank_hierarchical(scores, opts: RankOptions, progress: Progress | None = Non
 
 def pair_tests(scores, pairs: list[tuple[str, str]], opts: RankOptions,
                progress: Progress | None = None) -> dict[frozenset[str], PairFit | None]:
-    """Each pair's own fit of the program at k = 2, on the datasets both models have, with the ranking's seed and its
-    models in the order of their names (a mirrored order would sample other draws of the same posterior): the
-    paper's model of the pair's difference, priors included (the program's header), i.e. ``compare``'s hierarchical
-    test, sampled in the integrated form.  A pair's numbers thus depend on its two models' scores alone: another
-    model joining or leaving cannot move them (issue 38, items 3-4).  Unless ``opts.warmup`` is given, a pair warms
-    up as a matrix's pairs do (:data:`~....vocabulary.options.MATRIX_PAIR_WARMUP`), and a fit whose chains then
-    disagree is sampled again after the full warm-up, keeping the smaller R-hat (the two-model test's rule).  A pair
-    the model cannot test (fewer than two shared datasets) gets ``None`` and a warning naming it."""
-    retry = opts.warmup is None
-    opts = opts.with_warmup(MATRIX_PAIR_WARMUP)
+    """Each pair's own fit of the program's model at k = 2, on the datasets both models have, with the ranking's seed
+    and its models in the order of their names (a mirrored order would sample other draws of the same posterior):
+    the paper's model of the pair's difference, priors included (the program's header), i.e. ``compare``'s
+    hierarchical test.  The pairs are sampled together by Gibbs (:mod:`....sampling.pair_gibbs`: a pair's draws
+    depend on its own data alone), :data:`PAIR_WARMUP` sweeps of warm-up unless ``opts.warmup`` is given, then
+    ``opts.draws`` × :data:`PAIR_THIN` sweeps per chain, every :data:`PAIR_THIN`-th kept.  A pair's numbers thus
+    depend on its two models' scores alone: another model joining or leaving cannot move them (issue 38, items 3-4).
+    A pair the model cannot test (fewer than two shared datasets) gets ``None`` and a warning naming it."""
     fits: dict[frozenset[str], PairFit | None] = {}
-    start = time.perf_counter()
-    for done, (a, b) in enumerate(sorted((a, b)) for a, b in pairs):  # one order per pair, whatever the ranking's
-        notify(progress, "sampling", f"pair {done + 1} of {len(pairs)}, {a} vs {b}, fitted alone "
-                                     f"({time.perf_counter() - start:.0f} s)")
+    fitted = []
+    for a, b in sorted(tuple(sorted(pair)) for pair in pairs):  # one order per pair, whatever the ranking's
         index = [scores.models.index(a), scores.models.index(b)]
         alone = dataclasses.replace(scores, models=[a, b], blocks=[block[:, index] for block in scores.blocks])
         try:
-            inputs = stan_inputs(alone, opts)
+            fitted.append((alone, stan_inputs(alone, opts)))
         except InputError as error:
             log.warning("the pair %s vs %s is not tested: %s", a, b, "; ".join(error.problems))
             fits[frozenset((a, b))] = None
-            continue
-        run, form = _sample(inputs.stan_data, opts, None)
-        fit = pair_fit(alone, inputs, run, form)
-        if retry and not fit.diagnostics["rhat_max"] <= RHAT_LIMIT:
-            again = pair_fit(alone, inputs, *_sample(inputs.stan_data, dataclasses.replace(opts, warmup=WARMUP), None))
-            fit = again if again.diagnostics["rhat_max"] < fit.diagnostics["rhat_max"] else fit
-        fits[frozenset((a, b))] = fit
+    if not fitted:
+        return fits
+    warmup = opts.warmup if opts.warmup is not None else PAIR_WARMUP
+    start = time.perf_counter()
+
+    def report(sweep: int, sweeps: int) -> None:
+        notify(progress, "sampling", f"{counted(len(fitted), 'pair')}, each fitted alone (Gibbs, {opts.chains} chains "
+                                     f"× {opts.draws} draws): sweep {sweep} of {sweeps} "
+                                     f"({time.perf_counter() - start:.0f} s)")
+
+    runs = pair_gibbs.sample_pairs([inputs.stan_data for _, inputs in fitted], chains=opts.chains, draws=opts.draws,
+                                   warmup=warmup, thin=PAIR_THIN, seed=opts.seed, report=report)
+    form = f"{pair_gibbs.FORM}; {warmup} sweeps of warm-up, every {PAIR_THIN}th of the next kept"
+    for (alone, inputs), run in zip(fitted, runs):
+        fits[frozenset(alone.models)] = pair_fit(alone, inputs, run, form)
     return fits
 
 
@@ -351,8 +358,9 @@ def _groups(scores) -> list[list[str]]:
     return [[m for m, r in zip(scores.models, roots) if r == top] for top in dict.fromkeys(roots)]
 
 
-def _sample(data: dict, opts: RankOptions, progress: Progress | None) -> tuple[sampler.Run, str]:
-    """Sample; when the fit diverges, sample again at adapt_delta 0.95 and keep the fit with fewer divergences."""
+def sample_program(data: dict, opts: RankOptions, progress: Progress | None) -> tuple[sampler.Run, str]:
+    """Sample ``stan/hierarchical_k.stan`` as ``rank`` does: when the fit diverges, sample again at adapt_delta 0.95
+    and keep the fit with fewer divergences."""
     def run(adapt_delta):
         return sampler.run("hierarchical_k", data, chains=opts.chains, draws=opts.draws, warmup=opts.warmup,
                            seed=opts.seed, backend=opts.backend, progress=progress, adapt_delta=adapt_delta)

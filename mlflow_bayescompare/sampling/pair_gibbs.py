@@ -1,0 +1,295 @@
+"""The hierarchical model of one difference (Corani et al. 2017, Sec. 3: ``stan/hierarchical_k.stan`` at k = 2, the
+paper's model, priors included), sampled by Gibbs for many pairs at once: the ranking's pairs (issue 38).
+
+For each pair, on its q datasets, in the program's scaled contrast units (v_i, c_i, m_i, w_i of its data block):
+  p(y_i | φ_i, σ_i) ∝ σ_i^(−w_i−1) exp(−(c_i + m_i (v_i − φ_i)²) / (2σ_i²))   (rewrites 1-2 before rewrite 4;
+    w_i = n_i − 1: v_i | φ_i, σ_i ~ N(φ_i, σ_i²/m_i), the within-fold sum of squares c_i)
+  φ_i ~ N(d, σ0²/τ_i), τ_i ~ Gamma(ν/2, ν/2)   ([eq:delta_i] as a scale mixture)
+  d ~ U(±d_bound), σ0 ~ U(0, σ0_high), σ_i flat, ν = 1 + ν', ν' ~ Gamma(α, β), α ~ U, β ~ U   (the paper's priors)
+A sweep: φ_i by an independence Metropolis step from N(v_i, σ_i²/m_i) with τ_i integrated out (φ_i ~ t_ν(d, σ0));
+then τ_i, σ_i, φ_i, d and σ0 from their conditionals (normal, gamma, truncated by inversion); d and σ0 again given
+z_i = (φ_i − d)√τ_i/σ0 (the interweaving of Yu & Meng 2011, "To center or not to center", JCGS 20:531-570, which
+keeps σ0 moving where the datasets' noise hides the population's spread); ν' and σ0 by random-walk Metropolis with
+the τ_i integrated out (ν' moved together with σ0 so that t_ν(d, σ0)'s quartiles stay, a shear of unit Jacobian, as
+ν and σ0 trade along one ridge); α by a random walk on its logit, β from its truncated gamma.  The walks' scales adapt
+in the warm-up only.
+
+Why not Stan: a pair is a few hundred coordinates and a cheap density, and a ranking of k models has k(k − 1)/2 of
+them; NUTS spends about 4 s on each (Wainer's 131 four-fold datasets), where these sweeps run every pair together as
+arrays (benchmarks/README.md, "The ranking's pairs by Gibbs").  A pair's draws depend on its own data only, so that
+no other pair, joining or leaving, moves them: each draws its random numbers from its own generator, seeded by the
+seed alone, and the pairs are sampled in batches of the same dataset count (nothing padded: a padded sum rounds
+differently), each batch split across the machine's cores (numpy's loops release the GIL).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import threading
+import time
+from collections.abc import Callable
+
+import numpy as np
+from scipy import special
+
+from .sampler import Run
+
+__all__ = ["sample_pairs", "FORM", "ACCEPT_TARGET", "WALKS", "BLOCK", "UNIFORMS"]
+
+#: how the pairs are sampled (a fit's ``parameterisation``)
+FORM = ("Gibbs sweeps (Yu-Meng interweaving of d and sigma0; nu', sigma0 and phi_i by Metropolis with tau_i "
+        "integrated out)")
+
+#: the random-walk steps' target acceptance rate (one dimension: Roberts, Gelman & Gilks 1997)
+ACCEPT_TARGET = 0.44
+#: Metropolis steps per sweep on each of log ν' and log σ0 (the τ_i integrated out)
+WALKS = 3
+#: sweeps whose random numbers a pair draws at once
+BLOCK = 32
+#: uniforms per chain and sweep for the scalar steps: d, σ0 (centred, its rare truncation), σ0 and d (non-centred), α,
+#: β, and two per walk step
+UNIFORMS = 6 + 2 * WALKS
+
+
+class _Batch:
+    """Pairs with the same dataset count q: their data as (pairs, 1, q) arrays and their scalars as (pairs, 1)."""
+
+    def __init__(self, datas: list[dict]):
+        def rows(key, column=False):
+            values = [np.asarray(data[key], float) for data in datas]
+            return np.stack([v[:, 0] if column else v for v in values])[:, None, :]
+
+        self.v, self.c, self.m, self.w = rows("v_c", column=True), rows("c"), rows("m"), rows("w")
+        self.q = float(datas[0]["q"])
+        scalar = {key: np.array([float(data[key]) for data in datas])[:, None]
+                  for key in ("d_bound", "sigma0_high", "alpha_low", "alpha_high", "beta_low", "beta_high")}
+        self.d_bound, self.sigma0_high = scalar["d_bound"], scalar["sigma0_high"]
+        self.alpha = (scalar["alpha_low"], scalar["alpha_high"])
+        self.beta = (scalar["beta_low"], scalar["beta_high"])
+
+
+class _Randoms:
+    """Each pair's random numbers from its own generator, drawn :data:`BLOCK` sweeps at a time (one call per pair,
+    kind and block, not per sweep); and τ_i's gamma variates, whose shape is known only at their sweep (Marsaglia &
+    Tsang 2000, "A simple method for generating gamma variables", ACM TOMS 26:363-372: two proposals per variate
+    drawn with the block, the rare variate that both fail drawn alone from its pair's generator)."""
+
+    def __init__(self, gens, chains: int, q: int, shapes_r: np.ndarray):
+        pairs = len(gens)
+        self.gens, self.q, self.shapes_r = gens, q, shapes_r
+        self.gamma_r = np.empty((pairs, BLOCK, chains, q))  # the noise's Gamma(w_i/2)
+        self.gamma_s = np.empty((pairs, BLOCK, chains))  # σ0's Gamma((q − 1)/2)
+        self.normals = np.empty((pairs, BLOCK, chains, 4 * q + 1 + 2 * WALKS))  # φ twice, two proposals, the walks
+        self.uniforms = np.empty((pairs, BLOCK, chains, 3 * q + UNIFORMS))  # two proposals, φ's, the scalar steps
+
+    def sweep(self, sweep: int):
+        """This sweep's gamma variates of the noise and of σ0, normals of φ, uniforms of the scalar steps and normals
+        of the walks."""
+        at = sweep % BLOCK
+        if at == 0:
+            for row, (gen, shape) in enumerate(zip(self.gens, self.shapes_r)):
+                same = np.all(shape == shape[0])  # one shape: numpy's faster path
+                gen.standard_gamma(shape[0] if same else np.broadcast_to(shape, self.gamma_r.shape[1:]),
+                                   out=self.gamma_r[row])
+                gen.standard_gamma((self.q - 1) / 2, out=self.gamma_s[row])
+                gen.standard_normal(out=self.normals[row])
+                gen.random(out=self.uniforms[row])
+        q, normals, uniforms = self.q, self.normals[:, at], self.uniforms[:, at]
+        self.proposals = (normals[..., q:2 * q], normals[..., 2 * q:3 * q], uniforms[..., :q], uniforms[..., q:2 * q])
+        return (self.gamma_r[:, at], self.gamma_s[:, at], normals[..., :q], normals[..., 3 * q:4 * q],
+                uniforms[..., 2 * q:3 * q], uniforms[..., 3 * q:], normals[..., 4 * q:])
+
+    def gamma(self, shape: np.ndarray) -> np.ndarray:
+        """Gamma(shape) variates (pairs, chains, q), ``shape`` (pairs, chains) ≥ 1."""
+        d = np.broadcast_to((shape - 1 / 3)[..., None], self.proposals[0].shape)
+        c = 1 / np.sqrt(9 * d)
+        first, second, u_first, u_second = self.proposals
+        v = (1 + c * first) ** 3
+        out = np.where(_accepts(first, u_first, v, d), d * v, np.nan)
+        missing = np.isnan(out)
+        if missing.any():
+            d, c, normal = d[missing], c[missing], second[missing]
+            v = (1 + c * normal) ** 3
+            out[missing] = np.where(_accepts(normal, u_second[missing], v, d), d * v, np.nan)
+            for row in np.flatnonzero(np.isnan(out).any(axis=(1, 2))):
+                left = np.isnan(out[row])
+                out[row][left] = self.gens[row].standard_gamma(np.broadcast_to(shape[row][:, None], left.shape)[left])
+        return out
+
+
+def _accepts(normal, uniform, v, d):
+    """Marsaglia & Tsang's test of a proposal d·v, v = (1 + c·normal)³."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (v > 0) & (np.log(uniform) < 0.5 * normal**2 + d - d * v + d * np.log(v))
+
+
+def _truncated_normal(mean, sd, low, high, u):
+    """N(mean, sd²) truncated to (low, high), by inversion of the uniforms ``u``."""
+    a, b = special.ndtr((low - mean) / sd), special.ndtr((high - mean) / sd)
+    return np.clip(mean + sd * special.ndtri(np.clip(a + u * (b - a), 1e-300, 1 - 1e-16)), low, high)
+
+
+def _truncated_gamma(shape, rate, low, high, u):
+    """Gamma(shape, rate) truncated to (low, high), by inversion of the uniforms ``u``."""
+    a, b = special.gammainc(shape, rate * low), special.gammainc(shape, rate * high)
+    return np.clip(special.gammaincinv(shape, np.clip(a + u * (b - a), 1e-300, 1 - 1e-16)) / rate, low, high)
+
+
+def _log_t(nu_prime, s0, q, squares):
+    """Σ_i log t_ν(φ_i; d, σ0) up to a constant, ν = 1 + ν', from ``squares`` = (φ_i − d)² (pairs, chains, q)."""
+    nu = 1 + nu_prime
+    constant = special.gammaln((nu + 1) / 2) - special.gammaln(nu / 2) - 0.5 * np.log(nu) - np.log(s0)
+    return q * constant - (nu + 1) / 2 * np.sum(np.log1p(squares / (nu * s0**2)[..., None]), axis=2)
+
+
+def _quartile(nu_prime):
+    """The upper quartile of t_ν, ν = 1 + ν', by its Cornish-Fisher expansion in 1/ν (Abramowitz & Stegun 26.7.5;
+    1.000 at ν = 1 against 1; any function of ν keeps the shear move exact, a close one makes it useful)."""
+    z, nu = 0.6744897501960817, 1 + nu_prime
+    return z + (z**3 + z) / (4 * nu) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * nu**2)
+
+
+def _log_alpha(alpha, beta, nu_prime, low, high):
+    """log p(α | ν', β) + the log-Jacobian of α's logit: Gamma(ν'; α, β) on α ~ U(low, high)."""
+    return (alpha * np.log(beta) + (alpha - 1) * np.log(nu_prime) - special.gammaln(alpha)
+            + np.log(alpha - low) + np.log(high - alpha))
+
+
+def sample_pairs(datas: list[dict], *, chains: int, draws: int, warmup: int, thin: int, seed: int,
+                 report: Callable[[int, int], None] | None = None) -> list[Run]:
+    """Sample each pair's data block (``hierarchical_k.stan``'s at k = 2, every dataset complete) for ``warmup`` +
+    ``draws`` × ``thin`` sweeps per chain, keeping every ``thin``-th; one :class:`~.sampler.Run` per pair with the
+    program's names d, sigma0, nu and Omega, ``seconds`` its share of the time.  ``report(sweep, sweeps)`` hears of
+    the first batch's progress every :data:`BLOCK` sweeps."""
+    start = time.perf_counter()
+    groups: dict[int, list[int]] = {}
+    for index, data in enumerate(datas):
+        groups.setdefault(int(data["q"]), []).append(index)
+    cores = max(1, min(os.cpu_count() or 1, len(datas)))
+    parts = [part for members in groups.values() for part in np.array_split(members, min(cores, len(members)))]
+
+    stop = threading.Event()  # set when this thread is interrupted (Ctrl-C, SIGTERM): the batches end at their block
+
+    def batch(number: int, part: np.ndarray) -> list[dict[str, np.ndarray]]:
+        return _sweeps(_Batch([datas[i] for i in part]), chains, draws, warmup, thin, seed,
+                       report if number == 0 else None, stop)
+
+    pool = concurrent.futures.ThreadPoolExecutor(cores, thread_name_prefix="pair-gibbs")
+    try:
+        futures = [pool.submit(batch, number, part) for number, part in enumerate(parts)]
+        kept = {int(i): row for part, future in zip(parts, futures) for i, row in zip(part, future.result())}
+    except BaseException:
+        stop.set()
+        raise
+    finally:
+        pool.shutdown(wait=True)
+    share = (time.perf_counter() - start) / len(datas)
+    zeros = np.zeros((chains, draws))
+    return [Run({"d": kept[i]["d"][..., None], "sigma0": kept[i]["sigma0"], "nu": kept[i]["nu"],
+                 "Omega": kept[i]["sigma0"][..., None, None] ** 2},
+                {"divergent__": zeros, "treedepth__": zeros, "n_leapfrog__": zeros}, "gibbs", share, 0.0)
+            for i in range(len(datas))]
+
+
+def _sweeps(x: _Batch, chains: int, draws: int, warmup: int, thin: int, seed: int,
+            report: Callable[[int, int], None] | None, stop: threading.Event) -> list[dict[str, np.ndarray]]:
+    """The Gibbs sweeps of one batch; per pair its kept draws of d, σ0 and ν, each (chains, draws)."""
+    pairs, q = x.v.shape[0], x.v.shape[2]
+    gens = [np.random.default_rng(seed) for _ in range(pairs)]
+    shape = (pairs, chains, q)
+    # the starting point: each chain's d, σ0 and ν' scattered around the moment estimates of its pair
+    first = np.stack([gen.standard_normal((chains, 3)) for gen in gens])
+    mean = x.v.mean(axis=2)
+    spread = x.v.std(axis=2, ddof=1) + 1e-3
+    d = np.clip(mean + first[..., 0] * spread / np.sqrt(q), -0.9 * x.d_bound, 0.9 * x.d_bound)
+    s0 = np.clip(spread * np.exp(0.5 * first[..., 1]), 1e-6, 0.9 * x.sigma0_high)
+    nu_prime = 10 * np.exp(first[..., 2])
+    alpha = np.broadcast_to((x.alpha[0] + x.alpha[1]) / 2, (pairs, chains)).copy()
+    beta = np.broadcast_to((x.beta[0] + x.beta[1]) / 2, (pairs, chains)).copy()
+    phi = np.broadcast_to(x.v, shape).copy()
+    r = np.broadcast_to(x.w / x.c, shape).copy()  # 1/σ_i², started at the within-dataset estimate
+    steps = np.ones((3, pairs, chains))  # the random walks' scales: log ν', log σ0, logit α
+    keep = {name: np.empty((pairs, chains, draws)) for name in ("d", "sigma0", "nu")}
+    randoms = _Randoms(gens, chains, q, x.w[:, 0, :] / 2)
+    sweeps = warmup + draws * thin
+    for sweep in range(sweeps):
+        if sweep % BLOCK == 0:
+            if stop.is_set():
+                return []
+            if report:
+                report(sweep, sweeps)
+        gamma_r, gamma_s, normal, jump, jump_u, uniform, walk = randoms.sweep(sweep)
+        gamma_tau = randoms.gamma((2 + nu_prime) / 2)  # (ν + 1)/2
+        # φ_i given v_i, σ_i, d, σ0, ν with τ_i integrated out (prior t_ν(d, σ0)): an independence proposal from
+        # N(v_i, σ_i²/m_i), accepted at the ratio of the t densities
+        proposal = x.v + jump / np.sqrt(x.m * r)
+        nu = (1 + nu_prime)[..., None]
+        ratio = (nu + 1) / 2 * (np.log1p((phi - d[..., None]) ** 2 / (nu * s0[..., None] ** 2))
+                                - np.log1p((proposal - d[..., None]) ** 2 / (nu * s0[..., None] ** 2)))
+        phi = np.where(np.log(jump_u) < ratio, proposal, phi)
+        # τ_i given φ_i, d, σ0, ν (which also completes the last sweep's draws of ν' and σ0 with the τ_i integrated
+        # out); σ_i (as r_i = 1/σ_i²) given φ_i; φ_i given the rest
+        tau = gamma_tau / ((1 + nu_prime[..., None] + ((phi - d[..., None]) / s0[..., None]) ** 2) / 2)
+        r = gamma_r / ((x.c + x.m * (x.v - phi) ** 2) / 2)
+        precision = x.m * r + tau / s0[..., None] ** 2
+        phi = (x.m * r * x.v + tau * d[..., None] / s0[..., None] ** 2) / precision + normal / np.sqrt(precision)
+        # (d, σ0) given φ (centred)
+        total = tau.sum(axis=2)
+        d = _truncated_normal(np.sum(tau * phi, axis=2) / total, s0 / np.sqrt(total), -x.d_bound, x.d_bound,
+                              uniform[..., 0])
+        squares = np.sum(tau * (phi - d[..., None]) ** 2, axis=2)
+        # 1/σ0² ~ Gamma((q − 1)/2, squares/2) on σ0 < σ0_high (a flat prior on σ0): the untruncated draw where it
+        # falls there, else by inversion (either way the truncated law)
+        precision0 = gamma_s / (squares / 2)
+        beyond = precision0 < x.sigma0_high ** -2
+        if beyond.any():
+            precision0 = np.where(beyond, _truncated_gamma((q - 1) / 2, squares / 2, x.sigma0_high ** -2, np.inf,
+                                                           uniform[..., 1]), precision0)
+        s0 = 1 / np.sqrt(precision0)
+        # (σ0, d) given z (non-centred): v_i ~ N(d + σ0 g_i, e_i), g_i = z_i/√τ_i, e_i = 1/(m_i r_i)
+        g = (phi - d[..., None]) / s0[..., None]
+        inverse_e = x.m * r
+        fit = np.sum(inverse_e * g * g, axis=2)
+        s0 = np.maximum(_truncated_normal(np.sum(inverse_e * g * (x.v - d[..., None]), axis=2) / fit,
+                                          1 / np.sqrt(fit), 0.0, x.sigma0_high, uniform[..., 2]), 1e-12)
+        total = inverse_e.sum(axis=2)
+        d = _truncated_normal(np.sum(inverse_e * (x.v - s0[..., None] * g), axis=2) / total, 1 / np.sqrt(total),
+                              -x.d_bound, x.d_bound, uniform[..., 3])
+        phi = d[..., None] + s0[..., None] * g
+        # ν' and σ0 given φ and d with the τ_i integrated out (φ_i ~ t_ν(d, σ0); the τ_i are drawn again at the next
+        # sweep's start): random walks on log ν' (+ its log-Jacobian and prior) and log σ0 (+ log σ0, flat prior)
+        squares = (phi - d[..., None]) ** 2
+        accepted = np.zeros((3, pairs, chains))
+        current = _log_t(nu_prime, s0, q, squares)
+        for step in range(WALKS):
+            proposal = nu_prime * np.exp(steps[0] * walk[..., 2 * step])
+            scaled = s0 * _quartile(nu_prime) / _quartile(proposal)
+            value = _log_t(proposal, scaled, q, squares)
+            move = (np.log(uniform[..., 5 + 2 * step]) < (value + alpha * np.log(proposal) - beta * proposal
+                                                           + np.log(scaled) - current - alpha * np.log(nu_prime)
+                                                           + beta * nu_prime - np.log(s0)))
+            move &= scaled < x.sigma0_high
+            nu_prime, s0 = np.where(move, proposal, nu_prime), np.where(move, scaled, s0)
+            current = np.where(move, value, current)
+            accepted[0] += move / WALKS
+            proposal = s0 * np.exp(steps[1] * walk[..., 2 * step + 1])
+            value = _log_t(nu_prime, proposal, q, squares)
+            move = ((np.log(uniform[..., 6 + 2 * step]) < value + np.log(proposal) - current - np.log(s0))
+                    & (proposal < x.sigma0_high))
+            s0, current = np.where(move, proposal, s0), np.where(move, value, current)
+            accepted[1] += move / WALKS
+        # α given ν', β (a random walk on its logit); β given α, ν' (a truncated gamma)
+        low, high = x.alpha
+        proposal = low + (high - low) * special.expit(np.log(alpha - low) - np.log(high - alpha)
+                                                      + steps[2] * walk[..., 2 * WALKS])
+        move = ((np.log(uniform[..., 4]) < _log_alpha(proposal, beta, nu_prime, low, high)
+                 - _log_alpha(alpha, beta, nu_prime, low, high)) & (proposal > low) & (proposal < high))
+        alpha, accepted[2] = np.where(move, proposal, alpha), move
+        beta = _truncated_gamma(alpha + 1, nu_prime, x.beta[0], x.beta[1], uniform[..., -1])
+        if sweep < warmup:  # Robbins-Monro on the walks' log-scales toward ACCEPT_TARGET
+            steps *= np.exp((accepted - ACCEPT_TARGET) / np.sqrt(sweep + 1))
+        elif (sweep - warmup) % thin == thin - 1:
+            at = (sweep - warmup) // thin
+            keep["d"][..., at], keep["sigma0"][..., at], keep["nu"][..., at] = d, s0, 1 + nu_prime
+    return [{name: values[row] for name, values in keep.items()} for row in range(pairs)]
