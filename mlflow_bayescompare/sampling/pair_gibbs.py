@@ -25,6 +25,7 @@ differently), each batch split across the machine's cores (numpy's loops release
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import os
 import threading
 import time
@@ -192,24 +193,42 @@ def sample_pairs(datas: list[dict], *, chains: int, draws: int, warmup: int, thi
             for i in range(len(datas))]
 
 
+@dataclasses.dataclass
+class _State:
+    """The chains of one batch: d, σ0, ν', α, β (pairs, chains); φ_i, 1/σ_i² (pairs, chains, q); the random walks'
+    log-scales (3, pairs, chains: log ν', log σ0, logit α) and their acceptance in the last sweep."""
+
+    d: np.ndarray
+    s0: np.ndarray
+    nu_prime: np.ndarray
+    alpha: np.ndarray
+    beta: np.ndarray
+    phi: np.ndarray
+    r: np.ndarray
+    steps: np.ndarray
+    accepted: np.ndarray
+
+
+def _start(x: _Batch, chains: int, gens) -> _State:
+    """Each chain's d, σ0 and ν' scattered around the moment estimates of its pair, φ_i at v_i, σ_i at the
+    within-dataset estimate, α and β mid-range."""
+    pairs, q = x.v.shape[0], x.v.shape[2]
+    first = np.stack([gen.standard_normal((chains, 3)) for gen in gens])
+    mean, spread = x.v.mean(axis=2), x.v.std(axis=2, ddof=1) + 1e-3
+    d = np.clip(mean + first[..., 0] * spread / np.sqrt(q), -0.9 * x.d_bound, 0.9 * x.d_bound)
+    s0 = np.clip(spread * np.exp(0.5 * first[..., 1]), 1e-6, 0.9 * x.sigma0_high)
+    middle = [np.broadcast_to((low + high) / 2, (pairs, chains)).copy() for low, high in (x.alpha, x.beta)]
+    shape = (pairs, chains, q)
+    return _State(d, s0, 10 * np.exp(first[..., 2]), *middle, np.broadcast_to(x.v, shape).copy(),
+                  np.broadcast_to(x.w / x.c, shape).copy(), np.ones((3, pairs, chains)), np.zeros((3, pairs, chains)))
+
+
 def _sweeps(x: _Batch, chains: int, draws: int, warmup: int, thin: int, seed: int,
             report: Callable[[int, int], None] | None, stop: threading.Event) -> list[dict[str, np.ndarray]]:
     """The Gibbs sweeps of one batch; per pair its kept draws of d, σ0 and ν, each (chains, draws)."""
     pairs, q = x.v.shape[0], x.v.shape[2]
     gens = [np.random.default_rng(seed) for _ in range(pairs)]
-    shape = (pairs, chains, q)
-    # the starting point: each chain's d, σ0 and ν' scattered around the moment estimates of its pair
-    first = np.stack([gen.standard_normal((chains, 3)) for gen in gens])
-    mean = x.v.mean(axis=2)
-    spread = x.v.std(axis=2, ddof=1) + 1e-3
-    d = np.clip(mean + first[..., 0] * spread / np.sqrt(q), -0.9 * x.d_bound, 0.9 * x.d_bound)
-    s0 = np.clip(spread * np.exp(0.5 * first[..., 1]), 1e-6, 0.9 * x.sigma0_high)
-    nu_prime = 10 * np.exp(first[..., 2])
-    alpha = np.broadcast_to((x.alpha[0] + x.alpha[1]) / 2, (pairs, chains)).copy()
-    beta = np.broadcast_to((x.beta[0] + x.beta[1]) / 2, (pairs, chains)).copy()
-    phi = np.broadcast_to(x.v, shape).copy()
-    r = np.broadcast_to(x.w / x.c, shape).copy()  # 1/σ_i², started at the within-dataset estimate
-    steps = np.ones((3, pairs, chains))  # the random walks' scales: log ν', log σ0, logit α
+    state = _start(x, chains, gens)
     keep = {name: np.empty((pairs, chains, draws)) for name in ("d", "sigma0", "nu")}
     randoms = _Randoms(gens, chains, q, x.w[:, 0, :] / 2)
     sweeps = warmup + draws * thin
@@ -220,76 +239,99 @@ def _sweeps(x: _Batch, chains: int, draws: int, warmup: int, thin: int, seed: in
             if report:
                 report(sweep, sweeps)
         gamma_r, gamma_s, normal, jump, jump_u, uniform, walk = randoms.sweep(sweep)
-        gamma_tau = randoms.gamma((2 + nu_prime) / 2)  # (ν + 1)/2
-        # φ_i given v_i, σ_i, d, σ0, ν with τ_i integrated out (prior t_ν(d, σ0)): an independence proposal from
-        # N(v_i, σ_i²/m_i), accepted at the ratio of the t densities
-        proposal = x.v + jump / np.sqrt(x.m * r)
-        nu = (1 + nu_prime)[..., None]
-        ratio = (nu + 1) / 2 * (np.log1p((phi - d[..., None]) ** 2 / (nu * s0[..., None] ** 2))
-                                - np.log1p((proposal - d[..., None]) ** 2 / (nu * s0[..., None] ** 2)))
-        phi = np.where(np.log(jump_u) < ratio, proposal, phi)
-        # τ_i given φ_i, d, σ0, ν (which also completes the last sweep's draws of ν' and σ0 with the τ_i integrated
-        # out); σ_i (as r_i = 1/σ_i²) given φ_i; φ_i given the rest
-        tau = gamma_tau / ((1 + nu_prime[..., None] + ((phi - d[..., None]) / s0[..., None]) ** 2) / 2)
-        r = gamma_r / ((x.c + x.m * (x.v - phi) ** 2) / 2)
-        precision = x.m * r + tau / s0[..., None] ** 2
-        phi = (x.m * r * x.v + tau * d[..., None] / s0[..., None] ** 2) / precision + normal / np.sqrt(precision)
-        # (d, σ0) given φ (centred)
-        total = tau.sum(axis=2)
-        d = _truncated_normal(np.sum(tau * phi, axis=2) / total, s0 / np.sqrt(total), -x.d_bound, x.d_bound,
-                              uniform[..., 0])
-        squares = np.sum(tau * (phi - d[..., None]) ** 2, axis=2)
-        # 1/σ0² ~ Gamma((q − 1)/2, squares/2) on σ0 < σ0_high (a flat prior on σ0): the untruncated draw where it
-        # falls there, else by inversion (either way the truncated law)
-        precision0 = gamma_s / (squares / 2)
-        beyond = precision0 < x.sigma0_high ** -2
-        if beyond.any():
-            precision0 = np.where(beyond, _truncated_gamma((q - 1) / 2, squares / 2, x.sigma0_high ** -2, np.inf,
-                                                           uniform[..., 1]), precision0)
-        s0 = 1 / np.sqrt(precision0)
-        # (σ0, d) given z (non-centred): v_i ~ N(d + σ0 g_i, e_i), g_i = z_i/√τ_i, e_i = 1/(m_i r_i)
-        g = (phi - d[..., None]) / s0[..., None]
-        inverse_e = x.m * r
-        fit = np.sum(inverse_e * g * g, axis=2)
-        s0 = np.maximum(_truncated_normal(np.sum(inverse_e * g * (x.v - d[..., None]), axis=2) / fit,
-                                          1 / np.sqrt(fit), 0.0, x.sigma0_high, uniform[..., 2]), 1e-12)
-        total = inverse_e.sum(axis=2)
-        d = _truncated_normal(np.sum(inverse_e * (x.v - s0[..., None] * g), axis=2) / total, 1 / np.sqrt(total),
-                              -x.d_bound, x.d_bound, uniform[..., 3])
-        phi = d[..., None] + s0[..., None] * g
-        # ν' and σ0 given φ and d with the τ_i integrated out (φ_i ~ t_ν(d, σ0); the τ_i are drawn again at the next
-        # sweep's start): random walks on log ν' (+ its log-Jacobian and prior) and log σ0 (+ log σ0, flat prior)
-        squares = (phi - d[..., None]) ** 2
-        accepted = np.zeros((3, pairs, chains))
-        current = _log_t(nu_prime, s0, q, squares)
-        for step in range(WALKS):
-            proposal = nu_prime * np.exp(steps[0] * walk[..., 2 * step])
-            scaled = s0 * _quartile(nu_prime) / _quartile(proposal)
-            value = _log_t(proposal, scaled, q, squares)
-            move = (np.log(uniform[..., 5 + 2 * step]) < (value + alpha * np.log(proposal) - beta * proposal
-                                                           + np.log(scaled) - current - alpha * np.log(nu_prime)
-                                                           + beta * nu_prime - np.log(s0)))
-            move &= scaled < x.sigma0_high
-            nu_prime, s0 = np.where(move, proposal, nu_prime), np.where(move, scaled, s0)
-            current = np.where(move, value, current)
-            accepted[0] += move / WALKS
-            proposal = s0 * np.exp(steps[1] * walk[..., 2 * step + 1])
-            value = _log_t(nu_prime, proposal, q, squares)
-            move = ((np.log(uniform[..., 6 + 2 * step]) < value + np.log(proposal) - current - np.log(s0))
-                    & (proposal < x.sigma0_high))
-            s0, current = np.where(move, proposal, s0), np.where(move, value, current)
-            accepted[1] += move / WALKS
-        # α given ν', β (a random walk on its logit); β given α, ν' (a truncated gamma)
-        low, high = x.alpha
-        proposal = low + (high - low) * special.expit(np.log(alpha - low) - np.log(high - alpha)
-                                                      + steps[2] * walk[..., 2 * WALKS])
-        move = ((np.log(uniform[..., 4]) < _log_alpha(proposal, beta, nu_prime, low, high)
-                 - _log_alpha(alpha, beta, nu_prime, low, high)) & (proposal > low) & (proposal < high))
-        alpha, accepted[2] = np.where(move, proposal, alpha), move
-        beta = _truncated_gamma(alpha + 1, nu_prime, x.beta[0], x.beta[1], uniform[..., -1])
+        tau = _effects(x, state, randoms.gamma((2 + state.nu_prime) / 2), gamma_r, normal, jump, jump_u)
+        _population(x, state, tau, gamma_s, uniform)
+        _tails(x, state, uniform, walk)
+        _hyper(x, state, uniform, walk)
         if sweep < warmup:  # Robbins-Monro on the walks' log-scales toward ACCEPT_TARGET
-            steps *= np.exp((accepted - ACCEPT_TARGET) / np.sqrt(sweep + 1))
+            state.steps *= np.exp((state.accepted - ACCEPT_TARGET) / np.sqrt(sweep + 1))
         elif (sweep - warmup) % thin == thin - 1:
             at = (sweep - warmup) // thin
-            keep["d"][..., at], keep["sigma0"][..., at], keep["nu"][..., at] = d, s0, 1 + nu_prime
+            keep["d"][..., at], keep["sigma0"][..., at], keep["nu"][..., at] = state.d, state.s0, 1 + state.nu_prime
     return [{name: values[row] for name, values in keep.items()} for row in range(pairs)]
+
+
+def _effects(x: _Batch, state: _State, gamma_tau, gamma_r, normal, jump, jump_u) -> np.ndarray:
+    """φ_i, τ_i and σ_i; returns the τ_i.  ``gamma_tau``: Gamma((ν + 1)/2) variates."""
+    d, s0, nu = state.d[..., None], state.s0[..., None], (1 + state.nu_prime)[..., None]
+    # φ_i given v_i, σ_i, d, σ0, ν with τ_i integrated out (prior t_ν(d, σ0)): an independence proposal from
+    # N(v_i, σ_i²/m_i), accepted at the ratio of the t densities
+    proposal = x.v + jump / np.sqrt(x.m * state.r)
+    spread = nu * s0**2
+    ratio = (nu + 1) / 2 * (np.log1p((state.phi - d) ** 2 / spread) - np.log1p((proposal - d) ** 2 / spread))
+    phi = np.where(np.log(jump_u) < ratio, proposal, state.phi)
+    # τ_i given φ_i, d, σ0, ν (which also completes the last sweep's draws of ν' and σ0 with the τ_i integrated
+    # out); σ_i (as r_i = 1/σ_i²) given φ_i; φ_i given the rest
+    tau = gamma_tau / ((nu + ((phi - d) / s0) ** 2) / 2)
+    state.r = gamma_r / ((x.c + x.m * (x.v - phi) ** 2) / 2)
+    precision = x.m * state.r + tau / s0**2
+    state.phi = (x.m * state.r * x.v + tau * d / s0**2) / precision + normal / np.sqrt(precision)
+    return tau
+
+
+def _population(x: _Batch, state: _State, tau, gamma_s, uniform) -> None:
+    """d and σ0 given φ (centred), then given z_i = (φ_i − d)√τ_i/σ0 (non-centred; φ_i moves with them)."""
+    q = x.v.shape[2]
+    total = tau.sum(axis=2)
+    d = _truncated_normal(np.sum(tau * state.phi, axis=2) / total, state.s0 / np.sqrt(total), -x.d_bound,
+                          x.d_bound, uniform[..., 0])
+    squares = np.sum(tau * (state.phi - d[..., None]) ** 2, axis=2)
+    # 1/σ0² ~ Gamma((q − 1)/2, squares/2) on σ0 < σ0_high (a flat prior on σ0): the untruncated draw where it falls
+    # there, else by inversion (either way the truncated law)
+    precision0 = gamma_s / (squares / 2)
+    beyond = precision0 < x.sigma0_high ** -2
+    if beyond.any():
+        precision0 = np.where(beyond, _truncated_gamma((q - 1) / 2, squares / 2, x.sigma0_high ** -2, np.inf,
+                                                       uniform[..., 1]), precision0)
+    s0 = 1 / np.sqrt(precision0)
+    # non-centred: v_i ~ N(d + σ0 g_i, e_i), g_i = z_i/√τ_i, e_i = 1/(m_i r_i)
+    g = (state.phi - d[..., None]) / s0[..., None]
+    inverse_e = x.m * state.r
+    fit = np.sum(inverse_e * g * g, axis=2)
+    s0 = np.maximum(_truncated_normal(np.sum(inverse_e * g * (x.v - d[..., None]), axis=2) / fit, 1 / np.sqrt(fit),
+                                      0.0, x.sigma0_high, uniform[..., 2]), 1e-12)
+    total = inverse_e.sum(axis=2)
+    d = _truncated_normal(np.sum(inverse_e * (x.v - s0[..., None] * g), axis=2) / total, 1 / np.sqrt(total),
+                          -x.d_bound, x.d_bound, uniform[..., 3])
+    state.d, state.s0, state.phi = d, s0, d[..., None] + s0[..., None] * g
+
+
+def _tails(x: _Batch, state: _State, uniform, walk) -> None:
+    """ν' and σ0 given φ and d with the τ_i integrated out (φ_i ~ t_ν(d, σ0); the τ_i are drawn again at the next
+    sweep's start): :data:`WALKS` random-walk steps on log ν' (σ0 sheared along, so that t_ν(d, σ0)'s quartiles
+    stay; + ν''s prior and log-Jacobian) and on log σ0 (+ log σ0: its flat prior's Jacobian)."""
+    q = x.v.shape[2]
+    squares = (state.phi - state.d[..., None]) ** 2
+    nu_prime, s0, alpha, beta = state.nu_prime, state.s0, state.alpha, state.beta
+    state.accepted[:2] = 0
+    current = _log_t(nu_prime, s0, q, squares)
+    for step in range(WALKS):
+        proposal = nu_prime * np.exp(state.steps[0] * walk[..., 2 * step])
+        scaled = s0 * _quartile(nu_prime) / _quartile(proposal)
+        value = _log_t(proposal, scaled, q, squares)
+        move = (np.log(uniform[..., 5 + 2 * step]) < (value + alpha * np.log(proposal) - beta * proposal
+                                                       + np.log(scaled) - current - alpha * np.log(nu_prime)
+                                                       + beta * nu_prime - np.log(s0)))
+        move &= scaled < x.sigma0_high
+        nu_prime, s0 = np.where(move, proposal, nu_prime), np.where(move, scaled, s0)
+        current = np.where(move, value, current)
+        state.accepted[0] += move / WALKS
+        proposal = s0 * np.exp(state.steps[1] * walk[..., 2 * step + 1])
+        value = _log_t(nu_prime, proposal, q, squares)
+        move = ((np.log(uniform[..., 6 + 2 * step]) < value + np.log(proposal) - current - np.log(s0))
+                & (proposal < x.sigma0_high))
+        s0, current = np.where(move, proposal, s0), np.where(move, value, current)
+        state.accepted[1] += move / WALKS
+    state.nu_prime, state.s0 = nu_prime, s0
+
+
+def _hyper(x: _Batch, state: _State, uniform, walk) -> None:
+    """α given ν', β (a random walk on its logit); β given α, ν' (Gamma(α + 1, ν') truncated, by inversion)."""
+    low, high = x.alpha
+    alpha, beta, nu_prime = state.alpha, state.beta, state.nu_prime
+    proposal = low + (high - low) * special.expit(np.log(alpha - low) - np.log(high - alpha)
+                                                  + state.steps[2] * walk[..., 2 * WALKS])
+    move = ((np.log(uniform[..., 4]) < _log_alpha(proposal, beta, nu_prime, low, high)
+             - _log_alpha(alpha, beta, nu_prime, low, high)) & (proposal > low) & (proposal < high))
+    state.alpha, state.accepted[2] = np.where(move, proposal, alpha), move
+    state.beta = _truncated_gamma(state.alpha + 1, nu_prime, x.beta[0], x.beta[1], uniform[..., -1])
