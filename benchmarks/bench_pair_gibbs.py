@@ -25,16 +25,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from mlflow_bayescompare.families.ranking.hierarchical_k.engine import (
-    PAIR_THIN,
-    PAIR_WARMUP,
-    sample_program,
-    stan_inputs,
-)
+from mlflow_bayescompare.families.ranking.hierarchical_k.engine import PAIR_THIN, sample_program, stan_inputs
 from mlflow_bayescompare.families.ranking.scores import read_scores
 from mlflow_bayescompare.sampling import convergence, pair_gibbs, sampler
 from mlflow_bayescompare.simulation import rankings
-from mlflow_bayescompare.vocabulary.options import RankOptions
+from mlflow_bayescompare.vocabulary.options import RANKING_PAIR_WARMUP, RankOptions
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "wainer_ll.csv"
 ROPE = 0.01
@@ -81,7 +76,7 @@ def main() -> int:
           f"{sampler.compile_program('hierarchical_k'):.0f} s (not timed)", flush=True)
     start = time.perf_counter()
     runs = pair_gibbs.sample_pairs([inputs.stan_data for _, inputs in pairs], chains=4, draws=1000,
-                                   warmup=PAIR_WARMUP, thin=PAIR_THIN, seed=1)
+                                   warmup=RANKING_PAIR_WARMUP, thin=PAIR_THIN, seed=1)
     gibbs_seconds = time.perf_counter() - start
     mixing = np.array([_mixing(run.draws) for run in runs])
     print(f"Gibbs, every pair: {gibbs_seconds:.1f} s ({gibbs_seconds / len(pairs):.2f} s a pair), R-hat > 1.01 in "

@@ -128,7 +128,7 @@ def _interval(count: int, total: int) -> str:
 
 def calibration(args) -> None:
     OUT.mkdir(exist_ok=True)
-    path = OUT / "pairs_calibration.csv"
+    path = OUT / args.out
     for label in args.scenarios.split(","):
         for r in range(args.replicates):
             done = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=["scenario", "replicate", "model"])
@@ -378,6 +378,8 @@ def main() -> int:
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     parser.add_argument("--populations", default="current",
                         help="agreement, invariance: the rankings measured (current, isotropic: issue 27's program)")
+    parser.add_argument("--out", default="pairs_calibration.csv",
+                        help="calibration: the table (in benchmarks/calibration) its replicates are added to")
     parser.add_argument("--cases", default="",
                         help="agreement, invariance: the cases whose label starts so (comma-separated: sklearn,paper)")
     parser.add_argument("--models", default="hierarchical,bbt,compare",

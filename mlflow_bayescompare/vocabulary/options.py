@@ -46,7 +46,7 @@ __all__ = [
     "EVAL_DRAWS",
     "parse_fields", "click_options", "checked_click_option", "build", "from_keywords", "defaults", "public_name",
     "draw_seed", "per_metric", "PerMetric", "DIRECTIONS", "direction_word", "PRIORS", "PRIOR_ALIASES", "BACKENDS",
-    "LAYOUTS", "TESTS", "RANK_MODELS", "WARMUP", "MATRIX_PAIR_WARMUP",
+    "LAYOUTS", "TESTS", "RANK_MODELS", "WARMUP", "MATRIX_PAIR_WARMUP", "RANKING_PAIR_WARMUP",
 ]
 
 #: ν priors of the hierarchical test (paper, Table "prior-nu"), in the order of the Stan program's ``nu_prior`` flag
@@ -88,6 +88,9 @@ WARMUP = 1000
 #: 50), as the calibration tests sample; on 100 datasets a third less sampling time, the same R-hat and ESS
 #: (benchmarks/README.md, bench_scale).
 MATRIX_PAIR_WARMUP = 300
+#: ... and the Gibbs sweeps of a ranking's pairs (sampling/pair_gibbs.py; benchmarks/README.md, "The ranking's pairs
+#: by Gibbs")
+RANKING_PAIR_WARMUP = 300
 
 
 # --------------------------------------------------------------------------------------------------- the options
@@ -203,7 +206,8 @@ class SamplerOptions(OptionsBase):
     chains: int = option(4, "MCMC chains.", "int", low=1, high=64)
     draws: int = option(1000, "Posterior draws per chain, after the warm-up.", "int", low=10, high=1_000_000)
     warmup: int | None = option(None, f"Warm-up iterations per chain (default: {WARMUP}; {MATRIX_PAIR_WARMUP} for "
-                                      "the pairs of a matrix).", "int", low=10, high=1_000_000, nullable=True)
+                                      f"the pairs of a matrix, {RANKING_PAIR_WARMUP} Gibbs sweeps for a ranking's).",
+                                "int", low=10, high=1_000_000, nullable=True)
     seed: int | None = option(None, "Seed of every random choice (for reproducible probabilities).", "int", low=0,
                                high=2**32 - 1, nullable=True)
     backend: str = option("auto", "Stan backend: pystan where it is installed, else cmdstanpy (with CmdStan).",

@@ -28,7 +28,7 @@ from scipy import special
 from ....sampling import pair_gibbs, sampler
 from ....vocabulary.console import log
 from ....vocabulary.errors import InputError
-from ....vocabulary.options import FitOptions, RankOptions
+from ....vocabulary.options import RANKING_PAIR_WARMUP, FitOptions, RankOptions
 from ....vocabulary.outcomes import counted, divergent_transitions
 from ....vocabulary.progress import Progress, notify
 from ..common import lacking_lines, listed
@@ -36,7 +36,7 @@ from .result import HierarchicalRankingResult, PairFit, pair_fit, ranked_order, 
 
 __all__ = ["rank_hierarchical", "pair_tests", "sample_program", "stan_inputs", "sufficient", "sufficient_data",
            "tau_forms", "helmert", "present", "selection", "contrasts", "population_fit", "whitening", "Inputs",
-           "HEADER", "FORM", "NU_CAP", "RETRY_ADAPT_DELTA", "PAIR_WARMUP", "PAIR_THIN"]
+           "HEADER", "FORM", "NU_CAP", "RETRY_ADAPT_DELTA", "PAIR_THIN"]
 
 HEADER = "Cannot rank the models with the hierarchical model:"
 #: how the program samples (its header): the datasets' effects integrated out
@@ -45,8 +45,6 @@ FORM = "effects integrated out, contrasts rotated by Omega's eigenvectors; log s
 NU_CAP = 100.0
 #: the target acceptance rate of the second fit when the first diverges
 RETRY_ADAPT_DELTA = 0.95
-#: the Gibbs sweeps of a pair's warm-up (:func:`pair_tests`)
-PAIR_WARMUP = 300
 #: every PAIR_THIN-th sweep is kept (benchmarks/README.md, "The pairs by Gibbs": ν's autocorrelation on 4-fold data)
 PAIR_THIN = 4
 
@@ -118,8 +116,9 @@ def pair_tests(scores, pairs: list[tuple[str, str]], opts: RankOptions,
     and its models in the order of their names (a mirrored order would sample other draws of the same posterior):
     the paper's model of the pair's difference, priors included (the program's header), i.e. ``compare``'s
     hierarchical test.  The pairs are sampled together by Gibbs (:mod:`....sampling.pair_gibbs`: a pair's draws
-    depend on its own data alone), :data:`PAIR_WARMUP` sweeps of warm-up unless ``opts.warmup`` is given, then
-    ``opts.draws`` × :data:`PAIR_THIN` sweeps per chain, every :data:`PAIR_THIN`-th kept.  A pair's numbers thus
+    depend on its own data alone), :data:`~....vocabulary.options.RANKING_PAIR_WARMUP` sweeps of warm-up unless
+    ``opts.warmup`` is given, then ``opts.draws`` × :data:`PAIR_THIN` sweeps per chain, every :data:`PAIR_THIN`-th
+    kept.  A pair's numbers thus
     depend on its two models' scores alone: another model joining or leaving cannot move them (issue 38, items 3-4).
     A pair the model cannot test (fewer than two shared datasets) gets ``None`` and a warning naming it."""
     fits: dict[frozenset[str], PairFit | None] = {}
@@ -134,7 +133,7 @@ def pair_tests(scores, pairs: list[tuple[str, str]], opts: RankOptions,
             fits[frozenset((a, b))] = None
     if not fitted:
         return fits
-    warmup = opts.warmup if opts.warmup is not None else PAIR_WARMUP
+    warmup = opts.warmup if opts.warmup is not None else RANKING_PAIR_WARMUP
     start = time.perf_counter()
 
     def report(sweep: int, sweeps: int) -> None:
