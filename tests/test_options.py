@@ -165,7 +165,8 @@ def test_help_lists_every_engine_setting_with_its_one_default():
     text = CliRunner().invoke(main, ["compare", "--help"], terminal_width=200).output
     for f in dataclasses.fields(FitOptions):
         assert options.public_name(f, "cli") in text, f.name
-    assert "--warmup INTEGER" in text and "(default: 1000; 300 for the pairs of a matrix, 300 Gibbs sweeps for a" in text
+    assert "--warmup INTEGER" in text
+    assert "(default: 1000; 300 for the pairs of a matrix, 300 Gibbs sweeps for a" in text
     assert "[default: 1000]" in text and "--alpha-bounds LOW,HIGH" in text
     assert "[default: 0.5,5]" in text
 

@@ -173,12 +173,9 @@ def drop_models(block: np.ndarray, share: float, rng: np.random.Generator) -> np
 def hierarchical_k_posterior(stan_data: dict, retry: bool = False, **settings) -> tuple[dict[str, np.ndarray],
                                                                                         sampler.Run]:
     """The program's draws of the SBC's statistics; ``retry``: sampled as ``rank`` samples it (again at adapt_delta
-    0.95 after a divergent fit, the fit with fewer divergent transitions kept: :func:`sample_program`)."""
+    0.95 after a divergent fit, the fit with fewer divergent transitions kept: ``sample_program``)."""
     if retry:
-        from ..families.ranking.hierarchical_k.engine import sample_program
-        from ..vocabulary.options import RankOptions
-
-        run, _ = sample_program(stan_data, RankOptions(**settings), None)
+        run, _ = hierarchical_k.sample_program(stan_data, RankOptions(**settings), None)
     else:
         run = sampler.run("hierarchical_k", stan_data, **settings)
     d = run.draws["d"]

@@ -45,7 +45,8 @@ FORM = "effects integrated out, contrasts rotated by Omega's eigenvectors; log s
 NU_CAP = 100.0
 #: the target acceptance rate of the second fit when the first diverges
 RETRY_ADAPT_DELTA = 0.95
-#: every PAIR_THIN-th sweep is kept (benchmarks/README.md, "The pairs by Gibbs": ν's autocorrelation on 4-fold data)
+#: every PAIR_THIN-th sweep of a ranking's pairs is kept (benchmarks/README.md, "The ranking's pairs by Gibbs": ν's
+#: autocorrelation on 4-fold data)
 PAIR_THIN = 4
 
 
@@ -118,9 +119,9 @@ def pair_tests(scores, pairs: list[tuple[str, str]], opts: RankOptions,
     hierarchical test.  The pairs are sampled together by Gibbs (:mod:`....sampling.pair_gibbs`: a pair's draws
     depend on its own data alone), :data:`~....vocabulary.options.RANKING_PAIR_WARMUP` sweeps of warm-up unless
     ``opts.warmup`` is given, then ``opts.draws`` × :data:`PAIR_THIN` sweeps per chain, every :data:`PAIR_THIN`-th
-    kept.  A pair's numbers thus
-    depend on its two models' scores alone: another model joining or leaving cannot move them (issue 38, items 3-4).
-    A pair the model cannot test (fewer than two shared datasets) gets ``None`` and a warning naming it."""
+    kept.  A pair's numbers thus depend on its two models' scores alone: another model joining or leaving cannot
+    move them (issue 38, items 3-4).  A pair the model cannot test (fewer than two shared datasets) gets ``None``
+    and a warning naming it."""
     fits: dict[frozenset[str], PairFit | None] = {}
     fitted = []
     for a, b in sorted(tuple(sorted(pair)) for pair in pairs):  # one order per pair, whatever the ranking's
