@@ -62,7 +62,6 @@ class _Batch:
             return np.stack([v[:, 0] if column else v for v in values])[:, None, :]
 
         self.v, self.c, self.m, self.w = rows("v_c", column=True), rows("c"), rows("m"), rows("w")
-        self.q = float(datas[0]["q"])
         scalar = {key: np.array([float(data[key]) for data in datas])[:, None]
                   for key in ("d_bound", "sigma0_high", "alpha_low", "alpha_high", "beta_low", "beta_high")}
         self.d_bound, self.sigma0_high = scalar["d_bound"], scalar["sigma0_high"]
