@@ -342,6 +342,23 @@ def chromium_executable() -> str | None:
     return executable if Path(executable).exists() else None
 
 
+def show_past_run(page, run_id: str, shown: str, timeout_ms: float = 30_000) -> None:
+    """Click a run's "show" link in the page's history, once the page's requests have settled (the history is
+    rebuilt when a shown run's answer arrives), and wait for ``shown``; on a timeout, fail with what the page showed
+    (its job title, status and error line), so that a slow or lost answer can be told apart."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page.wait_for_load_state("networkidle")
+    page.click(f'#past tr[data-run-id="{run_id}"] a.show')
+    try:
+        page.wait_for_selector(shown, timeout=timeout_ms)
+    except PlaywrightTimeout:
+        state = page.evaluate("() => ['job-title', 'job-status', 'job-error'].map("
+                              "(id) => id + ': ' + (document.getElementById(id) || {}).textContent).join('; ')")
+        raise AssertionError(f"{shown} not shown {timeout_ms / 1000:.0f} s after showing run {run_id}: {state}; "
+                             f"at {page.url}") from None
+
+
 @contextlib.contextmanager
 def chromium_page(*, bypass_csp: bool = False, http_credentials: tuple[str, str] | None = None):
     """A page in headless Chromium and the messages of every dialog (alert, confirm, prompt) it opened.

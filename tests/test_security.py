@@ -20,7 +20,7 @@ import requests
 from click.testing import CliRunner
 from mlflow import MlflowClient
 from mlflow.entities import RunStatus
-from servers import Server, chromium_page, free_port, gateway, require_chromium, require_module
+from servers import Server, chromium_page, free_port, gateway, require_chromium, require_module, show_past_run
 
 from mlflow_bayescompare.cli import main
 from mlflow_bayescompare.client import BayesCompareClient, RequestRefused
@@ -111,8 +111,7 @@ def test_no_script_runs_from_any_user_controlled_field(server):
         page.wait_for_selector("#verdict:not(:empty)")
         assert page.text_content("#label-a") == f"P({XSS['model']} better)"
         page.wait_for_selector("#report:not([hidden])")
-        page.click(f'#past tr[data-run-id="{ranking["run_id"]}"] a.show')
-        page.wait_for_selector("#ranking:not([hidden])")
+        show_past_run(page, ranking["run_id"], "#ranking:not([hidden])")
         assert page.eval_on_selector_all("#ranking tbody tr", "rs => rs.map(r => r.cells[1].textContent)") == \
             [r["model"] for r in ranking["ranking"]]
         assert sorted(r["model"] for r in ranking["ranking"]) == sorted(["lda", XSS["model"], XSS["model2"]])

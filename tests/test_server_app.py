@@ -25,7 +25,15 @@ import pytest
 import requests
 from mlflow import MlflowClient
 from mlflow.entities import Metric, RunTag
-from servers import Server, chromium_page, create_pg_database, drop_pg_database, require_chromium, require_pg
+from servers import (
+    Server,
+    chromium_page,
+    create_pg_database,
+    drop_pg_database,
+    require_chromium,
+    require_pg,
+    show_past_run,
+)
 from uci_runs import log_uci_with_time
 
 from mlflow_bayescompare.client import JobFailed
@@ -876,8 +884,7 @@ def test_page_reopens_a_comparison_with_its_settings(server):
         page.wait_for_selector("#sensitivity-note:not([hidden])")
         page.frame_locator("#report").locator("h2", has_text="Sensitivity to the prior and the rope").wait_for(
             timeout=30_000)
-        page.click(f'#past tr[data-run-id="{ranking_id}"] a.show')
-        page.wait_for_selector("#ranking:not([hidden])")
+        show_past_run(page, ranking_id, "#ranking:not([hidden])")
         for _ in range(100):  # the form refilled from the ranking's settings (its seed) ...
             if page.input_value("#seed") == "9":
                 break
