@@ -8,7 +8,8 @@
 * ``agreement``: two models' data fitted by the hierarchical model of k models and by the two-model hierarchical test
   (``compare``): the differences of their P(better), P(rope), P(worse);
 * ``sbc``: simulation-based calibration of the program (:mod:`mlflow_bayescompare.simulation.sbc`); ``--missing``
-  removes each (model, dataset) cell with that chance (a ragged grid);
+  removes each (model, dataset) cell with that chance (a ragged grid); ``--seeds 28,29`` runs each seed's own
+  replicates, then pools them (the files hold the pooled run);
 * ``speed``: Wainer's 16 models × 131 datasets × 4 folds (``tests/data/wainer_ll.csv``, lymphography dropped: qda
   lacks two of its folds), 10 models × 100 datasets × 10 folds, and the growth in k and in datasets; the program
   compiled first (not timed), 4 chains × (1000 + 1000), end to end (reading, fit, summaries); wall time, the 1-min
@@ -111,9 +112,14 @@ def agreement(args) -> None:
 
 def calibration(args) -> None:
     config = sbc.Config("hierarchical_k", "integrated", q=args.q, models=args.models, missing=args.missing)
-    result = sbc.calibrate(config, args.replicates, seed=args.seed, chains=2, warmup=args.warmup, draws=300, kept=49,
-                           retry=args.retry)
-    print(sbc.report(result, 10))
+    results = []
+    for seed in args.seeds or [args.seed]:
+        results.append(sbc.calibrate(config, args.replicates, seed=seed, chains=2, warmup=args.warmup, draws=300,
+                                     kept=49, retry=args.retry))
+        print(f"seed {seed}: " + sbc.report(results[-1], 10), flush=True)
+    result = sbc.pooled(results)
+    if len(results) > 1:
+        print(f"seeds {', '.join(map(str, args.seeds))} pooled: " + sbc.report(result, 10), flush=True)
     OUT.mkdir(exist_ok=True)
     result.table(10).to_csv(OUT / f"sbc_{config.label}.csv", index=False)
     sbc.plot(result, 10, OUT / f"sbc_{config.label}.png")
@@ -220,6 +226,8 @@ def main() -> int:
     parser.add_argument("study", choices=("interaction", "ordered", "agreement", "sbc", "speed", "same-posterior"))
     parser.add_argument("--replicates", type=int, default=50)
     parser.add_argument("--seed", type=int, default=27)
+    parser.add_argument("--seeds", type=lambda text: [int(t) for t in text.split(",")],
+                        help="sbc: seeds, comma-separated (default: --seed), each with its own replicates, then pooled")
     parser.add_argument("--q", type=int, default=10)
     parser.add_argument("--models", type=int, default=4)
     parser.add_argument("--warmup", type=int, default=300, help="sbc: warm-up iterations per chain")

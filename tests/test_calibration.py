@@ -81,6 +81,30 @@ def test_prior_draws_follow_the_programs_prior():
     assert sum(t[f"beta_{k + 1}"] for k in range(5)) == pytest.approx(0, abs=1e-12)
 
 
+def _calibration(config: sbc.Config, ranks: list[int], divergent: int) -> sbc.Calibration:
+    return sbc.Calibration(config, 49, {name: list(ranks) for name in config.params},
+                           {name: [100.0] * len(ranks) for name in config.params}, divergent_fits=divergent,
+                           fit_divergences=[1] * divergent + [0] * (len(ranks) - divergent))
+
+
+def test_runs_of_several_seeds_pool_into_one_and_a_lean_shows_in_the_mean_rank():
+    config = sbc.Config("hierarchical_k", "integrated", q=10, models=4)
+    every = list(range(50))  # each rank once: uniform, mean rank / L exactly 0.5
+    high = [49] * 50  # the truth above every draw: the posterior sits low
+    both = sbc.pooled([_calibration(config, every, 2), _calibration(config, high, 3)])
+    assert both.replicates == 100 and both.divergent_fits == 5 and len(both.fit_divergences) == 100
+    assert both.ranks["sigma0"] == every + high
+    table = sbc.pooled([_calibration(config, every, 0)]).table(10).set_index("parameter")
+    assert table.loc["nu", "mean_rank"] == 0.5 and table.loc["nu", "mean_rank_z"] == 0
+    assert table.loc["nu", "chi2_p"] == 1.0
+    leaning = both.table(10).set_index("parameter").loc["nu"]
+    assert leaning["mean_rank"] == 0.75 and leaning["mean_rank_z"] > 8 and leaning["chi2_p"] < 1e-10
+    assert "rank/L" in sbc.report(both, 10) and "+" in sbc.report(both, 10).splitlines()[2]
+    with pytest.raises(ValueError, match="one configuration"):
+        sbc.pooled([_calibration(config, every, 0), _calibration(sbc.Config("hierarchical_k", "integrated", q=10,
+                                                                            models=5), every, 0)])
+
+
 @pytest.mark.parametrize("program", ["hierarchical", "bbt", "hierarchical_k"])
 @pytest.mark.slow
 def test_ranks_are_uniform(program, tmp_path):

@@ -45,7 +45,7 @@ from .sbc_models import (
 )
 
 __all__ = ["FORMS", "thin", "bulk_ess", "binned", "chi2_p", "Config", "Calibration", "replicate_seed", "pick_form",
-           "calibrate", "plot", "report"]
+           "calibrate", "pooled", "plot", "report"]
 
 FORMS = ("centred", "noncentred")
 
@@ -128,13 +128,19 @@ class Calibration:
         return {name: chi2_p(np.asarray(r), self.kept, bins) for name, r in self.ranks.items()}
 
     def table(self, bins: int) -> pd.DataFrame:
+        """Per parameter: the chi-squared p, the bins, the mean rank / L and its z-score (a lean of the posterior,
+        which the chi-squared test of many bins is slow to see; 0.5 and 0 when uniform), and the ESS."""
         rows = []
+        spread = np.sqrt(((self.kept + 1) ** 2 - 1) / 12) / self.kept  # sd of rank / L, the rank uniform on 0..L
         for name, p in self.pvalues(bins).items():
-            counts = binned(np.asarray(self.ranks[name]), self.kept, bins)
+            ranks = np.asarray(self.ranks[name])
+            counts = binned(ranks, self.kept, bins)
             ess = np.asarray(self.ess[name])
+            mean = ranks.mean() / self.kept
             rows.append({"parameter": name, "chi2_p": p, "min_bin": counts.min(), "max_bin": counts.max(),
-                         "first_bin": counts[0], "last_bin": counts[-1], "median_ess": float(np.median(ess)),
-                         "fits_ess_below_L": int(np.sum(ess < self.kept))})
+                         "first_bin": counts[0], "last_bin": counts[-1], "mean_rank": mean,
+                         "mean_rank_z": (mean - 0.5) / (spread / np.sqrt(len(ranks))),
+                         "median_ess": float(np.median(ess)), "fits_ess_below_L": int(np.sum(ess < self.kept))})
         return pd.DataFrame(rows)
 
 
@@ -216,6 +222,25 @@ def calibrate(config: Config, replicates: int, *, seed: int = 1, chains: int = 2
     return result
 
 
+def pooled(calibrations: list[Calibration]) -> Calibration:
+    """Runs of one configuration from different seeds (disjoint replicates) as one run: a rank histogram's p-value
+    is then read on all their replicates, where one seed's few hundred can fail by chance in one of ten statistics."""
+    first = calibrations[0]
+    if any(c.config != first.config or c.kept != first.kept for c in calibrations):
+        raise ValueError("only runs of one configuration, with the same L, can be pooled")
+
+    def joined(attribute: str) -> dict[str, list]:
+        return {name: [x for c in calibrations for x in getattr(c, attribute).get(name, [])]
+                for name in first.config.params}
+
+    return Calibration(first.config, first.kept, joined("ranks"), joined("ess"), joined("truths"), joined("thinned"),
+                       **{name: sum(getattr(c, name) for c in calibrations)
+                          for name in ("divergent_fits", "divergences", "seconds", "sampling_seconds", "outside",
+                                       "noncentred")},
+                       fit_divergences=[x for c in calibrations for x in c.fit_divergences],
+                       fit_seconds=[x for c in calibrations for x in c.fit_seconds])
+
+
 # ------------------------------------------------------------------------------------------------ output
 
 
@@ -257,8 +282,9 @@ def report(calibration: Calibration, bins: int) -> str:
              f"({c.divergences} in total)" + (f"; {c.outside} simulations with mean(xbar) outside δ0's bounds"
                                               if c.config.program == "hierarchical" else "")]
     lines.append(f"  {'parameter':10} {'chi2 p':>8} {'min bin':>8} {'max bin':>8} {'first':>6} {'last':>6} "
-                 f"{'med ESS':>8} {'ESS<L':>6}")
+                 f"{'rank/L':>7} {'z':>6} {'med ESS':>8} {'ESS<L':>6}")
     for row in table.itertuples():
         lines.append(f"  {row.parameter:10} {row.chi2_p:8.3f} {row.min_bin:8d} {row.max_bin:8d} {row.first_bin:6d} "
-                     f"{row.last_bin:6d} {row.median_ess:8.0f} {row.fits_ess_below_L:6d}")
+                     f"{row.last_bin:6d} {row.mean_rank:7.3f} {row.mean_rank_z:+6.2f} {row.median_ess:8.0f} "
+                     f"{row.fits_ess_below_L:6d}")
     return "\n".join(lines)
