@@ -5,6 +5,11 @@ posteriors' answers (compare's statistic: the share of draws whose next-dataset 
 the rope; the next dataset's probabilities: those masses averaged).
 
     python benchmarks/bench_pair_gibbs.py [--stan-pairs 12] [--data wainer|simulated]
+    python benchmarks/bench_pair_gibbs.py --thins 4,2,1 [--data wainer|simulated]
+
+``--thins``: Gibbs alone, every pair twice (seeds 1 and 2) at each thinning (every ``thin``-th of ``1000 × thin``
+sweeps kept), no Stan: the seconds, the pairs with R-hat > 1.01, log ν's ESS and the gap between the two seeds'
+answers (their Monte-Carlo error; what a cheaper thinning would cost in precision).
 
 ``wainer``: Wainer's 16 models × 131 datasets × 4 folds (120 pairs; lymphography dropped: qda lacks two folds);
 ``simulated``: 10 equal models × 100 datasets × 10 folds (45 pairs; issue 27's second target).  Gibbs fits every
@@ -58,10 +63,34 @@ def _mixing(draws: dict) -> tuple[float, float]:
     return float(np.max(convergence.rhat(stacked))), float(convergence.ess_bulk(stacked)[-1])
 
 
+def _thinning(pairs: list, thins: list[int]) -> None:
+    """Each thinning twice (seeds 1 and 2): time, mixing, and the seed-to-seed gap in the answers."""
+    for thin in thins:
+        answers = []
+        for seed in (1, 2):
+            start = time.perf_counter()
+            runs = pair_gibbs.sample_pairs([inputs.stan_data for _, inputs in pairs], chains=4, draws=1000,
+                                           warmup=RANKING_PAIR_WARMUP, thin=thin, seed=seed)
+            seconds = time.perf_counter() - start
+            mixing = np.array([_mixing(run.draws) for run in runs])
+            answers.append(np.array([_answers(run.draws, inputs.scale) for run, (_, inputs) in zip(runs, pairs)]))
+            print(f"thin {thin}, seed {seed}: {seconds:.1f} s at load {os.getloadavg()[0]:.1f}; R-hat > 1.01 in "
+                  f"{int((mixing[:, 0] > 1.01).sum())} pairs; log nu's ESS median {np.median(mixing[:, 1]):.0f}, "
+                  f"smallest {mixing[:, 1].min():.0f}", flush=True)
+        gap = np.abs(answers[0] - answers[1])
+        statistic, following = gap[:, :3].max(axis=1), gap[:, 3:].max(axis=1)
+        print(f"thin {thin}: seed 1 - seed 2 over the pairs (compare's statistic / next dataset): largest "
+              f"{statistic.max():.3f} / {following.max():.3f}, 95th percentile {np.quantile(statistic, 0.95):.3f} / "
+              f"{np.quantile(following, 0.95):.3f}, median {np.median(statistic):.3f} / {np.median(following):.3f}",
+              flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", choices=("wainer", "simulated"), default="wainer")
     parser.add_argument("--stan-pairs", type=int, default=12)
+    parser.add_argument("--thins", type=lambda text: [int(t) for t in text.split(",")],
+                        help="Gibbs alone at these thinnings, twice each (e.g. 4,2,1)")
     args = parser.parse_args()
     logging.getLogger("mlflow_bayescompare").setLevel(logging.ERROR)
     scores = _scores(args.data)
@@ -74,6 +103,9 @@ def main() -> int:
     print(f"{args.data}: {len(scores.models)} models x {len(scores.datasets)} datasets, {len(pairs)} pairs; "
           f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; Stan compile "
           f"{sampler.compile_program('hierarchical_k'):.0f} s (not timed)", flush=True)
+    if args.thins:
+        _thinning(pairs, args.thins)
+        return 0
     start = time.perf_counter()
     runs = pair_gibbs.sample_pairs([inputs.stan_data for _, inputs in pairs], chains=4, draws=1000,
                                    warmup=RANKING_PAIR_WARMUP, thin=PAIR_THIN, seed=1)
