@@ -103,6 +103,21 @@ def test_the_gamma_variates_follow_their_law():
         assert stats.kstest(values, stats.gamma(a).cdf).pvalue > 0.001, a
 
 
+def test_nus_marginal_prior_is_the_papers_hierarchy():
+    # ν' ~ Gamma(α, β), α ~ U(0.5, 5), β ~ U(0.05, 0.15) (the paper's prior) drawn 400,000 times against nu_prior's
+    # table with α and β integrated out: the CDF of log ν' within 0.004 at 999 quantiles (0.0018 measured; a
+    # Kolmogorov-Smirnov distance of 0.004 at 400,000 draws has p < 1e-5); the table's mass is 1.  A wrong integral
+    # fails by far more: without the factor α (the β integral's Γ(α + 1)/Γ(α)) the CDFs part by 0.18
+    rng = np.random.default_rng(5)
+    draws = np.log(rng.gamma(rng.uniform(0.5, 5, 400_000), 1 / rng.uniform(0.05, 0.15, 400_000)))
+    grid = pair_gibbs.NU_GRID
+    density = np.exp(pair_gibbs.nu_prior(0.5, 5.0, 0.05, 0.15) + grid)  # per unit of log ν'
+    cdf = np.concatenate([[0], np.cumsum((density[1:] + density[:-1]) / 2 * np.diff(grid))])
+    assert cdf[-1] == pytest.approx(1, abs=1e-4)
+    at = np.quantile(draws, np.linspace(0.001, 0.999, 999))
+    assert np.max(np.abs(np.interp(at, grid, cdf) - np.linspace(0.001, 0.999, 999))) < 0.004
+
+
 def test_an_interrupt_stops_every_batch(wainer):
     # Ctrl-C (here: the progress hook raising it) ends sample_pairs at the next block of sweeps in every thread; run
     # to its end, this call would sweep 10⁷ times

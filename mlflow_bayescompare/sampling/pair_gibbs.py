@@ -6,13 +6,14 @@ For each pair, on its q datasets, in the program's scaled contrast units (v_i, c
     w_i = n_i − 1: v_i | φ_i, σ_i ~ N(φ_i, σ_i²/m_i), the within-fold sum of squares c_i)
   φ_i ~ N(d, σ0²/τ_i), τ_i ~ Gamma(ν/2, ν/2)   ([eq:delta_i] as a scale mixture)
   d ~ U(±d_bound), σ0 ~ U(0, σ0_high), σ_i flat, ν = 1 + ν', ν' ~ Gamma(α, β), α ~ U, β ~ U   (the paper's priors)
+  with α and β integrated out of ν''s prior (:func:`nu_prior`: they are not reported, and a ν' that moves given
+  α and β moves only as fast as they do)
 A sweep: φ_i by an independence Metropolis step from N(v_i, σ_i²/m_i) with τ_i integrated out (φ_i ~ t_ν(d, σ0));
 then τ_i, σ_i, φ_i, d and σ0 from their conditionals (normal, gamma, truncated by inversion); d and σ0 again given
 z_i = (φ_i − d)√τ_i/σ0 (the interweaving of Yu & Meng 2011, "To center or not to center", JCGS 20:531-570, which
 keeps σ0 moving where the datasets' noise hides the population's spread); ν' and σ0 by random-walk Metropolis with
 the τ_i integrated out (ν' moved together with σ0 so that t_ν(d, σ0)'s quartiles stay, a shear of unit Jacobian, as
-ν and σ0 trade along one ridge); α by a random walk on its logit, β from its truncated gamma.  The walks' scales adapt
-in the warm-up only.
+ν and σ0 trade along one ridge), under ν''s marginal prior.  The walks' scales adapt in the warm-up only.
 
 Why not Stan: a pair is a few hundred coordinates and a cheap density, and a ranking of k models has k(k − 1)/2 of
 them; NUTS spends about 4 s on each (Wainer's 131 four-fold datasets), where these sweeps run every pair together as
@@ -36,11 +37,11 @@ from scipy import special
 
 from .sampler import Run
 
-__all__ = ["sample_pairs", "FORM", "ACCEPT_TARGET", "WALKS", "BLOCK", "UNIFORMS"]
+__all__ = ["sample_pairs", "nu_prior", "FORM", "ACCEPT_TARGET", "WALKS", "BLOCK", "UNIFORMS"]
 
 #: how the pairs are sampled (a fit's ``parameterisation``)
 FORM = ("Gibbs sweeps (Yu-Meng interweaving of d and sigma0; nu', sigma0 and phi_i by Metropolis with tau_i "
-        "integrated out)")
+        "integrated out; alpha and beta integrated out of nu's prior)")
 
 #: the random-walk steps' target acceptance rate (one dimension: Roberts, Gelman & Gilks 1997)
 ACCEPT_TARGET = 0.44
@@ -48,9 +49,11 @@ ACCEPT_TARGET = 0.44
 WALKS = 3
 #: sweeps whose random numbers a pair draws at once
 BLOCK = 32
-#: uniforms per chain and sweep for the scalar steps: d, σ0 (centred, its rare truncation), σ0 and d (non-centred), α,
-#: β, and two per walk step
-UNIFORMS = 6 + 2 * WALKS
+#: uniforms per chain and sweep for the scalar steps: d, σ0 (centred, its rare truncation), σ0 and d (non-centred),
+#: and two per walk step
+UNIFORMS = 4 + 2 * WALKS
+#: the log ν' of :func:`nu_prior`'s table: ν' from 1e-13 to 9e6 (the prior's mass beyond: below 1e-9)
+NU_GRID = np.linspace(-30.0, 16.0, 4601)
 
 
 class _Batch:
@@ -63,10 +66,12 @@ class _Batch:
 
         self.v, self.c, self.m, self.w = rows("v_c", column=True), rows("c"), rows("m"), rows("w")
         scalar = {key: np.array([float(data[key]) for data in datas])[:, None]
-                  for key in ("d_bound", "sigma0_high", "alpha_low", "alpha_high", "beta_low", "beta_high")}
+                  for key in ("d_bound", "sigma0_high")}
         self.d_bound, self.sigma0_high = scalar["d_bound"], scalar["sigma0_high"]
-        self.alpha = (scalar["alpha_low"], scalar["alpha_high"])
-        self.beta = (scalar["beta_low"], scalar["beta_high"])
+        bounds = [tuple(float(data[key]) for key in ("alpha_low", "alpha_high", "beta_low", "beta_high"))
+                  for data in datas]
+        #: ν''s prior: (rows, table) for each set of α and β bounds in the batch (one, unless the pairs' options differ)
+        self.nu_priors = [(np.flatnonzero([b == bound for b in bounds]), nu_prior(*bound)) for bound in set(bounds)]
 
 
 class _Randoms:
@@ -80,7 +85,7 @@ class _Randoms:
         self.gens, self.q, self.shapes_r = gens, q, shapes_r
         self.gamma_r = np.empty((pairs, BLOCK, chains, q))  # the noise's Gamma(w_i/2)
         self.gamma_s = np.empty((pairs, BLOCK, chains))  # σ0's Gamma((q − 1)/2)
-        self.normals = np.empty((pairs, BLOCK, chains, 4 * q + 1 + 2 * WALKS))  # φ twice, two proposals, the walks
+        self.normals = np.empty((pairs, BLOCK, chains, 4 * q + 2 * WALKS))  # φ twice, two proposals, the walks
         self.uniforms = np.empty((pairs, BLOCK, chains, 3 * q + UNIFORMS))  # two proposals, φ's, the scalar steps
 
     def sweep(self, sweep: int):
@@ -150,10 +155,28 @@ def _quartile(nu_prime):
     return z + (z**3 + z) / (4 * nu) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * nu**2)
 
 
-def _log_alpha(alpha, beta, nu_prime, low, high):
-    """log p(α | ν', β) + the log-Jacobian of α's logit: Gamma(ν'; α, β) on α ~ U(low, high)."""
-    return (alpha * np.log(beta) + (alpha - 1) * np.log(nu_prime) - special.gammaln(alpha)
-            + np.log(alpha - low) + np.log(high - alpha))
+def nu_prior(alpha_low: float, alpha_high: float, beta_low: float, beta_high: float) -> np.ndarray:
+    """log p(ν') at :data:`NU_GRID`'s log ν', ν' ~ Gamma(α, β) with α ~ U(α_low, α_high) and β ~ U(β_low, β_high)
+    integrated out: over β in closed form, ∫ Gamma(ν'; α, β) dβ = α/ν'² · [P(α + 1, β_high ν') − P(α + 1, β_low ν')]
+    (P the regularised lower incomplete gamma), over α by 48-point Gauss-Legendre quadrature."""
+    nodes, weights = np.polynomial.legendre.leggauss(48)
+    alpha = alpha_low + (alpha_high - alpha_low) * (nodes + 1) / 2
+    nu_prime = np.exp(NU_GRID)[:, None]
+    density = alpha / nu_prime**2 * (special.gammainc(alpha + 1, beta_high * nu_prime)
+                                     - special.gammainc(alpha + 1, beta_low * nu_prime))
+    return np.log(np.maximum(density @ weights / 2 / (beta_high - beta_low), 1e-300))
+
+
+def _log_nu_prior(x: _Batch, nu_prime: np.ndarray) -> np.ndarray:
+    """log p(ν') + log ν' (a walk on log ν''s Jacobian) for ``nu_prime`` (pairs, chains), from the batch's tables of
+    :func:`nu_prior`: linear in log ν' between the grid's points, constant beyond its ends."""
+    log_nu_prime = np.log(nu_prime)
+    if len(x.nu_priors) == 1:
+        return np.interp(log_nu_prime, NU_GRID, x.nu_priors[0][1]) + log_nu_prime
+    prior = np.empty_like(nu_prime)
+    for rows, table in x.nu_priors:
+        prior[rows] = np.interp(log_nu_prime[rows], NU_GRID, table)
+    return prior + log_nu_prime
 
 
 def sample_pairs(datas: list[dict], *, chains: int, draws: int, warmup: int, thin: int, seed: int,
@@ -194,14 +217,12 @@ def sample_pairs(datas: list[dict], *, chains: int, draws: int, warmup: int, thi
 
 @dataclasses.dataclass
 class _State:
-    """The chains of one batch: d, σ0, ν', α, β (pairs, chains); φ_i, 1/σ_i² (pairs, chains, q); the random walks'
-    log-scales (3, pairs, chains: log ν', log σ0, logit α) and their acceptance in the last sweep."""
+    """The chains of one batch: d, σ0, ν' (pairs, chains); φ_i, 1/σ_i² (pairs, chains, q); the random walks'
+    log-scales (2, pairs, chains: log ν', log σ0) and their acceptance in the last sweep."""
 
     d: np.ndarray
     s0: np.ndarray
     nu_prime: np.ndarray
-    alpha: np.ndarray
-    beta: np.ndarray
     phi: np.ndarray
     r: np.ndarray
     steps: np.ndarray
@@ -210,16 +231,15 @@ class _State:
 
 def _start(x: _Batch, chains: int, gens) -> _State:
     """Each chain's d, σ0 and ν' scattered around the moment estimates of its pair, φ_i at v_i, σ_i at the
-    within-dataset estimate, α and β mid-range."""
+    within-dataset estimate."""
     pairs, q = x.v.shape[0], x.v.shape[2]
     first = np.stack([gen.standard_normal((chains, 3)) for gen in gens])
     mean, spread = x.v.mean(axis=2), x.v.std(axis=2, ddof=1) + 1e-3
     d = np.clip(mean + first[..., 0] * spread / np.sqrt(q), -0.9 * x.d_bound, 0.9 * x.d_bound)
     s0 = np.clip(spread * np.exp(0.5 * first[..., 1]), 1e-6, 0.9 * x.sigma0_high)
-    middle = [np.broadcast_to((low + high) / 2, (pairs, chains)).copy() for low, high in (x.alpha, x.beta)]
     shape = (pairs, chains, q)
-    return _State(d, s0, 10 * np.exp(first[..., 2]), *middle, np.broadcast_to(x.v, shape).copy(),
-                  np.broadcast_to(x.w / x.c, shape).copy(), np.ones((3, pairs, chains)), np.zeros((3, pairs, chains)))
+    return _State(d, s0, 10 * np.exp(first[..., 2]), np.broadcast_to(x.v, shape).copy(),
+                  np.broadcast_to(x.w / x.c, shape).copy(), np.ones((2, pairs, chains)), np.zeros((2, pairs, chains)))
 
 
 def _sweeps(x: _Batch, chains: int, draws: int, warmup: int, thin: int, seed: int,
@@ -241,7 +261,6 @@ def _sweeps(x: _Batch, chains: int, draws: int, warmup: int, thin: int, seed: in
         tau = _effects(x, state, randoms.gamma((2 + state.nu_prime) / 2), gamma_r, normal, jump, jump_u)
         _population(x, state, tau, gamma_s, uniform)
         _tails(x, state, uniform, walk)
-        _hyper(x, state, uniform, walk)
         if sweep < warmup:  # Robbins-Monro on the walks' log-scales toward ACCEPT_TARGET
             state.steps *= np.exp((state.accepted - ACCEPT_TARGET) / np.sqrt(sweep + 1))
         elif (sweep - warmup) % thin == thin - 1:
@@ -298,39 +317,28 @@ def _population(x: _Batch, state: _State, tau, gamma_s, uniform) -> None:
 def _tails(x: _Batch, state: _State, uniform, walk) -> None:
     """ν' and σ0 given φ and d with the τ_i integrated out (φ_i ~ t_ν(d, σ0); the τ_i are drawn again at the next
     sweep's start): :data:`WALKS` random-walk steps on log ν' (σ0 sheared along, so that t_ν(d, σ0)'s quartiles
-    stay; + ν''s prior and log-Jacobian) and on log σ0 (+ log σ0: its flat prior's Jacobian)."""
+    stay; + ν''s marginal prior and log-Jacobian) and on log σ0 (+ log σ0: its flat prior's Jacobian)."""
     q = x.v.shape[2]
     squares = (state.phi - state.d[..., None]) ** 2
-    nu_prime, s0, alpha, beta = state.nu_prime, state.s0, state.alpha, state.beta
-    state.accepted[:2] = 0
+    nu_prime, s0 = state.nu_prime, state.s0
+    state.accepted[:] = 0
     current = _log_t(nu_prime, s0, q, squares)
+    prior = _log_nu_prior(x, nu_prime)
     for step in range(WALKS):
         proposal = nu_prime * np.exp(state.steps[0] * walk[..., 2 * step])
         scaled = s0 * _quartile(nu_prime) / _quartile(proposal)
-        value = _log_t(proposal, scaled, q, squares)
-        move = (np.log(uniform[..., 5 + 2 * step]) < (value + alpha * np.log(proposal) - beta * proposal
-                                                       + np.log(scaled) - current - alpha * np.log(nu_prime)
-                                                       + beta * nu_prime - np.log(s0)))
+        value, proposed = _log_t(proposal, scaled, q, squares), _log_nu_prior(x, proposal)
+        move = (np.log(uniform[..., 4 + 2 * step]) < (value + proposed + np.log(scaled) - current - prior
+                                                       - np.log(s0)))
         move &= scaled < x.sigma0_high
         nu_prime, s0 = np.where(move, proposal, nu_prime), np.where(move, scaled, s0)
-        current = np.where(move, value, current)
+        current, prior = np.where(move, value, current), np.where(move, proposed, prior)
         state.accepted[0] += move / WALKS
         proposal = s0 * np.exp(state.steps[1] * walk[..., 2 * step + 1])
         value = _log_t(nu_prime, proposal, q, squares)
-        move = ((np.log(uniform[..., 6 + 2 * step]) < value + np.log(proposal) - current - np.log(s0))
+        move = ((np.log(uniform[..., 5 + 2 * step]) < value + np.log(proposal) - current - np.log(s0))
                 & (proposal < x.sigma0_high))
         s0, current = np.where(move, proposal, s0), np.where(move, value, current)
         state.accepted[1] += move / WALKS
     state.nu_prime, state.s0 = nu_prime, s0
 
-
-def _hyper(x: _Batch, state: _State, uniform, walk) -> None:
-    """α given ν', β (a random walk on its logit); β given α, ν' (Gamma(α + 1, ν') truncated, by inversion)."""
-    low, high = x.alpha
-    alpha, beta, nu_prime = state.alpha, state.beta, state.nu_prime
-    proposal = low + (high - low) * special.expit(np.log(alpha - low) - np.log(high - alpha)
-                                                  + state.steps[2] * walk[..., 2 * WALKS])
-    move = ((np.log(uniform[..., 4]) < _log_alpha(proposal, beta, nu_prime, low, high)
-             - _log_alpha(alpha, beta, nu_prime, low, high)) & (proposal > low) & (proposal < high))
-    state.alpha, state.accepted[2] = np.where(move, proposal, alpha), move
-    state.beta = _truncated_gamma(state.alpha + 1, nu_prime, x.beta[0], x.beta[1], uniform[..., -1])
