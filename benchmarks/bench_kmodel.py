@@ -23,6 +23,13 @@
     nice -n 10 python benchmarks/bench_kmodel.py speed --vs-unscaled [--rounds 1]
     nice -n 10 python benchmarks/bench_kmodel.py same-posterior
 
+* ``shorter``: Wainer's 16 × 131 × 4 end to end at the default (4 chains × (1000 + 1000), the pairs 300 sweeps of
+  warm-up) and at ``--draws 500 --warmup 500`` (the joint fit 4 × (500 + 500), the pairs 500 + 500 × 4 sweeps),
+  seeds 1 and 2 each: the time, and the seed-to-seed gap in P(best) and in the pairs' numbers (their Monte-Carlo
+  error): what a shorter run costs in precision.
+
+    python benchmarks/bench_kmodel.py shorter
+
 * ``same-posterior``: the current program against the unscaled one (the same model) on Wainer's data and a small
   ragged grid, different seeds: each posterior mean (δ, σ0, ν) |difference| / its Monte-Carlo se (bench_pairs.py's
   ``reference``), the sd ratios, and the pairs' P(better).
@@ -221,9 +228,39 @@ def speed(args) -> None:
                f"growth: 10 models x {q} datasets x 10 folds")
 
 
+def shorter(args) -> None:
+    print(f"compile {sampler.compile_program('hierarchical_k'):.0f} s (not timed); {os.cpu_count()} CPUs", flush=True)
+    frame, options = _targets()["Wainer 16 models x 131 datasets x 4 folds (target 30 s)"]
+    columns = ["p_better", "p_rope", "p_worse", "next_better", "next_rope", "next_worse"]
+    for label, fit in (("default", {}), ("--draws 500 --warmup 500", dict(draws=500, warmup=500))):
+        results = []
+        for seed in (1, 2):
+            load, cpu, start = os.getloadavg()[0], cpu_now(), time.perf_counter()
+            results.append(rank_models(frame, seed=seed, **{**FIT, **fit}, **options))
+            print(f"{label}, seed {seed}: {time.perf_counter() - start:.1f} s wall at load {load:.1f}, "
+                  f"{cpu_now() - cpu:.1f} CPU s", flush=True)
+        best = [res.ranking.set_index("model")["p_best"] for res in results]
+        pairs = [{frozenset((row["better"], row["worse"])): row for _, row in res.pairs.iterrows()} for res in results]
+        gaps = []
+        for key, row in pairs[0].items():
+            other = pairs[1][key]
+            values = other[columns].to_numpy(float)
+            if other["better"] != row["better"]:  # the other seed oriented the pair the other way
+                values = values[[2, 1, 0, 5, 4, 3]]
+            gaps.append(np.abs(row[columns].to_numpy(float) - values))
+        gaps, moved = np.array(gaps), np.max(np.abs(best[0] - best[1].reindex(best[0].index)))
+        print(f"{label}: seed 1 - seed 2: P(best) largest {moved:.3f}; "
+              f"pairs (compare's statistic / next dataset) largest {gaps[:, :3].max():.3f} / {gaps[:, 3:].max():.3f}, "
+              f"95th percentile {np.quantile(gaps[:, :3].max(axis=1), 0.95):.3f} / "
+              f"{np.quantile(gaps[:, 3:].max(axis=1), 0.95):.3f}; pairs named in the warnings: "
+              f"{sum(w.startswith('the pair ') for w in results[0].diagnostics.get('warnings', []))} / "
+              f"{sum(w.startswith('the pair ') for w in results[1].diagnostics.get('warnings', []))}", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("study", choices=("interaction", "ordered", "agreement", "sbc", "speed", "same-posterior"))
+    parser.add_argument("study", choices=("interaction", "ordered", "agreement", "sbc", "speed", "same-posterior",
+                                          "shorter"))
     parser.add_argument("--replicates", type=int, default=50)
     parser.add_argument("--seed", type=int, default=27)
     parser.add_argument("--seeds", type=lambda text: [int(t) for t in text.split(",")],
@@ -241,7 +278,7 @@ def main() -> int:
     args = parser.parse_args()
     logging.getLogger("mlflow_bayescompare").setLevel(logging.ERROR)
     {"interaction": interaction, "ordered": ordered, "agreement": agreement, "sbc": calibration,
-     "speed": speed, "same-posterior": same_posterior}[args.study](args)
+     "speed": speed, "same-posterior": same_posterior, "shorter": shorter}[args.study](args)
     return 0
 
 
