@@ -69,7 +69,8 @@ def test_a_pair_has_the_posterior_of_the_stan_program(request, data, a, b):
 
 def test_a_pairs_draws_do_not_depend_on_the_pairs_sampled_with_it(wainer):
     # the invariance of issue 38 item 4, at its root: knn vs dt's draws are the same to the bit alone, beside two
-    # pairs of the same dataset count (one batch, split across threads) and beside one of another count
+    # pairs of the same dataset count (one batch, split across threads) and beside one of another count; and a pair
+    # with other bounds on α (another prior of ν') keeps its own prior beside pairs of the same count
     _, alone = _pair(wainer, "knn", "dt", dataset="db", folds=4, drop_incomplete=True)
     _, same = _pair(wainer, "rf", "svm", dataset="db", folds=4, drop_incomplete=True)
     _, other = _pair(wainer, "lr", "ridge", dataset="db", folds=4, drop_incomplete=True)
@@ -78,12 +79,15 @@ def test_a_pairs_draws_do_not_depend_on_the_pairs_sampled_with_it(wainer):
     for key in ("c", "m", "w", "p_i", "v_c"):
         short.stan_data[key] = other.stan_data[key][:40]
     short.stan_data.update(q=40, q_c=40, idx_c=list(range(1, 41)))
+    other_prior = {**same.stan_data, "alpha_low": 2.0}
     settings = dict(chains=4, draws=50, warmup=40, thin=2, seed=7)
     first = pair_gibbs.sample_pairs([alone.stan_data], **settings)[0]
-    together = pair_gibbs.sample_pairs([same.stan_data, alone.stan_data, same.stan_data, short.stan_data],
-                                       **settings)[1]
+    other_alone = pair_gibbs.sample_pairs([other_prior], **settings)[0]
+    together = pair_gibbs.sample_pairs([same.stan_data, alone.stan_data, same.stan_data, short.stan_data, other_prior],
+                                       **settings)
     for name in ("d", "sigma0", "nu"):
-        assert np.array_equal(first.draws[name], together.draws[name]), name
+        assert np.array_equal(first.draws[name], together[1].draws[name]), name
+        assert np.array_equal(other_alone.draws[name], together[4].draws[name]), name
     assert not np.array_equal(first.draws["d"], pair_gibbs.sample_pairs([same.stan_data], **settings)[0].draws["d"])
 
 

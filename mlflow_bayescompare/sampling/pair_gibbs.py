@@ -19,8 +19,8 @@ Why not Stan: a pair is a few hundred coordinates and a cheap density, and a ran
 them; NUTS spends about 4 s on each (Wainer's 131 four-fold datasets), where these sweeps run every pair together as
 arrays (benchmarks/README.md, "The ranking's pairs by Gibbs").  A pair's draws depend on its own data only, so that
 no other pair, joining or leaving, moves them: each draws its random numbers from its own generator, seeded by the
-seed alone, and the pairs are sampled in batches of the same dataset count (nothing padded: a padded sum rounds
-differently), each batch split across the machine's cores (numpy's loops release the GIL).
+seed alone, and the pairs are sampled in batches of the same dataset count and priors (nothing padded: a padded sum
+rounds differently), each batch split across the machine's cores (numpy's loops release the GIL).
 """
 
 from __future__ import annotations
@@ -68,10 +68,7 @@ class _Batch:
         scalar = {key: np.array([float(data[key]) for data in datas])[:, None]
                   for key in ("d_bound", "sigma0_high")}
         self.d_bound, self.sigma0_high = scalar["d_bound"], scalar["sigma0_high"]
-        bounds = [tuple(float(data[key]) for key in ("alpha_low", "alpha_high", "beta_low", "beta_high"))
-                  for data in datas]
-        #: ν''s prior: (rows, table) for each set of α and β bounds in the batch (one, unless the pairs' options differ)
-        self.nu_priors = [(np.flatnonzero([b == bound for b in bounds]), nu_prior(*bound)) for bound in set(bounds)]
+        self.nu_prior = nu_prior(*_nu_bounds(datas[0]))  # the batch's pairs share their priors (sample_pairs)
 
 
 class _Randoms:
@@ -167,16 +164,16 @@ def nu_prior(alpha_low: float, alpha_high: float, beta_low: float, beta_high: fl
     return np.log(np.maximum(density @ weights / 2 / (beta_high - beta_low), 1e-300))
 
 
+def _nu_bounds(data: dict) -> tuple[float, float, float, float]:
+    """The bounds of α's and β's uniform priors in a pair's data block."""
+    return tuple(float(data[key]) for key in ("alpha_low", "alpha_high", "beta_low", "beta_high"))
+
+
 def _log_nu_prior(x: _Batch, nu_prime: np.ndarray) -> np.ndarray:
-    """log p(ν') + log ν' (a walk on log ν''s Jacobian) for ``nu_prime`` (pairs, chains), from the batch's tables of
+    """log p(ν') + log ν' (a walk on log ν''s Jacobian) for ``nu_prime`` (pairs, chains), from the batch's table of
     :func:`nu_prior`: linear in log ν' between the grid's points, constant beyond its ends."""
     log_nu_prime = np.log(nu_prime)
-    if len(x.nu_priors) == 1:
-        return np.interp(log_nu_prime, NU_GRID, x.nu_priors[0][1]) + log_nu_prime
-    prior = np.empty_like(nu_prime)
-    for rows, table in x.nu_priors:
-        prior[rows] = np.interp(log_nu_prime[rows], NU_GRID, table)
-    return prior + log_nu_prime
+    return np.interp(log_nu_prime, NU_GRID, x.nu_prior) + log_nu_prime
 
 
 def sample_pairs(datas: list[dict], *, chains: int, draws: int, warmup: int, thin: int, seed: int,
@@ -186,9 +183,9 @@ def sample_pairs(datas: list[dict], *, chains: int, draws: int, warmup: int, thi
     program's names d, sigma0, nu and Omega, ``seconds`` its share of the time.  ``report(sweep, sweeps)`` hears of
     the first batch's progress every :data:`BLOCK` sweeps."""
     start = time.perf_counter()
-    groups: dict[int, list[int]] = {}
+    groups: dict[tuple, list[int]] = {}
     for index, data in enumerate(datas):
-        groups.setdefault(int(data["q"]), []).append(index)
+        groups.setdefault((int(data["q"]), _nu_bounds(data)), []).append(index)
     cores = max(1, min(os.cpu_count() or 1, len(datas)))
     parts = [part for members in groups.values() for part in np.array_split(members, min(cores, len(members)))]
 
