@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import functools
 import os
 import threading
 import time
@@ -57,7 +58,8 @@ NU_GRID = np.linspace(-30.0, 16.0, 4601)
 
 
 class _Batch:
-    """Pairs with the same dataset count q: their data as (pairs, 1, q) arrays and their scalars as (pairs, 1)."""
+    """Pairs with the same dataset count q and the same prior of ν': their data as (pairs, 1, q) arrays, their
+    scalars as (pairs, 1) and the table of ν''s prior."""
 
     def __init__(self, datas: list[dict]):
         def rows(key, column=False):
@@ -152,6 +154,7 @@ def _quartile(nu_prime):
     return z + (z**3 + z) / (4 * nu) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * nu**2)
 
 
+@functools.lru_cache(maxsize=4)
 def nu_prior(alpha_low: float, alpha_high: float, beta_low: float, beta_high: float) -> np.ndarray:
     """log p(ν') at :data:`NU_GRID`'s log ν', ν' ~ Gamma(α, β) with α ~ U(α_low, α_high) and β ~ U(β_low, β_high)
     integrated out: over β in closed form, ∫ Gamma(ν'; α, β) dβ = α/ν'² · [P(α + 1, β_high ν') − P(α + 1, β_low ν')]
@@ -161,7 +164,9 @@ def nu_prior(alpha_low: float, alpha_high: float, beta_low: float, beta_high: fl
     nu_prime = np.exp(NU_GRID)[:, None]
     density = alpha / nu_prime**2 * (special.gammainc(alpha + 1, beta_high * nu_prime)
                                      - special.gammainc(alpha + 1, beta_low * nu_prime))
-    return np.log(np.maximum(density @ weights / 2 / (beta_high - beta_low), 1e-300))
+    table = np.log(np.maximum(density @ weights / 2 / (beta_high - beta_low), 1e-300))
+    table.setflags(write=False)  # cached: one table for every batch with these bounds
+    return table
 
 
 def _nu_bounds(data: dict) -> tuple[float, float, float, float]:
