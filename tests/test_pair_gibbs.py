@@ -2,6 +2,7 @@
 the same posterior, a pair's draws independent of the pairs sampled with it, an interrupt that stops every batch."""
 
 import dataclasses
+import os
 import threading
 from pathlib import Path
 
@@ -68,9 +69,10 @@ def test_a_pair_has_the_posterior_of_the_stan_program(request, data, a, b):
 
 
 def test_a_pairs_draws_do_not_depend_on_the_pairs_sampled_with_it(wainer):
-    # the invariance of issue 38 item 4, at its root: knn vs dt's draws are the same to the bit alone, beside two
-    # pairs of the same dataset count (one batch, split across threads) and beside one of another count; and a pair
-    # with other bounds on α (another prior of ν') keeps its own prior beside pairs of the same count
+    # the invariance of issue 38 item 4, at its root: knn vs dt's draws are the same to the bit alone (sampled in
+    # this process), beside two pairs of the same dataset count (one batch, split across the worker processes) and
+    # beside one of another count; and a pair with other bounds on α (another prior of ν') keeps its own prior beside
+    # pairs of the same count
     _, alone = _pair(wainer, "knn", "dt", dataset="db", folds=4, drop_incomplete=True)
     _, same = _pair(wainer, "rf", "svm", dataset="db", folds=4, drop_incomplete=True)
     _, other = _pair(wainer, "lr", "ridge", dataset="db", folds=4, drop_incomplete=True)
@@ -92,8 +94,9 @@ def test_a_pairs_draws_do_not_depend_on_the_pairs_sampled_with_it(wainer):
 
 
 def test_the_gamma_variates_follow_their_law():
-    # τ_i's Gamma((ν + 1)/2) variates (Marsaglia-Tsang from the block's proposals, the few that fail twice drawn
-    # alone): mean, variance and the Kolmogorov-Smirnov test against scipy's law, shapes from ν = 1 to ν = 79
+    # τ_i's Gamma((ν + 1)/2) variates (single precision, drawn at their sweep, one call per pair and chain, between
+    # the blocks of the other variates): mean, variance and the Kolmogorov-Smirnov test against scipy's law, shapes
+    # from ν = 1 to ν = 79
     randoms = pair_gibbs._Randoms([np.random.default_rng(i) for i in range(3)], 4, 500, np.full((3, 500), 1.5))
     shape = np.tile([1.0, 1.3, 5.0, 40.0], (3, 1))
     draws = []
@@ -122,9 +125,23 @@ def test_nus_marginal_prior_is_the_papers_hierarchy():
     assert np.max(np.abs(np.interp(at, grid, cdf) - np.linspace(0.001, 0.999, 999))) < 0.004
 
 
+def _workers() -> list[int]:
+    """The pids of this process's children that serve pair_gibbs (Linux: /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == os.getpid() and b"_serve" in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+@pytest.mark.timeout(120)  # a worker left running would hang it
 def test_an_interrupt_stops_every_batch(wainer):
-    # Ctrl-C (here: the progress hook raising it) ends sample_pairs at the next block of sweeps in every thread; run
-    # to its end, this call would sweep 10⁷ times
+    # Ctrl-C (here: the progress hook raising it) ends sample_pairs at once: the worker processes are killed and
+    # reaped, the threads that read them end; run to its end, this call would sweep 10⁷ times
     _, inputs = _pair(wainer, "knn", "dt", dataset="db", folds=4, drop_incomplete=True)
     raised = []
 
@@ -144,3 +161,15 @@ def test_an_interrupt_stops_every_batch(wainer):
     caller.join(timeout=120)
     assert not caller.is_alive() and raised
     assert not [t for t in threading.enumerate() if t.name.startswith("pair-gibbs")]
+    assert not _workers()
+
+
+@pytest.mark.timeout(120)  # a worker left running would hang it
+def test_a_workers_failure_is_raised_here_and_ends_the_others(wainer):
+    # a batch that fails in its worker process (here: data without c) raises here, naming the cause, at once (the
+    # other worker, given 10⁷ sweeps, is killed) and leaves no process behind
+    _, inputs = _pair(wainer, "knn", "dt", dataset="db", folds=4, drop_incomplete=True)
+    broken = {key: value for key, value in inputs.stan_data.items() if key != "c"}  # in the second worker's batch
+    with pytest.raises(RuntimeError, match="a worker sampling the pairs failed: KeyError: 'c'"):
+        pair_gibbs.sample_pairs([inputs.stan_data] * 3 + [broken], chains=2, draws=10, warmup=10**7, thin=1, seed=1)
+    assert not _workers()

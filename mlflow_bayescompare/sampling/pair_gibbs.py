@@ -20,15 +20,24 @@ them; NUTS spends about 4 s on each (Wainer's 131 four-fold datasets), where the
 arrays (benchmarks/README.md, "The ranking's pairs by Gibbs").  A pair's draws depend on its own data only, so that
 no other pair, joining or leaving, moves them: each draws its random numbers from its own generator, seeded by the
 seed alone, and the pairs are sampled in batches of the same dataset count and priors (nothing padded: a padded sum
-rounds differently), each batch split across the machine's cores (numpy's loops release the GIL).
+rounds differently), each batch split across the machine's cores, one worker process per core (in threads, numpy's
+many short calls wait for each other's GIL: two threads ran 60 pairs each in 6.6 s against 4.0 s alone; two processes
+in 4.5 s, start-up included).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import functools
+import json
 import os
+import pickle
+import signal
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -55,6 +64,10 @@ BLOCK = 32
 UNIFORMS = 4 + 2 * WALKS
 #: the log ν' of :func:`nu_prior`'s table: ν' from 1e-13 to 9e6 (the prior's mass beyond: below 1e-9)
 NU_GRID = np.linspace(-30.0, 16.0, 4601)
+#: the precision of the per-dataset arrays (pairs, chains, q) and their random numbers: single, twice as fast in numpy's
+#: loops, its rounding (1e-7 relative) far below the draws' Monte-Carlo error; the scalars d, σ0, ν' and the sums'
+#: use are double (benchmarks/README.md, "The pairs' Gibbs in single precision")
+REAL = np.float32
 
 
 class _Batch:
@@ -64,7 +77,7 @@ class _Batch:
     def __init__(self, datas: list[dict]):
         def rows(key, column=False):
             values = [np.asarray(data[key], float) for data in datas]
-            return np.stack([v[:, 0] if column else v for v in values])[:, None, :]
+            return np.stack([v[:, 0] if column else v for v in values])[:, None, :].astype(REAL)
 
         self.v, self.c, self.m, self.w = rows("v_c", column=True), rows("c"), rows("m"), rows("w")
         scalar = {key: np.array([float(data[key]) for data in datas])[:, None]
@@ -74,18 +87,19 @@ class _Batch:
 
 
 class _Randoms:
-    """Each pair's random numbers from its own generator, drawn :data:`BLOCK` sweeps at a time (one call per pair,
-    kind and block, not per sweep); and τ_i's gamma variates, whose shape is known only at their sweep (Marsaglia &
-    Tsang 2000, "A simple method for generating gamma variables", ACM TOMS 26:363-372: two proposals per variate
-    drawn with the block, the rare variate that both fail drawn alone from its pair's generator)."""
+    """Each pair's random numbers from its own generator: the fixed laws' drawn :data:`BLOCK` sweeps at a time (one
+    call per pair, kind and block, not per sweep), τ_i's Gamma((ν + 1)/2), whose shape is known only at its sweep, one
+    call per pair and chain."""
 
     def __init__(self, gens, chains: int, q: int, shapes_r: np.ndarray):
         pairs = len(gens)
         self.gens, self.q, self.shapes_r = gens, q, shapes_r
-        self.gamma_r = np.empty((pairs, BLOCK, chains, q))  # the noise's Gamma(w_i/2)
+        self.gamma_r = np.empty((pairs, BLOCK, chains, q), REAL)  # the noise's Gamma(w_i/2)
+        self.normals = np.empty((pairs, BLOCK, chains, 2 * q), REAL)  # φ's proposal and draw
+        self.uniforms = np.empty((pairs, BLOCK, chains, q), REAL)  # φ's acceptance
         self.gamma_s = np.empty((pairs, BLOCK, chains))  # σ0's Gamma((q − 1)/2)
-        self.normals = np.empty((pairs, BLOCK, chains, 4 * q + 2 * WALKS))  # φ twice, two proposals, the walks
-        self.uniforms = np.empty((pairs, BLOCK, chains, 3 * q + UNIFORMS))  # two proposals, φ's, the scalar steps
+        self.walks = np.empty((pairs, BLOCK, chains, 2 * WALKS))  # the walks' normals
+        self.steps = np.empty((pairs, BLOCK, chains, UNIFORMS))  # the scalar steps' uniforms
 
     def sweep(self, sweep: int):
         """This sweep's gamma variates of the noise and of σ0, normals of φ, uniforms of the scalar steps and normals
@@ -95,37 +109,24 @@ class _Randoms:
             for row, (gen, shape) in enumerate(zip(self.gens, self.shapes_r)):
                 same = np.all(shape == shape[0])  # one shape: numpy's faster path
                 gen.standard_gamma(shape[0] if same else np.broadcast_to(shape, self.gamma_r.shape[1:]),
-                                   out=self.gamma_r[row])
+                                   out=self.gamma_r[row], dtype=REAL)
+                gen.standard_normal(out=self.normals[row], dtype=REAL)
+                gen.random(out=self.uniforms[row], dtype=REAL)
                 gen.standard_gamma((self.q - 1) / 2, out=self.gamma_s[row])
-                gen.standard_normal(out=self.normals[row])
-                gen.random(out=self.uniforms[row])
-        q, normals, uniforms = self.q, self.normals[:, at], self.uniforms[:, at]
-        self.proposals = (normals[..., q:2 * q], normals[..., 2 * q:3 * q], uniforms[..., :q], uniforms[..., q:2 * q])
-        return (self.gamma_r[:, at], self.gamma_s[:, at], normals[..., :q], normals[..., 3 * q:4 * q],
-                uniforms[..., 2 * q:3 * q], uniforms[..., 3 * q:], normals[..., 4 * q:])
+                gen.standard_normal(out=self.walks[row])
+                gen.random(out=self.steps[row])
+        q, normals = self.q, self.normals[:, at]
+        return (self.gamma_r[:, at], self.gamma_s[:, at], normals[..., :q], normals[..., q:], self.uniforms[:, at],
+                self.steps[:, at], self.walks[:, at])
 
     def gamma(self, shape: np.ndarray) -> np.ndarray:
-        """Gamma(shape) variates (pairs, chains, q), ``shape`` (pairs, chains) ≥ 1."""
-        d = np.broadcast_to((shape - 1 / 3)[..., None], self.proposals[0].shape)
-        c = 1 / np.sqrt(9 * d)
-        first, second, u_first, u_second = self.proposals
-        v = (1 + c * first) ** 3
-        out = np.where(_accepts(first, u_first, v, d), d * v, np.nan)
-        missing = np.isnan(out)
-        if missing.any():
-            d, c, normal = d[missing], c[missing], second[missing]
-            v = (1 + c * normal) ** 3
-            out[missing] = np.where(_accepts(normal, u_second[missing], v, d), d * v, np.nan)
-            for row in np.flatnonzero(np.isnan(out).any(axis=(1, 2))):
-                left = np.isnan(out[row])
-                out[row][left] = self.gens[row].standard_gamma(np.broadcast_to(shape[row][:, None], left.shape)[left])
+        """Gamma(shape) variates (pairs, chains, q), ``shape`` (pairs, chains): a scalar shape per call, numpy's
+        fast path."""
+        out = np.empty((*shape.shape, self.q), REAL)
+        for row, gen in enumerate(self.gens):
+            for chain, value in enumerate(shape[row]):
+                gen.standard_gamma(value, out=out[row, chain], dtype=REAL)
         return out
-
-
-def _accepts(normal, uniform, v, d):
-    """Marsaglia & Tsang's test of a proposal d·v, v = (1 + c·normal)³."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (v > 0) & (np.log(uniform) < 0.5 * normal**2 + d - d * v + d * np.log(v))
 
 
 def _truncated_normal(mean, sd, low, high, u):
@@ -144,7 +145,12 @@ def _log_t(nu_prime, s0, q, squares):
     """Σ_i log t_ν(φ_i; d, σ0) up to a constant, ν = 1 + ν', from ``squares`` = (φ_i − d)² (pairs, chains, q)."""
     nu = 1 + nu_prime
     constant = special.gammaln((nu + 1) / 2) - special.gammaln(nu / 2) - 0.5 * np.log(nu) - np.log(s0)
-    return q * constant - (nu + 1) / 2 * np.sum(np.log1p(squares / (nu * s0**2)[..., None]), axis=2)
+    return q * constant - (nu + 1) / 2 * np.sum(np.log1p(squares * _column(1 / (nu * s0**2))), axis=2)
+
+
+def _column(values: np.ndarray) -> np.ndarray:
+    """Scalars (pairs, chains) as a (pairs, chains, 1) column of the per-dataset arrays' precision."""
+    return values[..., None].astype(REAL)
 
 
 def _quartile(nu_prime):
@@ -192,29 +198,106 @@ def sample_pairs(datas: list[dict], *, chains: int, draws: int, warmup: int, thi
     for index, data in enumerate(datas):
         groups.setdefault((int(data["q"]), _nu_bounds(data)), []).append(index)
     cores = max(1, min(os.cpu_count() or 1, len(datas)))
-    parts = [part for members in groups.values() for part in np.array_split(members, min(cores, len(members)))]
-
-    stop = threading.Event()  # set when this thread is interrupted (Ctrl-C, SIGTERM): the batches end at their block
-
-    def batch(number: int, part: np.ndarray) -> list[dict[str, np.ndarray]]:
-        return _sweeps(_Batch([datas[i] for i in part]), chains, draws, warmup, thin, seed,
-                       report if number == 0 else None, stop)
-
-    pool = concurrent.futures.ThreadPoolExecutor(cores, thread_name_prefix="pair-gibbs")
-    try:
-        futures = [pool.submit(batch, number, part) for number, part in enumerate(parts)]
-        kept = {int(i): row for part, future in zip(parts, futures) for i, row in zip(part, future.result())}
-    except BaseException:
-        stop.set()
-        raise
-    finally:
-        pool.shutdown(wait=True)
+    parts = [[int(i) for i in part] for members in groups.values()
+             for part in np.array_split(members, min(cores, len(members)))]
+    batches = [[datas[i] for i in part] for part in parts]
+    if cores == 1 or not sys.executable:  # one core, or no Python to start (embedded): in this process
+        rows = [_sweeps(_Batch(batch), chains, draws, warmup, thin, seed, report if number == 0 else None)
+                for number, batch in enumerate(batches)]
+    else:
+        rows = _in_processes(batches, cores, (chains, draws, warmup, thin, seed), report)
+    kept = {i: row for part, batch_rows in zip(parts, rows) for i, row in zip(part, batch_rows)}
     share = (time.perf_counter() - start) / len(datas)
     zeros = np.zeros((chains, draws))
     return [Run({"d": kept[i]["d"][..., None], "sigma0": kept[i]["sigma0"], "nu": kept[i]["nu"],
                  "Omega": kept[i]["sigma0"][..., None, None] ** 2},
                 {"divergent__": zeros, "treedepth__": zeros, "n_leapfrog__": zeros}, "gibbs", share, 0.0)
             for i in range(len(datas))]
+
+
+def _in_processes(batches: list[list[dict]], cores: int, settings: tuple,
+                  report: Callable[[int, int], None] | None) -> list[list[dict[str, np.ndarray]]]:
+    """Each batch's kept draws (:func:`_sweeps`), the batches shared by ``cores`` worker processes (a new Python on
+    this one's ``sys.path`` running :func:`_serve`: nothing forked, no ``__main__`` imported again, so a script needs
+    no guard), the largest first to the least loaded.  A worker ends when its standard input closes: when this
+    process ends, or kills it (an error, Ctrl-C)."""
+    loads, jobs = [0] * cores, [[] for _ in range(cores)]
+    for number in sorted(range(len(batches)), key=lambda n: -len(batches[n]) * int(batches[n][0]["q"])):
+        least = loads.index(min(loads))
+        jobs[least].append(number)
+        loads[least] += len(batches[number]) * int(batches[number][0]["q"])
+    jobs = [job for job in jobs if job]
+    start = f"import json, sys; sys.path[:] = json.loads(sys.argv[1]); from {__name__} import _serve; _serve()"
+    errors = [tempfile.TemporaryFile() for _ in jobs]  # a worker's standard error, read if it dies
+    workers = [subprocess.Popen([sys.executable, "-c", start, json.dumps(sys.path)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=error) for error in errors]
+    results: list = [None] * len(batches)
+
+    def drive(worker: subprocess.Popen, job: list[int], error) -> None:
+        try:
+            pickle.dump(([batches[n] for n in job], settings, report is not None and 0 in job), worker.stdin)
+            worker.stdin.flush()
+        except OSError:  # it ended before reading: the next read says why
+            pass
+        while True:
+            try:
+                kind, *message = pickle.load(worker.stdout)
+            except EOFError:
+                worker.wait()
+                error.seek(0)
+                tail = error.read().decode(errors="replace").strip().splitlines()[-1:]
+                raise RuntimeError(f"a worker sampling the pairs ended (exit code {worker.returncode})"
+                                   + "".join(f": {line}" for line in tail)) from None
+            if kind == "progress":
+                report(*message)
+            elif kind == "error":
+                raise RuntimeError(f"a worker sampling the pairs failed: {message[0]}")
+            else:
+                for number, rows in zip(job, message[0]):
+                    results[number] = rows
+                return
+
+    pool = concurrent.futures.ThreadPoolExecutor(len(jobs), thread_name_prefix="pair-gibbs")
+    try:
+        futures = [pool.submit(drive, *task) for task in zip(workers, jobs, errors)]
+        concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_EXCEPTION)
+        for future in sorted(futures, key=lambda f: not f.done()):  # a failure as soon as it happens
+            future.result()
+    finally:
+        for worker in workers:
+            if worker.poll() is None and None in results:
+                worker.kill()
+            with contextlib.suppress(OSError):
+                worker.stdin.close()
+        pool.shutdown(wait=True)
+        for worker, error in zip(workers, errors):
+            worker.wait()
+            worker.stdout.close()
+            error.close()
+    return results
+
+
+def _serve() -> None:
+    """A worker process (:func:`_in_processes`): the batches and settings from standard input, progress and the kept
+    draws to standard output (print's output to standard error); ends when standard input closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it kills the workers
+    channel = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    batches, (chains, draws, warmup, thin, seed), reports = pickle.load(sys.stdin.buffer)
+    threading.Thread(target=lambda: (sys.stdin.buffer.read(), os._exit(0)), daemon=True).start()
+
+    def send(*message) -> None:
+        pickle.dump(message, channel, protocol=pickle.HIGHEST_PROTOCOL)
+        channel.flush()
+
+    try:
+        rows = [_sweeps(_Batch(batch), chains, draws, warmup, thin, seed,
+                        (lambda sweep, sweeps: send("progress", sweep, sweeps)) if reports and at == 0 else None)
+                for at, batch in enumerate(batches)]
+    except Exception as error:  # noqa: BLE001 - any failure goes to the parent, which raises it
+        send("error", f"{type(error).__name__}: {error}")
+    else:
+        send("done", rows)
 
 
 @dataclasses.dataclass
@@ -241,11 +324,12 @@ def _start(x: _Batch, chains: int, gens) -> _State:
     s0 = np.clip(spread * np.exp(0.5 * first[..., 1]), 1e-6, 0.9 * x.sigma0_high)
     shape = (pairs, chains, q)
     return _State(d, s0, 10 * np.exp(first[..., 2]), np.broadcast_to(x.v, shape).copy(),
-                  np.broadcast_to(x.w / x.c, shape).copy(), np.ones((2, pairs, chains)), np.zeros((2, pairs, chains)))
+                  np.broadcast_to(x.w / x.c, shape).astype(REAL), np.ones((2, pairs, chains)),
+                  np.zeros((2, pairs, chains)))
 
 
 def _sweeps(x: _Batch, chains: int, draws: int, warmup: int, thin: int, seed: int,
-            report: Callable[[int, int], None] | None, stop: threading.Event) -> list[dict[str, np.ndarray]]:
+            report: Callable[[int, int], None] | None) -> list[dict[str, np.ndarray]]:
     """The Gibbs sweeps of one batch; per pair its kept draws of d, σ0 and ν, each (chains, draws)."""
     pairs, q = x.v.shape[0], x.v.shape[2]
     gens = [np.random.default_rng(seed) for _ in range(pairs)]
@@ -254,11 +338,8 @@ def _sweeps(x: _Batch, chains: int, draws: int, warmup: int, thin: int, seed: in
     randoms = _Randoms(gens, chains, q, x.w[:, 0, :] / 2)
     sweeps = warmup + draws * thin
     for sweep in range(sweeps):
-        if sweep % BLOCK == 0:
-            if stop.is_set():
-                return []
-            if report:
-                report(sweep, sweeps)
+        if report and sweep % BLOCK == 0:
+            report(sweep, sweeps)
         gamma_r, gamma_s, normal, jump, jump_u, uniform, walk = randoms.sweep(sweep)
         tau = _effects(x, state, randoms.gamma((2 + state.nu_prime) / 2), gamma_r, normal, jump, jump_u)
         _population(x, state, tau, gamma_s, uniform)
@@ -273,29 +354,34 @@ def _sweeps(x: _Batch, chains: int, draws: int, warmup: int, thin: int, seed: in
 
 def _effects(x: _Batch, state: _State, gamma_tau, gamma_r, normal, jump, jump_u) -> np.ndarray:
     """φ_i, τ_i and σ_i; returns the τ_i.  ``gamma_tau``: Gamma((ν + 1)/2) variates."""
-    d, s0, nu = state.d[..., None], state.s0[..., None], (1 + state.nu_prime)[..., None]
+    nu = 1 + state.nu_prime
+    d, inverse_spread, half_nu = _column(state.d), _column(1 / (nu * state.s0**2)), _column((nu + 1) / 2)
     # φ_i given v_i, σ_i, d, σ0, ν with τ_i integrated out (prior t_ν(d, σ0)): an independence proposal from
     # N(v_i, σ_i²/m_i), accepted at the ratio of the t densities
-    proposal = x.v + jump / np.sqrt(x.m * state.r)
-    spread = nu * s0**2
-    ratio = (nu + 1) / 2 * (np.log1p((state.phi - d) ** 2 / spread) - np.log1p((proposal - d) ** 2 / spread))
-    phi = np.where(np.log(jump_u) < ratio, proposal, state.phi)
+    inverse_e = x.m * state.r
+    proposal = x.v + jump / np.sqrt(inverse_e)
+    ratio = half_nu * (np.log1p((state.phi - d) ** 2 * inverse_spread)
+                       - np.log1p((proposal - d) ** 2 * inverse_spread))
+    with np.errstate(divide="ignore"):  # a uniform of 0: accepted
+        phi = np.where(np.log(jump_u) < ratio, proposal, state.phi)
     # τ_i given φ_i, d, σ0, ν (which also completes the last sweep's draws of ν' and σ0 with the τ_i integrated
     # out); σ_i (as r_i = 1/σ_i²) given φ_i; φ_i given the rest
-    tau = gamma_tau / ((nu + ((phi - d) / s0) ** 2) / 2)
+    tau = gamma_tau / (_column(nu / 2) + (phi - d) ** 2 * _column(0.5 / state.s0**2))
     state.r = gamma_r / ((x.c + x.m * (x.v - phi) ** 2) / 2)
-    precision = x.m * state.r + tau / s0**2
-    state.phi = (x.m * state.r * x.v + tau * d / s0**2) / precision + normal / np.sqrt(precision)
+    inverse_e = x.m * state.r
+    prior = tau * _column(1 / state.s0**2)
+    precision = inverse_e + prior
+    state.phi = (inverse_e * x.v + prior * d) / precision + normal / np.sqrt(precision)
     return tau
 
 
 def _population(x: _Batch, state: _State, tau, gamma_s, uniform) -> None:
     """d and σ0 given φ (centred), then given z_i = (φ_i − d)√τ_i/σ0 (non-centred; φ_i moves with them)."""
     q = x.v.shape[2]
-    total = tau.sum(axis=2)
-    d = _truncated_normal(np.sum(tau * state.phi, axis=2) / total, state.s0 / np.sqrt(total), -x.d_bound,
+    total = tau.sum(axis=2, dtype=float)
+    d = _truncated_normal(np.sum(tau * state.phi, axis=2, dtype=float) / total, state.s0 / np.sqrt(total), -x.d_bound,
                           x.d_bound, uniform[..., 0])
-    squares = np.sum(tau * (state.phi - d[..., None]) ** 2, axis=2)
+    squares = np.sum(tau * (state.phi - _column(d)) ** 2, axis=2, dtype=float)
     # 1/σ0² ~ Gamma((q − 1)/2, squares/2) on σ0 < σ0_high (a flat prior on σ0): the untruncated draw where it falls
     # there, else by inversion (either way the truncated law)
     precision0 = gamma_s / (squares / 2)
@@ -305,15 +391,16 @@ def _population(x: _Batch, state: _State, tau, gamma_s, uniform) -> None:
                                                        uniform[..., 1]), precision0)
     s0 = 1 / np.sqrt(precision0)
     # non-centred: v_i ~ N(d + σ0 g_i, e_i), g_i = z_i/√τ_i, e_i = 1/(m_i r_i)
-    g = (state.phi - d[..., None]) / s0[..., None]
+    g = (state.phi - _column(d)) * _column(1 / s0)
     inverse_e = x.m * state.r
-    fit = np.sum(inverse_e * g * g, axis=2)
-    s0 = np.maximum(_truncated_normal(np.sum(inverse_e * g * (x.v - d[..., None]), axis=2) / fit, 1 / np.sqrt(fit),
-                                      0.0, x.sigma0_high, uniform[..., 2]), 1e-12)
-    total = inverse_e.sum(axis=2)
-    d = _truncated_normal(np.sum(inverse_e * (x.v - s0[..., None] * g), axis=2) / total, 1 / np.sqrt(total),
-                          -x.d_bound, x.d_bound, uniform[..., 3])
-    state.d, state.s0, state.phi = d, s0, d[..., None] + s0[..., None] * g
+    weighted = inverse_e * g
+    fit = np.sum(weighted * g, axis=2, dtype=float)
+    s0 = np.maximum(_truncated_normal(np.sum(weighted * (x.v - _column(d)), axis=2, dtype=float) / fit,
+                                      1 / np.sqrt(fit), 0.0, x.sigma0_high, uniform[..., 2]), 1e-12)
+    total = inverse_e.sum(axis=2, dtype=float)
+    d = _truncated_normal(np.sum(inverse_e * (x.v - _column(s0) * g), axis=2, dtype=float) / total,
+                          1 / np.sqrt(total), -x.d_bound, x.d_bound, uniform[..., 3])
+    state.d, state.s0, state.phi = d, s0, _column(d) + _column(s0) * g
 
 
 def _tails(x: _Batch, state: _State, uniform, walk) -> None:
@@ -321,7 +408,7 @@ def _tails(x: _Batch, state: _State, uniform, walk) -> None:
     sweep's start): :data:`WALKS` random-walk steps on log ν' (σ0 sheared along, so that t_ν(d, σ0)'s quartiles
     stay; + ν''s marginal prior and log-Jacobian) and on log σ0 (+ log σ0: its flat prior's Jacobian)."""
     q = x.v.shape[2]
-    squares = (state.phi - state.d[..., None]) ** 2
+    squares = (state.phi - _column(state.d)) ** 2
     nu_prime, s0 = state.nu_prime, state.s0
     state.accepted[:] = 0
     current = _log_t(nu_prime, s0, q, squares)
@@ -343,4 +430,3 @@ def _tails(x: _Batch, state: _State, uniform, walk) -> None:
         s0, current = np.where(move, proposal, s0), np.where(move, value, current)
         state.accepted[1] += move / WALKS
     state.nu_prime, state.s0 = nu_prime, s0
-
