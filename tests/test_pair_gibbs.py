@@ -160,7 +160,7 @@ def test_an_interrupt_stops_every_batch(wainer):
     caller.start()
     caller.join(timeout=120)
     assert not caller.is_alive() and raised
-    assert not [t for t in threading.enumerate() if t.name.startswith("pair-gibbs")]
+    assert not [t for t in threading.enumerate() if t.name.startswith("worker-relay")]
     assert not _workers()
 
 
@@ -170,6 +170,6 @@ def test_a_workers_failure_is_raised_here_and_ends_the_others(wainer):
     # other worker, given 10⁷ sweeps, is killed) and leaves no process behind
     _, inputs = _pair(wainer, "knn", "dt", dataset="db", folds=4, drop_incomplete=True)
     broken = {key: value for key, value in inputs.stan_data.items() if key != "c"}  # in the second worker's batch
-    with pytest.raises(RuntimeError, match="a worker sampling the pairs failed: KeyError: 'c'"):
+    with pytest.raises(RuntimeError, match="a worker process failed: KeyError: 'c'"):
         pair_gibbs.sample_pairs([inputs.stan_data] * 3 + [broken], chains=2, draws=10, warmup=10**7, thin=1, seed=1)
     assert not _workers()

@@ -20,34 +20,24 @@ them; NUTS spends about 4 s on each (Wainer's 131 four-fold datasets), where the
 arrays (benchmarks/README.md, "The ranking's pairs by Gibbs").  A pair's draws depend on its own data only, so that
 no other pair, joining or leaving, moves them: each draws its random numbers from its own generator, seeded by the
 seed alone, and the pairs are sampled in batches of the same dataset count and priors (nothing padded: a padded sum
-rounds differently), each batch split across the machine's cores, one worker process per core (in threads, numpy's
-many short calls wait for each other's GIL: two threads ran 60 pairs each in 6.6 s against 4.0 s alone; two processes
-in 4.5 s, start-up included).
+rounds differently), each batch split across the machine's cores, one worker process per core (:mod:`.subprocesses`).
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-import contextlib
 import dataclasses
 import functools
-import json
 import os
-import pickle
-import signal
-import subprocess
-import sys
-import tempfile
-import threading
 import time
 from collections.abc import Callable
 
 import numpy as np
 from scipy import special
 
+from . import subprocesses
 from .sampler import Run
 
-__all__ = ["sample_pairs", "nu_prior", "FORM", "ACCEPT_TARGET", "WALKS", "BLOCK", "UNIFORMS"]
+__all__ = ["sample_pairs", "batch_draws", "nu_prior", "FORM", "ACCEPT_TARGET", "WALKS", "BLOCK", "UNIFORMS"]
 
 #: how the pairs are sampled (a fit's ``parameterisation``)
 FORM = ("Gibbs sweeps (Yu-Meng interweaving of d and sigma0; nu', sigma0 and phi_i by Metropolis with tau_i "
@@ -201,11 +191,8 @@ def sample_pairs(datas: list[dict], *, chains: int, draws: int, warmup: int, thi
     parts = [[int(i) for i in part] for members in groups.values()
              for part in np.array_split(members, min(cores, len(members)))]
     batches = [[datas[i] for i in part] for part in parts]
-    if cores == 1 or not sys.executable:  # one core, or no Python to start (embedded): in this process
-        rows = [_sweeps(_Batch(batch), chains, draws, warmup, thin, seed, report if number == 0 else None)
-                for number, batch in enumerate(batches)]
-    else:
-        rows = _in_processes(batches, cores, (chains, draws, warmup, thin, seed), report)
+    rows = subprocesses.run(batch_draws, [(batch, chains, draws, warmup, thin, seed) for batch in batches],
+                            [len(batch) * int(batch[0]["q"]) for batch in batches], cores, report)
     kept = {i: row for part, batch_rows in zip(parts, rows) for i, row in zip(part, batch_rows)}
     share = (time.perf_counter() - start) / len(datas)
     zeros = np.zeros((chains, draws))
@@ -215,89 +202,10 @@ def sample_pairs(datas: list[dict], *, chains: int, draws: int, warmup: int, thi
             for i in range(len(datas))]
 
 
-def _in_processes(batches: list[list[dict]], cores: int, settings: tuple,
-                  report: Callable[[int, int], None] | None) -> list[list[dict[str, np.ndarray]]]:
-    """Each batch's kept draws (:func:`_sweeps`), the batches shared by ``cores`` worker processes (a new Python on
-    this one's ``sys.path`` running :func:`_serve`: nothing forked, no ``__main__`` imported again, so a script needs
-    no guard), the largest first to the least loaded.  A worker ends when its standard input closes: when this
-    process ends, or kills it (an error, Ctrl-C)."""
-    loads, jobs = [0] * cores, [[] for _ in range(cores)]
-    for number in sorted(range(len(batches)), key=lambda n: -len(batches[n]) * int(batches[n][0]["q"])):
-        least = loads.index(min(loads))
-        jobs[least].append(number)
-        loads[least] += len(batches[number]) * int(batches[number][0]["q"])
-    jobs = [job for job in jobs if job]
-    start = f"import json, sys; sys.path[:] = json.loads(sys.argv[1]); from {__name__} import _serve; _serve()"
-    errors = [tempfile.TemporaryFile() for _ in jobs]  # a worker's standard error, read if it dies
-    workers = [subprocess.Popen([sys.executable, "-c", start, json.dumps(sys.path)], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=error) for error in errors]
-    results: list = [None] * len(batches)
-
-    def drive(worker: subprocess.Popen, job: list[int], error) -> None:
-        try:
-            pickle.dump(([batches[n] for n in job], settings, report is not None and 0 in job), worker.stdin)
-            worker.stdin.flush()
-        except OSError:  # it ended before reading: the next read says why
-            pass
-        while True:
-            try:
-                kind, *message = pickle.load(worker.stdout)
-            except EOFError:
-                worker.wait()
-                error.seek(0)
-                tail = error.read().decode(errors="replace").strip().splitlines()[-1:]
-                raise RuntimeError(f"a worker sampling the pairs ended (exit code {worker.returncode})"
-                                   + "".join(f": {line}" for line in tail)) from None
-            if kind == "progress":
-                report(*message)
-            elif kind == "error":
-                raise RuntimeError(f"a worker sampling the pairs failed: {message[0]}")
-            else:
-                for number, rows in zip(job, message[0]):
-                    results[number] = rows
-                return
-
-    pool = concurrent.futures.ThreadPoolExecutor(len(jobs), thread_name_prefix="pair-gibbs")
-    try:
-        futures = [pool.submit(drive, *task) for task in zip(workers, jobs, errors)]
-        concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_EXCEPTION)
-        for future in sorted(futures, key=lambda f: not f.done()):  # a failure as soon as it happens
-            future.result()
-    finally:
-        for worker in workers:
-            if worker.poll() is None and None in results:
-                worker.kill()
-            with contextlib.suppress(OSError):
-                worker.stdin.close()
-        pool.shutdown(wait=True)
-        for worker, error in zip(workers, errors):
-            worker.wait()
-            worker.stdout.close()
-            error.close()
-    return results
-
-
-def _serve() -> None:
-    """A worker process (:func:`_in_processes`): the batches and settings from standard input, progress and the kept
-    draws to standard output (print's output to standard error); ends when standard input closes."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it kills the workers
-    channel = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    batches, (chains, draws, warmup, thin, seed), reports = pickle.load(sys.stdin.buffer)
-    threading.Thread(target=lambda: (sys.stdin.buffer.read(), os._exit(0)), daemon=True).start()
-
-    def send(*message) -> None:
-        pickle.dump(message, channel, protocol=pickle.HIGHEST_PROTOCOL)
-        channel.flush()
-
-    try:
-        rows = [_sweeps(_Batch(batch), chains, draws, warmup, thin, seed,
-                        (lambda sweep, sweeps: send("progress", sweep, sweeps)) if reports and at == 0 else None)
-                for at, batch in enumerate(batches)]
-    except Exception as error:  # noqa: BLE001 - any failure goes to the parent, which raises it
-        send("error", f"{type(error).__name__}: {error}")
-    else:
-        send("done", rows)
+def batch_draws(datas: list[dict], chains: int, draws: int, warmup: int, thin: int, seed: int,
+                report: Callable[[int, int], None] | None = None) -> list[dict[str, np.ndarray]]:
+    """The kept draws of d, σ0 and ν (each (chains, draws)) of each pair of one batch (the same q and priors)."""
+    return _sweeps(_Batch(datas), chains, draws, warmup, thin, seed, report)
 
 
 @dataclasses.dataclass
