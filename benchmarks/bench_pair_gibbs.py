@@ -6,10 +6,15 @@ the rope; the next dataset's probabilities: those masses averaged).
 
     python benchmarks/bench_pair_gibbs.py [--stan-pairs 12] [--data wainer|simulated]
     python benchmarks/bench_pair_gibbs.py --thins 4,2,1 [--data wainer|simulated]
+    python benchmarks/bench_pair_gibbs.py --workers [--data wainer|simulated]
 
 ``--thins``: Gibbs alone, every pair twice (seeds 1 and 2) at each thinning (every ``thin``-th of ``1000 × thin``
 sweeps kept), no Stan: the seconds, the pairs with R-hat > 1.01, log ν's ESS and the gap between the two seeds'
 answers (their Monte-Carlo error; what a cheaper thinning would cost in precision).
+
+``--workers``: why the pairs run in worker processes: two halves of the pairs (1000 sweeps each, 4 chains), one half
+alone in this process, both halves in two threads, both in two worker processes (``sampling/subprocesses.py``, start-up
+included), side by side.
 
 ``wainer``: Wainer's 16 models × 131 datasets × 4 folds (120 pairs; lymphography dropped: qda lacks two folds);
 ``simulated``: 10 equal models × 100 datasets × 10 folds (45 pairs; issue 27's second target).  Gibbs fits every
@@ -19,6 +24,7 @@ pair, Stan every ``len(pairs) // stan_pairs``-th in name order.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import dataclasses
 import itertools
 import logging
@@ -32,7 +38,7 @@ from scipy import stats
 
 from mlflow_bayescompare.families.ranking.hierarchical_k.engine import PAIR_THIN, sample_program, stan_inputs
 from mlflow_bayescompare.families.ranking.scores import read_scores
-from mlflow_bayescompare.sampling import convergence, pair_gibbs, sampler
+from mlflow_bayescompare.sampling import convergence, pair_gibbs, sampler, subprocesses
 from mlflow_bayescompare.simulation import rankings
 from mlflow_bayescompare.vocabulary.options import RANKING_PAIR_WARMUP, RankOptions
 
@@ -85,12 +91,32 @@ def _thinning(pairs: list, thins: list[int]) -> None:
               flush=True)
 
 
+def _workers(pairs: list) -> None:
+    """Two halves of the pairs, 1000 sweeps each: one half alone, both in two threads, both in two processes."""
+    datas = [inputs.stan_data for _, inputs in pairs]
+    halves = [(datas[:len(datas) // 2], 4, 200, 200, 4, 1), (datas[len(datas) // 2:], 4, 200, 200, 4, 1)]
+    start = time.perf_counter()
+    pair_gibbs.batch_draws(*halves[0])
+    alone = time.perf_counter() - start
+    start = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda half: pair_gibbs.batch_draws(*half), halves))
+    threads = time.perf_counter() - start
+    start = time.perf_counter()
+    subprocesses.run(pair_gibbs.batch_draws, halves, [1, 1], 2)
+    processes = time.perf_counter() - start
+    print(f"{len(halves[0][0])} pairs x 1000 sweeps: alone {alone:.2f} s; two halves in two threads {threads:.2f} s "
+          f"(x{threads / alone:.2f}); in two worker processes {processes:.2f} s (x{processes / alone:.2f}); load "
+          f"{os.getloadavg()[0]:.1f}", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", choices=("wainer", "simulated"), default="wainer")
     parser.add_argument("--stan-pairs", type=int, default=12)
     parser.add_argument("--thins", type=lambda text: [int(t) for t in text.split(",")],
                         help="Gibbs alone at these thinnings, twice each (e.g. 4,2,1)")
+    parser.add_argument("--workers", action="store_true", help="threads against worker processes")
     args = parser.parse_args()
     logging.getLogger("mlflow_bayescompare").setLevel(logging.ERROR)
     scores = _scores(args.data)
@@ -105,6 +131,9 @@ def main() -> int:
           f"{sampler.compile_program('hierarchical_k'):.0f} s (not timed)", flush=True)
     if args.thins:
         _thinning(pairs, args.thins)
+        return 0
+    if args.workers:
+        _workers(pairs)
         return 0
     start = time.perf_counter()
     runs = pair_gibbs.sample_pairs([inputs.stan_data for _, inputs in pairs], chains=4, draws=1000,
