@@ -126,7 +126,7 @@ def test_nus_marginal_prior_is_the_papers_hierarchy():
 
 
 def _workers() -> list[int]:
-    """The pids of this process's children that serve pair_gibbs (Linux: /proc)."""
+    """The pids of this process's worker processes (sampling/subprocesses.py; Linux: /proc)."""
     found = []
     for entry in Path("/proc").iterdir():
         try:
