@@ -13,9 +13,9 @@ from mlflow_bayescompare.sampling import subprocesses
 
 
 def square(x: int, report=None) -> int:
-    """A task: x², telling ``report`` it is done."""
+    """A task: x², telling ``report`` which task it is."""
     if report:
-        report(1, 1)
+        report(x, 1)
     return x * x
 
 
@@ -37,14 +37,14 @@ def test_a_script_without_a_main_guard_runs_its_tasks_in_workers(tmp_path):
         "from test_subprocesses import square\n"
         "heard = []\n"
         "print('start')\n"
-        "print(subprocesses.run(square, [(2,), (3,), (4,), (5,)], [1, 1, 1, 4], 2, lambda *done: heard.append(done)))\n"
+        "print(subprocesses.run(square, [(2,), (3,), (4,), (5,)], [1, 4, 2, 2], 2, lambda *done: heard.append(done)))\n"
         "print(heard)\n")
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]),
                                                                  os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
                           env=environment)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["start", "[4, 9, 16, 25]", "[(1, 1)]"]
+    assert done.stdout.splitlines() == ["start", "[4, 9, 16, 25]", "[(2, 1)]"]  # the first task's progress alone
 
 
 @pytest.mark.timeout(120)
@@ -58,4 +58,4 @@ def test_one_task_or_one_core_runs_here():
     heard = []
     assert subprocesses.run(square, [(6,)], [1], 2, lambda *done: heard.append(done)) == [36]
     assert subprocesses.run(square, [(2,), (3,)], [1, 1], 1, lambda *done: heard.append(done)) == [4, 9]
-    assert heard == [(1, 1), (1, 1)]
+    assert heard == [(6, 1), (2, 1)]

@@ -52,7 +52,8 @@ def run(function: Callable[..., Any], tasks: list[tuple], weights: list[float], 
     pool = concurrent.futures.ThreadPoolExecutor(len(jobs), thread_name_prefix="worker-relay")
     try:
         futures = [pool.submit(_drive, workers[n], errors[n], (function.__module__, function.__qualname__),
-                               [tasks[at] for at in job], report if 0 in job else None) for n, job in enumerate(jobs)]
+                               [tasks[at] for at in job], report, job.index(0) if 0 in job else None)
+                   for n, job in enumerate(jobs)]
         concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_EXCEPTION)
         for n, future in sorted(enumerate(futures), key=lambda item: not item[1].done()):  # a failure first
             for at, result in zip(jobs[n], future.result()):
@@ -73,10 +74,12 @@ def run(function: Callable[..., Any], tasks: list[tuple], weights: list[float], 
 
 
 def _drive(worker: subprocess.Popen, error, function: tuple[str, str], tasks: list[tuple],
-           report: Callable[[int, int], None] | None) -> list:
-    """Give ``worker`` its tasks, relay its progress to ``report``, return its results."""
+           report: Callable[[int, int], None] | None, reporting: int | None) -> list:
+    """Give ``worker`` its tasks, relay the progress of its task at ``reporting`` (``None``: none) to ``report``,
+    return its results."""
+    reporting = reporting if report is not None else None
     try:
-        pickle.dump((function, tasks, report is not None), worker.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump((function, tasks, reporting), worker.stdin, protocol=pickle.HIGHEST_PROTOCOL)
         worker.stdin.flush()
     except OSError:  # it ended before reading: the next read says why
         pass
@@ -102,7 +105,7 @@ def _serve() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
     channel = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    (module, name), tasks, reports = pickle.load(sys.stdin.buffer)
+    (module, name), tasks, reporting = pickle.load(sys.stdin.buffer)
     threading.Thread(target=lambda: (sys.stdin.buffer.read(), os._exit(0)), daemon=True).start()
 
     def send(kind: str, value) -> None:
@@ -111,7 +114,7 @@ def _serve() -> None:
 
     try:
         function = getattr(importlib.import_module(module), name)
-        results = [function(*task, report=(lambda *done: send("progress", done)) if reports and at == 0 else None)
+        results = [function(*task, report=(lambda *done: send("progress", done)) if at == reporting else None)
                    for at, task in enumerate(tasks)]
     except Exception as failure:  # noqa: BLE001 - any failure goes to the parent, which raises it
         send("error", f"{type(failure).__name__}: {failure}")
